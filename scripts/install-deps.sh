@@ -1,0 +1,16 @@
+#!/bin/sh
+# Installs rlc's build and test dependencies from Debian packages (run as root on a fresh
+# Debian 12 machine; gcc, make and optionally nvcc are assumed). Does nothing when all are there.
+set -e
+pkgs="libcjson-dev libpcre2-dev libutf8proc-dev libcriterion-dev pkg-config python3"
+fuzz_pkgs="clang libclang-rt-14-dev"
+missing=""
+for p in $pkgs $fuzz_pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing

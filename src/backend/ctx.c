@@ -1,0 +1,116 @@
+/* ctx.c — backend contexts and backend memory; CUDA calls go to backend/cuda when built. */
+#include "backend/ctx.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef RL_HAVE_CUDA
+#include "backend/cuda/cuda_ops.h"
+#endif
+
+int rl_cuda_available(void)
+{
+#ifdef RL_HAVE_CUDA
+    return rl_cuda_device_count() > 0;
+#else
+    return 0;
+#endif
+}
+
+int rl_ctx_create(rl_ctx *ctx, rl_backend_kind kind, int device, rl_err *err)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->kind = kind;
+    ctx->device = device;
+    ctx->act_dtype = RL_F32;
+    if (kind == RL_BACKEND_CPU) return 0;
+#ifdef RL_HAVE_CUDA
+    ctx->act_dtype = RL_BF16;
+    return rl_cuda_ctx_create(ctx, device, err);
+#else
+    return rl_err_set(err, "CUDA backend requested, but this rlc was built without CUDA "
+                           "(rebuild with nvcc on PATH, or CUDA=1)");
+#endif
+}
+
+void rl_ctx_free(rl_ctx *ctx)
+{
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) rl_cuda_ctx_free(ctx);
+#endif
+    memset(ctx, 0, sizeof *ctx);
+}
+
+const char *rl_backend_name(const rl_ctx *ctx) { return ctx->kind == RL_BACKEND_CUDA ? "cuda" : "cpu"; }
+
+void *rl_alloc(rl_ctx *ctx, size_t bytes)
+{
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) return rl_cuda_alloc(ctx, bytes);
+#endif
+    void *p = aligned_alloc(256, ((bytes ? bytes : 1) + 255) & ~(size_t)255);
+    if (!p) rl_err_oom(&ctx->err, "host allocation", bytes);
+    return p;
+}
+
+void rl_free(rl_ctx *ctx, void *ptr)
+{
+    if (!ptr) return;
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) {
+        rl_cuda_free(ctx, ptr);
+        return;
+    }
+#endif
+    free(ptr);
+}
+
+int rl_memcpy(rl_ctx *ctx, void *dst, const void *src, size_t bytes, rl_copy_kind kind)
+{
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) return rl_cuda_memcpy(ctx, dst, src, bytes, kind);
+#endif
+    if (bytes) memmove(dst, src, bytes);
+    return 0;
+}
+
+int rl_memzero(rl_ctx *ctx, void *ptr, size_t bytes)
+{
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) return rl_cuda_memzero(ctx, ptr, bytes);
+#endif
+    if (bytes) memset(ptr, 0, bytes);
+    return 0;
+}
+
+int rl_sync(rl_ctx *ctx)
+{
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) return rl_cuda_sync(ctx);
+#endif
+    return 0;
+}
+
+int rl_upload_f32(rl_ctx *ctx, void *dst, const float *src, size_t n)
+{
+    if (ctx->act_dtype == RL_F32) return rl_memcpy(ctx, dst, src, n * sizeof(float), RL_H2D);
+    size_t bytes = n * rl_dtype_size(ctx->act_dtype);
+    void *tmp = malloc(bytes ? bytes : 1);
+    if (!tmp) return rl_err_oom(&ctx->err, "upload staging", bytes);
+    rl_convert_from_f32(tmp, ctx->act_dtype, src, n);
+    int rc = rl_memcpy(ctx, dst, tmp, bytes, RL_H2D);
+    free(tmp);
+    return rc;
+}
+
+int rl_download_f32(rl_ctx *ctx, float *dst, const void *src, size_t n)
+{
+    if (ctx->act_dtype == RL_F32) return rl_memcpy(ctx, dst, src, n * sizeof(float), RL_D2H);
+    size_t bytes = n * rl_dtype_size(ctx->act_dtype);
+    void *tmp = malloc(bytes ? bytes : 1);
+    if (!tmp) return rl_err_oom(&ctx->err, "download staging", bytes);
+    int rc = rl_memcpy(ctx, tmp, src, bytes, RL_D2H);
+    if (rc == 0) rl_convert_to_f32(dst, tmp, ctx->act_dtype, n);
+    free(tmp);
+    return rc;
+}

@@ -1,0 +1,59 @@
+/* ctx.h — the backend handle every op takes, and backend memory.
+ *
+ * An rl_ctx says where ops run (CPU or one CUDA device) and owns that backend's handles (CUDA
+ * stream, cuBLASLt handle and workspace: opaque here, so this header needs no CUDA headers).
+ * "Backend memory" is host memory on the CPU and device memory on CUDA; every pointer an op
+ * takes is backend memory unless its comment says host.
+ *
+ * Dtypes: activations and working weights are stored in ctx->act_dtype (fp32 on the CPU, bf16
+ * on CUDA); weight gradients, master weights, AdamW moments, norms' rstd, log-sum-exp, log-probs
+ * and losses are always fp32. */
+#ifndef RL_BACKEND_CTX_H
+#define RL_BACKEND_CTX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+typedef enum { RL_BACKEND_CPU = 0, RL_BACKEND_CUDA = 1 } rl_backend_kind;
+
+typedef struct rl_ctx {
+    rl_backend_kind kind;
+    rl_dtype act_dtype; /* RL_F32 on CPU, RL_BF16 on CUDA */
+    int device;         /* CUDA device ordinal */
+    int n_threads;      /* CPU: OpenMP threads (0 = OpenMP default) */
+    void *cuda;         /* owned by backend/cuda: stream, cuBLASLt handle, workspace */
+    rl_err err;         /* filled when an op or memory call fails */
+} rl_ctx;
+
+/* Creates a context. RL_BACKEND_CUDA fails with a clear message when rlc was built without
+ * CUDA or no device is usable. */
+int rl_ctx_create(rl_ctx *ctx, rl_backend_kind kind, int device, rl_err *err);
+void rl_ctx_free(rl_ctx *ctx);
+/* 1 if this build has CUDA and a device is visible. */
+int rl_cuda_available(void);
+const char *rl_backend_name(const rl_ctx *ctx);
+
+typedef enum { RL_H2D, RL_D2H, RL_D2D } rl_copy_kind;
+
+/* Backend memory. rl_alloc returns 256-byte aligned memory or NULL (message in ctx->err). */
+void *rl_alloc(rl_ctx *ctx, size_t bytes);
+void rl_free(rl_ctx *ctx, void *ptr);
+int rl_memcpy(rl_ctx *ctx, void *dst, const void *src, size_t bytes, rl_copy_kind kind);
+int rl_memzero(rl_ctx *ctx, void *ptr, size_t bytes);
+/* Waits for all queued work (a no-op on the CPU). */
+int rl_sync(rl_ctx *ctx);
+
+/* Convenience for tests and loaders: fp32 host array <-> backend array of ctx->act_dtype. */
+int rl_upload_f32(rl_ctx *ctx, void *dst, const float *src, size_t n);
+int rl_download_f32(rl_ctx *ctx, float *dst, const void *src, size_t n);
+
+/* Ops return 0 or -1; RL_OP(expr) propagates a failure from a function returning int. */
+#define RL_OP(expr)                                                                          \
+    do {                                                                                     \
+        if ((expr) != 0) return -1;                                                          \
+    } while (0)
+
+#endif

@@ -1,0 +1,11 @@
+/* timer.c — see timer.h. */
+#include "core/timer.h"
+
+#include <time.h>
+
+double rl_time_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
