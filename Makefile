@@ -10,7 +10,12 @@ ARCH    ?= 90a
 DEBUG   ?= 0
 ASAN    ?= 0
 
-BUILD   := build$(if $(filter 1,$(ASAN)),/asan)$(if $(filter 1,$(DEBUG)),/debug)
+# OpenMP threads sleep rather than spin at barriers: tests run two at a time on two cores, and
+# spinning threads that wait for a descheduled peer slow everything several times over.
+export OMP_WAIT_POLICY ?= passive
+
+# CPU-only and CUDA builds keep their objects apart, so switching CUDA= never mixes them.
+BUILD   ?= build$(if $(filter 1,$(CUDA)),,/cpu)$(if $(filter 1,$(ASAN)),/asan)$(if $(filter 1,$(DEBUG)),/debug)
 CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -Isrc -fopenmp -MMD -MP
 LDFLAGS := -fopenmp
 LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lm -lpthread
@@ -67,6 +72,19 @@ $(BUILD)/tests/%: tests/%.c tests/test_util.h $(BUILD)/librlc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests $< $(BUILD)/librlc.a $(LDFLAGS) $(LDLIBS) -lcriterion -o $@
 
+# Kernel environment worker (docs/kernel-env.md): a separate CUDA program, the one place outside
+# src/backend/cuda that includes CUDA headers; built only when nvcc is found.
+KENV_WORKER_SRC := $(sort $(wildcard src/reward/kernel_env/worker/*.cu))
+ifeq ($(CUDA),1)
+KENV_CUDA_LIB := $(patsubst %/bin/nvcc,%,$(NVCC))/lib64
+all: $(BUILD)/rlc-kernel-worker
+$(BUILD)/rlc-kernel-worker: $(KENV_WORKER_SRC) src/reward/kernel_env/worker/wk.h src/reward/kernel_env/include/rl_kernel.h
+	@mkdir -p $(dir $@)
+	$(NVCC) -std=c++17 -O2 -g -gencode=arch=compute_$(ARCH),code=sm_$(ARCH) -cudart shared \
+	    -Isrc/reward/kernel_env/include -Xcompiler -Wall,-Wextra $(KENV_WORKER_SRC) -o $@ \
+	    -Xlinker -rpath,$(KENV_CUDA_LIB) -ldl -lpthread
+endif
+
 # The set-up commands install missing Debian packages first (a no-op when all are there).
 deps-ok:
 	@sh scripts/install-deps.sh
@@ -76,11 +94,62 @@ test: deps-ok
 	@$(MAKE) --no-print-directory test-bins
 	@BUILD=$(BUILD) sh tests/run.sh $(TEST_BIN)
 
+# The README's main job: a tiny Qwen3 model trained from scratch on the CPU, SFT then GRPO,
+# with held-out accuracy after each (src/cli/cmd_demo.c, docs/demo.md).
+demo: deps-ok
+	@$(MAKE) --no-print-directory $(BUILD)/rlc
+	$(BUILD)/rlc demo --out runs/demo
+
 gpu-test: $(GPU_TEST_BIN) $(BUILD)/rlc
 	@BUILD=$(BUILD) sh tests/run.sh $(GPU_TEST_BIN)
 
 deps:
 	sh scripts/install-deps.sh
+
+# Tokenizer benchmark (CPU, not a test): rlc's encoder beside Hugging Face tokenizers.
+.PHONY: bench-tokenizer
+$(BUILD)/bench/bench_tokenizer: bench/bench_tokenizer.c $(BUILD)/librlc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(BUILD)/librlc.a $(LDFLAGS) $(LDLIBS) -o $@
+
+bench-tokenizer: $(BUILD)/bench/bench_tokenizer
+	python3 bench/bench_tokenizer.py --bin $(BUILD)/bench/bench_tokenizer
+
+# Fuzzing (libFuzzer, clang): `make fuzz FUZZ_SECONDS=N` builds fuzz/fuzz_*.c into build/fuzz/ and
+# runs each for N seconds from its seed corpus fuzz/corpus/<target>/ (new inputs go to
+# build/fuzz/corpus/<target>/), with fuzz/<target>.dict when there is one. A crash fails the
+# build; the input is left in fuzz/findings/<target>/ and the log in build/fuzz/<target>.log.
+# Only the parsers are linked.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 30
+FUZZ_SRC     := $(sort $(wildcard fuzz/fuzz_*.c))
+FUZZ_BIN     := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
+FUZZ_LIB_SRC := src/core/error.c src/core/dtype.c src/core/file.c src/io/json.c src/io/config.c \
+                src/io/safetensors.c src/io/dataset.c src/reward/kernel_env/kspec.c \
+                src/reward/kernel_env/kstatic.c
+FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined \
+                -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
+build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(wildcard src/core/*.h src/io/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FUZZ_LIB_SRC) -lcjson -lpcre2-8 -lutf8proc -lm -o $@
+
+fuzz: $(FUZZ_BIN)
+	@for bin in $(FUZZ_BIN); do \
+	    t=$$(basename $$bin); mkdir -p build/fuzz/corpus/$$t fuzz/findings/$$t; \
+	    dict=""; [ -f fuzz/$$t.dict ] && dict="-dict=fuzz/$$t.dict"; \
+	    if ! $$bin -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 $$dict \
+	        -artifact_prefix=fuzz/findings/$$t/ build/fuzz/corpus/$$t fuzz/corpus/$$t > build/fuzz/$$t.log 2>&1; then \
+	        tail -n 60 build/fuzz/$$t.log; echo "fuzz: $$t FAILED (input in fuzz/findings/$$t/)"; exit 1; \
+	    fi; \
+	    echo "fuzz: $$t ok, $$(grep -o 'stat::number_of_executed_units: *[0-9]*' build/fuzz/$$t.log | grep -o '[0-9]*$$') runs in $(FUZZ_SECONDS) s"; \
+	done
+
+# The tokenizer's fuzz target links the tokenizer (and PCRE2) besides the parsers above.
+TOK_FUZZ_SRC := src/io/tokenizer.c src/io/bpe.c src/io/pretokenize.c
+build/fuzz/fuzz_tokenizer: fuzz/fuzz_tokenizer.c $(FUZZ_LIB_SRC) $(TOK_FUZZ_SRC) $(wildcard src/core/*.h src/io/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FUZZ_LIB_SRC) $(TOK_FUZZ_SRC) -lcjson -lpcre2-8 -lutf8proc -lm -o $@
 
 clean:
 	rm -rf build

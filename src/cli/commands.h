@@ -13,4 +13,13 @@ typedef struct rl_command {
 /* The table lives in main.c; add a line there and a declaration here for a new command. */
 extern const rl_command rl_commands[];
 
+int rl_cmd_tokenize(int argc, char **argv);
+int rl_cmd_logprobs(int argc, char **argv);
+int rl_cmd_generate(int argc, char **argv);
+int rl_cmd_kernel_eval(int argc, char **argv);
+int rl_cmd_info(int argc, char **argv);
+int rl_cmd_demo(int argc, char **argv);
+int rl_cmd_sft(int argc, char **argv);
+int rl_cmd_grpo(int argc, char **argv);
+
 #endif

@@ -1,6 +1,6 @@
 /* cuda_ops.h — the CUDA backend seen from C: one function per op in ops.h, same arguments and
  * meaning (bf16 activations, fp32 accumulation, device memory), plus the context and memory
- * functions backend/ctx.c calls. Implemented in backend/cuda/*.cu with C linkage; this header
+ * functions backend/ctx.c calls. Implemented in the .cu files of backend/cuda with C linkage; this header
  * includes no CUDA header, so C code may include it. */
 #ifndef RL_BACKEND_CUDA_OPS_H
 #define RL_BACKEND_CUDA_OPS_H

@@ -1,0 +1,226 @@
+/* attention.c — exact softmax attention over packed variable-length sequences, with GQA.
+ *
+ * Semantics are flash-attention's varlen API (ops.h): sequence s has queries
+ * cu_seqlens_q[s] .. cu_seqlens_q[s+1] and keys cu_seqlens_k[s] .. cu_seqlens_k[s] + len_k,
+ * len_k = seqused_k ? seqused_k[s] : cu_seqlens_k[s+1] - cu_seqlens_k[s]. With causal masking,
+ * bottom-right aligned, query i sees keys j < n_keys(i) = len_k - len_q + i + 1. A query that
+ * sees no key gets out = 0 and lse = -inf (the log of an empty sum).
+ *
+ * Both passes work on tiles of TQ queries of one head, so that the products are matrix
+ * products (gemm.c) rather than one dot product per (query, key) pair:
+ * forward   S = Q K^T, P = exp(scale S - m) row by row (fp32, max subtracted, sums in double),
+ *           lse = m + log sum P, out = (P V) / sum P;
+ * backward  (training layout, cu_seqlens shared by q and k) with P = exp(scale S - lse):
+ *           dP = dO V^T, D_i = dO_i . O_i, dS = P (dP - D) scale,
+ *           dQ = dS K, dK += dS^T Q, dV += P^T dO.
+ * Threads take (sequence, head) pairs in the forward and (sequence, kv head) pairs in the
+ * backward, so all the query heads that add into one kv head's dk/dv rows run on one thread:
+ * no races, and the sums run in an order that does not depend on the thread count. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/cpu_ops.h"
+
+enum { TQ = 64 };
+
+static int check_heads(rl_ctx *ctx, const char *op, int n_heads, int n_kv_heads, int head_dim)
+{
+    RL_OP(cpu_min(ctx, op, n_heads, 1, "n_heads"));
+    RL_OP(cpu_min(ctx, op, n_kv_heads, 1, "n_kv_heads"));
+    RL_OP(cpu_min(ctx, op, head_dim, 1, "head_dim"));
+    if (n_heads % n_kv_heads)
+        return rl_err_set(&ctx->err, "%s: n_heads = %d is not a multiple of n_kv_heads = %d", op,
+                          n_heads, n_kv_heads);
+    return 0;
+}
+
+/* cu[0] = 0, non-decreasing, every length <= max_len. */
+static int check_cu(rl_ctx *ctx, const char *op, const int32_t *cu, int n_seqs, int max_len,
+                    const char *what)
+{
+    if (cu[0] != 0) return rl_err_set(&ctx->err, "%s: %s[0] = %d, must be 0", op, what, cu[0]);
+    for (int s = 0; s < n_seqs; s++) {
+        int len = cu[s + 1] - cu[s];
+        if (len < 0 || len > max_len)
+            return rl_err_set(&ctx->err, "%s: sequence %d has length %d in %s (max_seqlen %d)",
+                              op, s, len, what, max_len);
+    }
+    return 0;
+}
+
+/* Keys query i of a sequence sees: bottom-right causal alignment, clamped to [0, len_k]. */
+static int n_visible(int causal, int len_q, int len_k, int i)
+{
+    int n = causal ? len_k - len_q + i + 1 : len_k;
+    return n < 0 ? 0 : n > len_k ? len_k : n;
+}
+
+int rl_cpu_attention_fwd(rl_ctx *ctx, void *out, float *lse, const void *q, const void *k,
+                         const void *v, const int32_t *cu_seqlens_q, const int32_t *cu_seqlens_k,
+                         const int32_t *seqused_k, int n_seqs, int max_seqlen_q, int max_seqlen_k,
+                         int n_heads, int n_kv_heads, int head_dim, float scale, int causal)
+{
+    static const char op[] = "attention_fwd";
+    RL_OP(cpu_min(ctx, op, n_seqs, 0, "n_seqs"));
+    RL_OP(check_heads(ctx, op, n_heads, n_kv_heads, head_dim));
+    if (n_seqs == 0) return 0;
+    RL_OP(cpu_need(ctx, op, cu_seqlens_q, "cu_seqlens_q"));
+    RL_OP(cpu_need(ctx, op, cu_seqlens_k, "cu_seqlens_k"));
+    RL_OP(check_cu(ctx, op, cu_seqlens_q, n_seqs, max_seqlen_q, "cu_seqlens_q"));
+    if (seqused_k) {
+        if (cu_seqlens_k[0] != 0)
+            return rl_err_set(&ctx->err, "%s: cu_seqlens_k[0] = %d, must be 0", op, cu_seqlens_k[0]);
+        for (int s = 0; s < n_seqs; s++) {
+            int cap = cu_seqlens_k[s + 1] - cu_seqlens_k[s];
+            if (seqused_k[s] < 0 || seqused_k[s] > cap || seqused_k[s] > max_seqlen_k)
+                return rl_err_set(&ctx->err, "%s: seqused_k[%d] = %d outside [0, min(%d, max_seqlen_k %d)]",
+                                  op, s, seqused_k[s], cap, max_seqlen_k);
+        }
+    } else {
+        RL_OP(check_cu(ctx, op, cu_seqlens_k, n_seqs, max_seqlen_k, "cu_seqlens_k"));
+    }
+    if (cu_seqlens_q[n_seqs] == 0) return 0;
+    RL_OP(cpu_need(ctx, op, out, "out"));
+    RL_OP(cpu_need(ctx, op, lse, "lse"));
+    RL_OP(cpu_need(ctx, op, q, "q"));
+    RL_OP(cpu_need(ctx, op, k, "k"));
+    RL_OP(cpu_need(ctx, op, v, "v"));
+
+    double work = (double)cu_seqlens_q[n_seqs] * n_heads * head_dim * max_seqlen_k / 16;
+    int n_threads = cpu_threads(ctx, work), group = n_heads / n_kv_heads;
+    size_t q_row = (size_t)n_heads * head_dim, kv_row = (size_t)n_kv_heads * head_dim;
+    size_t per_thread = (size_t)TQ * (max_seqlen_k > 0 ? max_seqlen_k : 1) + cpu_gemm_scratch_floats();
+    float *scratch = malloc((size_t)n_threads * per_thread * sizeof(float));
+    if (!scratch) return rl_err_oom(&ctx->err, "attention_fwd scratch", (size_t)n_threads * per_thread * 4);
+    const float *qs = q, *ks = k, *vs = v;
+    float *os = out;
+    long n_items = (long)n_seqs * n_heads;
+#pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
+    for (long item = 0; item < n_items; item++) {
+        int s = (int)(item / n_heads), h = (int)(item % n_heads);
+        int t0 = cu_seqlens_q[s], len_q = cu_seqlens_q[s + 1] - t0;
+        int len_k = seqused_k ? seqused_k[s] : cu_seqlens_k[s + 1] - cu_seqlens_k[s];
+        const float *k0 = ks + (size_t)cu_seqlens_k[s] * kv_row + (size_t)(h / group) * head_dim;
+        const float *v0 = vs + (size_t)cu_seqlens_k[s] * kv_row + (size_t)(h / group) * head_dim;
+        float *p = scratch + (size_t)omp_get_thread_num() * per_thread;
+        float *gs = p + (size_t)TQ * (max_seqlen_k > 0 ? max_seqlen_k : 1);
+        for (int i0 = 0; i0 < len_q; i0 += TQ) {
+            int tq = len_q - i0 < TQ ? len_q - i0 : TQ;
+            int kmax = n_visible(causal, len_q, len_k, i0 + tq - 1);
+            const float *qt = qs + (size_t)(t0 + i0) * q_row + (size_t)h * head_dim;
+            float *ot = os + (size_t)(t0 + i0) * q_row + (size_t)h * head_dim;
+            cpu_gemm_args g_s = {.m = tq, .n = kmax, .k = head_dim, .a = qt, .a_rs = (ptrdiff_t)q_row,
+                                 .a_cs = 1, .b = k0, .b_rs = 1, .b_cs = (ptrdiff_t)kv_row, .c = p,
+                                 .ldc = kmax, .accumulate = 0};
+            cpu_gemm_serial(&g_s, gs);
+            float inv_sum[TQ];
+            for (int r = 0; r < tq; r++) {
+                float *pr = p + (size_t)r * kmax;
+                int nk = n_visible(causal, len_q, len_k, i0 + r);
+                float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+                for (int j = 0; j < nk; j++) m = pr[j] * scale > m ? pr[j] * scale : m;
+                for (int j = 0; j < nk; j++) pr[j] = expf(pr[j] * scale - m);
+                double sum = 0;
+#pragma omp simd reduction(+ : sum)
+                for (int j = 0; j < nk; j++) sum += pr[j];
+                for (int j = nk; j < kmax; j++) pr[j] = 0.0f;
+                inv_sum[r] = nk > 0 ? (float)(1.0 / sum) : 0.0f;
+                lse[(size_t)(t0 + i0 + r) * n_heads + h] = nk > 0 ? m + (float)log(sum) : -INFINITY;
+            }
+            cpu_gemm_args g_o = {.m = tq, .n = head_dim, .k = kmax, .a = p, .a_rs = kmax, .a_cs = 1,
+                                 .b = v0, .b_rs = (ptrdiff_t)kv_row, .b_cs = 1, .c = ot,
+                                 .ldc = (ptrdiff_t)q_row, .accumulate = 0};
+            cpu_gemm_serial(&g_o, gs);
+            for (int r = 0; r < tq; r++)
+                for (int d = 0; d < head_dim; d++) ot[(size_t)r * q_row + d] *= inv_sum[r];
+        }
+    }
+    free(scratch);
+    return 0;
+}
+
+int rl_cpu_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout,
+                         const void *out, const float *lse, const void *q, const void *k,
+                         const void *v, const int32_t *cu_seqlens, int n_seqs, int max_seqlen,
+                         int n_heads, int n_kv_heads, int head_dim, float scale, int causal)
+{
+    static const char op[] = "attention_bwd";
+    RL_OP(cpu_min(ctx, op, n_seqs, 0, "n_seqs"));
+    RL_OP(check_heads(ctx, op, n_heads, n_kv_heads, head_dim));
+    if (n_seqs == 0) return 0;
+    RL_OP(cpu_need(ctx, op, cu_seqlens, "cu_seqlens"));
+    RL_OP(check_cu(ctx, op, cu_seqlens, n_seqs, max_seqlen, "cu_seqlens"));
+    int total = cu_seqlens[n_seqs];
+    if (total == 0) return 0;
+    const void *need[] = {dq, dk, dv, dout, out, lse, q, k, v};
+    const char *names[] = {"dq", "dk", "dv", "dout", "out", "lse", "q", "k", "v"};
+    for (int i = 0; i < 9; i++) RL_OP(cpu_need(ctx, op, need[i], names[i]));
+
+    int n_threads = cpu_threads(ctx, (double)total * n_heads * head_dim * max_seqlen / 8);
+    int group = n_heads / n_kv_heads;
+    size_t q_row = (size_t)n_heads * head_dim, kv_row = (size_t)n_kv_heads * head_dim;
+    size_t tile = (size_t)TQ * (max_seqlen > 0 ? max_seqlen : 1);
+    size_t per_thread = 2 * tile + cpu_gemm_scratch_floats();
+    float *scratch = malloc((size_t)n_threads * per_thread * sizeof(float));
+    if (!scratch) return rl_err_oom(&ctx->err, "attention_bwd scratch", (size_t)n_threads * per_thread * 4);
+    float *dqs = dq, *dks = dk, *dvs = dv;
+    const float *dos = dout, *os = out, *qs = q, *ks = k, *vs = v;
+    memset(dks, 0, (size_t)total * kv_row * sizeof(float));
+    memset(dvs, 0, (size_t)total * kv_row * sizeof(float));
+    long n_items = (long)n_seqs * n_kv_heads;
+#pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
+    for (long item = 0; item < n_items; item++) {
+        int s = (int)(item / n_kv_heads), kvh = (int)(item % n_kv_heads);
+        int t0 = cu_seqlens[s], len = cu_seqlens[s + 1] - t0;
+        size_t kv_off = (size_t)t0 * kv_row + (size_t)kvh * head_dim;
+        const float *k0 = ks + kv_off, *v0 = vs + kv_off;
+        float *dk0 = dks + kv_off, *dv0 = dvs + kv_off;
+        float *p = scratch + (size_t)omp_get_thread_num() * per_thread, *ds = p + tile, *gs = ds + tile;
+        for (int h = kvh * group; h < (kvh + 1) * group; h++) {
+            for (int i0 = 0; i0 < len; i0 += TQ) {
+                int tq = len - i0 < TQ ? len - i0 : TQ;
+                int kmax = n_visible(causal, len, len, i0 + tq - 1);
+                size_t q_off = (size_t)(t0 + i0) * q_row + (size_t)h * head_dim;
+                const float *qt = qs + q_off, *dot = dos + q_off, *ot = os + q_off;
+                /* P = exp(scale Q K^T - lse), dP = dO V^T */
+                cpu_gemm_args g_s = {.m = tq, .n = kmax, .k = head_dim, .a = qt, .a_rs = (ptrdiff_t)q_row,
+                                     .a_cs = 1, .b = k0, .b_rs = 1, .b_cs = (ptrdiff_t)kv_row, .c = p,
+                                     .ldc = kmax, .accumulate = 0};
+                cpu_gemm_serial(&g_s, gs);
+                cpu_gemm_args g_dp = g_s;
+                g_dp.a = dot, g_dp.b = v0, g_dp.c = ds;
+                cpu_gemm_serial(&g_dp, gs);
+                for (int r = 0; r < tq; r++) {
+                    float *pr = p + (size_t)r * kmax, *dsr = ds + (size_t)r * kmax;
+                    const float *dor = dot + (size_t)r * q_row, *orow = ot + (size_t)r * q_row;
+                    float l = lse[(size_t)(t0 + i0 + r) * n_heads + h];
+                    int nk = n_visible(causal, len, len, i0 + r);
+                    double di = 0;
+                    for (int d = 0; d < head_dim; d++) di += (double)dor[d] * orow[d];
+                    for (int j = 0; j < nk; j++) {
+                        pr[j] = expf(pr[j] * scale - l);
+                        dsr[j] = pr[j] * (dsr[j] - (float)di) * scale;
+                    }
+                    for (int j = nk; j < kmax; j++) pr[j] = dsr[j] = 0.0f;
+                }
+                /* dQ = dS K, dK += dS^T Q, dV += P^T dO */
+                cpu_gemm_args g_dq = {.m = tq, .n = head_dim, .k = kmax, .a = ds, .a_rs = kmax, .a_cs = 1,
+                                      .b = k0, .b_rs = (ptrdiff_t)kv_row, .b_cs = 1, .c = dqs + q_off,
+                                      .ldc = (ptrdiff_t)q_row, .accumulate = 0};
+                cpu_gemm_serial(&g_dq, gs);
+                cpu_gemm_args g_dk = {.m = kmax, .n = head_dim, .k = tq, .a = ds, .a_rs = 1, .a_cs = kmax,
+                                      .b = qt, .b_rs = (ptrdiff_t)q_row, .b_cs = 1, .c = dk0,
+                                      .ldc = (ptrdiff_t)kv_row, .accumulate = 1};
+                cpu_gemm_serial(&g_dk, gs);
+                cpu_gemm_args g_dv = g_dk;
+                g_dv.a = p, g_dv.b = dot, g_dv.c = dv0;
+                cpu_gemm_serial(&g_dv, gs);
+            }
+        }
+    }
+    free(scratch);
+    return 0;
+}

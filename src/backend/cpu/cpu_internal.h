@@ -1,0 +1,52 @@
+/* cpu_internal.h — helpers shared by the files of the CPU backend (not part of its interface):
+ * the OpenMP thread count a context asks for, argument checks that fill ctx->err, and the
+ * packed, cache-blocked fp32 matrix product that matmul.c, attention.c and lm_head.c
+ * build on. */
+#ifndef RL_BACKEND_CPU_INTERNAL_H
+#define RL_BACKEND_CPU_INTERNAL_H
+
+#include <omp.h>
+#include <stddef.h>
+
+#include "backend/ctx.h"
+
+/* Threads for a loop over `work` units (elements touched, or multiply-adds / 32): 1 below
+ * CPU_MIN_PARALLEL_WORK, where a parallel region costs more than it saves (and far more when
+ * other processes hold the cores: threads then wait a whole time slice at its barrier);
+ * otherwise ctx->n_threads, or the OpenMP default when that is 0. */
+enum { CPU_MIN_PARALLEL_WORK = 1 << 15 };
+
+static inline int cpu_threads(const rl_ctx *ctx, double work)
+{
+    if (work < CPU_MIN_PARALLEL_WORK) return 1;
+    return ctx->n_threads > 0 ? ctx->n_threads : omp_get_max_threads();
+}
+
+/* Fails with "<op>: <what> is NULL" when p is NULL. */
+int cpu_need(rl_ctx *ctx, const char *op, const void *p, const char *what);
+/* Fails with "<op>: <what> = <value>, must be >= <min>" when value < min. */
+int cpu_min(rl_ctx *ctx, const char *op, long long value, long long min, const char *what);
+
+/* C[M, N] (+)= A[M, K] B[K, N], where A(i, p) = a[i * a_rs + p * a_cs] and B(p, j) =
+ * b[p * b_rs + j * b_cs]: the strides let one routine serve x W^T, dY W and dY^T X without
+ * transposing anything in memory. C is row-major with leading dimension ldc; accumulate = 0
+ * overwrites it. Returns -1 only when its packing buffers cannot be allocated (message in err). */
+typedef struct cpu_gemm_args {
+    int m, n, k;
+    const float *a;
+    ptrdiff_t a_rs, a_cs;
+    const float *b;
+    ptrdiff_t b_rs, b_cs;
+    float *c;
+    ptrdiff_t ldc;
+    int accumulate;
+} cpu_gemm_args;
+
+/* Parallel over tiles of C with n_threads OpenMP threads. */
+int cpu_gemm(const cpu_gemm_args *g, int n_threads, rl_err *err);
+/* The same on the calling thread only, with caller-provided packing buffers of
+ * cpu_gemm_scratch_floats() floats (for use inside a parallel region). */
+size_t cpu_gemm_scratch_floats(void);
+void cpu_gemm_serial(const cpu_gemm_args *g, float *scratch);
+
+#endif

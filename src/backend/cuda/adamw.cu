@@ -1,0 +1,48 @@
+/* adamw.cu — fused AdamW step (Loshchilov & Hutter, decoupled weight decay) on fp32 masters
+ * and moments, writing the bf16 working copy in the same pass.
+ *
+ * Same order of floating-point operations as torch.optim.AdamW's single-tensor path and the
+ * CPU op (backend/cpu/adamw.c), so both agree to rounding:
+ *   g = grad * grad_scale;  param *= 1 - lr * wd;  m += (g - m)(1 - beta1);
+ *   v = v beta2 + (1 - beta2) g^2;
+ *   param += (-lr / (1 - beta1^t)) m / (sqrt(v) / sqrt(1 - beta2^t) + eps),
+ * with the bias corrections computed once on the host in double. */
+#include "backend/cuda/common.cuh"
+
+#include <math.h>
+
+__global__ void adamw_kernel(float *param, bf16 *working, const float *grad, float *m, float *v, size_t n,
+                             float beta1, float beta2, float eps, float decay, float grad_scale, float step_size,
+                             float bc2_sqrt)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float g = grad[i] * grad_scale;
+        float p = param[i] * decay;
+        float mi = m[i], vi = v[i];
+        mi += (g - mi) * (1.0f - beta1);
+        vi = vi * beta2 + (1.0f - beta2) * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        float denom = sqrtf(vi) / bc2_sqrt + eps;
+        p = p + (-step_size * mi) / denom;
+        param[i] = p;
+        if (working) working[i] = rl_f2b(p);
+    }
+}
+
+extern "C" int rl_cuda_adamw_step(rl_ctx *ctx, float *param, void *working, const float *grad, float *m,
+                                  float *v, size_t n, const rl_adamw_params *p)
+{
+    ARG_CHECK(p->step >= 1, "rl_cuda_adamw_step: step = %d, must be >= 1 (1-based)", p->step);
+    ARG_CHECK(p->beta1 >= 0.0f && p->beta1 < 1.0f && p->beta2 >= 0.0f && p->beta2 < 1.0f,
+              "rl_cuda_adamw_step: beta1 = %g, beta2 = %g, must be in [0, 1)", p->beta1, p->beta2);
+    if (n == 0) return 0;
+    double bc1 = 1.0 - pow(p->beta1, p->step), bc2 = 1.0 - pow(p->beta2, p->step);
+    float step_size = (float)(p->lr / bc1), bc2_sqrt = (float)sqrt(bc2);
+    float decay = 1.0f - p->lr * p->weight_decay;
+    adamw_kernel<<<rl_cuda_blocks(n, 256, 8192), 256, 0, rl_cuda_st(ctx)->stream>>>(
+        param, (bf16 *)working, grad, m, v, n, p->beta1, p->beta2, p->eps, decay, p->grad_scale, step_size,
+        bc2_sqrt);
+    LAUNCH_CHECK();
+    return 0;
+}

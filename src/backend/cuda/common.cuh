@@ -1,0 +1,158 @@
+/* common.cuh — what every CUDA kernel file shares: the backend state behind ctx->cuda, error
+ * checks that name file and line, bf16 helpers, warp/block reductions and a scratch buffer.
+ *
+ * Errors: CUDA_CHECK / CUBLAS_CHECK wrap every runtime or cuBLASLt call and LAUNCH_CHECK
+ * follows every kernel launch; on failure they write "<file>:<line>: <call>: <reason>" into
+ * ctx->err and return -1 from the enclosing launcher (which therefore must return int and
+ * have a variable `ctx`). Kernels never allocate; launchers take scratch from rl_cuda_scratch,
+ * which grows one device buffer and keeps it (callers use it only inside one op). */
+#ifndef RL_BACKEND_CUDA_COMMON_CUH
+#define RL_BACKEND_CUDA_COMMON_CUH
+
+extern "C" {
+#include "core/error.h"
+#include "core/dtype.h"
+}
+#include "backend/cuda/cuda_ops.h"
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+typedef __nv_bfloat16 bf16;
+
+typedef struct rl_cuda_matmul_plan rl_cuda_matmul_plan; /* matmul.cu */
+
+/* What ctx->cuda points to. */
+typedef struct rl_cuda_state {
+    cudaStream_t stream;
+    cublasLtHandle_t lt;
+    void *workspace; /* cuBLASLt workspace */
+    size_t workspace_bytes;
+    void *scratch; /* grown by rl_cuda_scratch, freed with the context */
+    size_t scratch_bytes;
+    double *reduce; /* small device buffer for reductions copied to the host */
+    double *reduce_host; /* pinned host mirror of reduce */
+    rl_cuda_matmul_plan *plans; /* cache of cuBLASLt descriptors and algorithms per shape */
+    int n_plans;
+} rl_cuda_state;
+
+#define RL_CUDA_REDUCE_SLOTS 4096 /* doubles in rl_cuda_state.reduce */
+
+static inline rl_cuda_state *rl_cuda_st(rl_ctx *ctx) { return (rl_cuda_state *)ctx->cuda; }
+
+#define CUDA_CHECK(expr)                                                                     \
+    do {                                                                                     \
+        cudaError_t rl_e_ = (expr);                                                          \
+        if (rl_e_ != cudaSuccess)                                                            \
+            return rl_err_set(&ctx->err, "%s:%d: %s: %s", __FILE__, __LINE__, #expr,         \
+                              cudaGetErrorString(rl_e_));                                    \
+    } while (0)
+
+#define CUBLAS_CHECK(expr)                                                                   \
+    do {                                                                                     \
+        cublasStatus_t rl_s_ = (expr);                                                       \
+        if (rl_s_ != CUBLAS_STATUS_SUCCESS)                                                  \
+            return rl_err_set(&ctx->err, "%s:%d: %s: cuBLAS status %d", __FILE__, __LINE__,  \
+                              #expr, (int)rl_s_);                                            \
+    } while (0)
+
+#define LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())
+
+/* Argument checks in launchers: a bad shape is the caller's bug in input, not a crash. */
+#define ARG_CHECK(cond, ...)                                                                 \
+    do {                                                                                     \
+        if (!(cond)) return rl_err_set(&ctx->err, __VA_ARGS__);                              \
+    } while (0)
+
+static inline unsigned rl_cuda_blocks(size_t n, unsigned threads, unsigned cap)
+{
+    size_t b = (n + threads - 1) / threads;
+    if (b < 1) b = 1;
+    return b > cap ? cap : (unsigned)b;
+}
+
+/* A device buffer of at least `bytes`, valid until the next call (not thread-safe; one op). */
+void *rl_cuda_scratch(rl_ctx *ctx, size_t bytes);
+
+__device__ __forceinline__ float rl_b2f(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ bf16 rl_f2b(float x) { return __float2bfloat16_rn(x); }
+
+__device__ __forceinline__ float rl_warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float rl_warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+__device__ __forceinline__ double rl_warp_sum_d(double v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* Block-wide sum / max; every thread gets the result. blockDim.x a multiple of 32, <= 1024.
+ * Uses 32 floats of shared memory; safe to call repeatedly (synchronises before reuse). */
+__device__ __forceinline__ float rl_block_sum(float v)
+{
+    __shared__ float part[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+    v = rl_warp_sum(v);
+    __syncthreads();
+    if (lane == 0) part[warp] = v;
+    __syncthreads();
+    v = lane < n_warps ? part[lane] : 0.0f;
+    return rl_warp_sum(v);
+}
+
+__device__ __forceinline__ float rl_block_max(float v)
+{
+    __shared__ float part[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+    v = rl_warp_max(v);
+    __syncthreads();
+    if (lane == 0) part[warp] = v;
+    __syncthreads();
+    v = lane < n_warps ? part[lane] : -INFINITY;
+    return rl_warp_max(v);
+}
+
+__device__ __forceinline__ double rl_block_sum_d(double v)
+{
+    __shared__ double part[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+    v = rl_warp_sum_d(v);
+    __syncthreads();
+    if (lane == 0) part[warp] = v;
+    __syncthreads();
+    v = lane < n_warps ? part[lane] : 0.0;
+    return rl_warp_sum_d(v);
+}
+
+/* Internal gemm used by matmul.cu, lm_head.cu: column-major cuBLASLt call
+ * D[rows x cols] = alpha * op(A) op(B) + beta * D (D in d_type, A/B bf16, fp32 compute),
+ * optional bf16 bias over rows (epilogue). Plans are cached per shape. */
+int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int inner,
+                 float alpha, const void *a, int lda, const void *b, int ldb, float beta, void *d,
+                 int ldd, cudaDataType_t d_type, const void *bias);
+void rl_cuda_gemm_plans_free(rl_cuda_state *st);
+
+/* attention_mma.cu: the tensor-core forward for head_dim 64/128; sets *ran = 0 (and does
+ * nothing) for shapes it does not take. */
+int rl_cuda_attention_fwd_mma(rl_ctx *ctx, void *out, float *lse, const void *q, const void *k, const void *v,
+                              const int32_t *cu_q, const int32_t *cu_k, const int32_t *used_k, int n_seqs,
+                              int max_seqlen_q, int n_heads, int n_kv_heads, int head_dim, float scale, int causal,
+                              int *ran);
+/* attention_mma_bwd.cu: the tensor-core backward for head_dim 64/128 (dsum = dout . out). */
+int rl_cuda_attention_bwd_mma(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const float *lse,
+                              const float *dsum, const void *q, const void *k, const void *v, const int32_t *cu,
+                              int n_seqs, int max_seqlen, int n_heads, int n_kv_heads, int head_dim, float scale,
+                              int causal, int *ran);
+
+#endif

@@ -1,0 +1,72 @@
+/* elementwise.cu — y += x (bf16), x *= s (fp32), and the sum of squares used by gradient
+ * clipping.
+ *
+ * sumsq is deterministic: a fixed grid of blocks each reduces a grid-stride slice in double,
+ * writes one partial, and a single block adds the partials in a fixed order; the result is
+ * copied to the host. */
+#include "backend/cuda/common.cuh"
+
+#define SUMSQ_BLOCKS 1024
+#define SUMSQ_THREADS 256
+
+__global__ void add_kernel(bf16 *y, const bf16 *x, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        y[i] = rl_f2b(rl_b2f(y[i]) + rl_b2f(x[i]));
+}
+
+__global__ void scale_kernel(float *x, float s, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        x[i] *= s;
+}
+
+__global__ void sumsq_partial_kernel(double *partial, const float *x, size_t n)
+{
+    double acc = 0.0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        double v = x[i];
+        acc += v * v;
+    }
+    acc = rl_block_sum_d(acc);
+    if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+}
+
+__global__ void sumsq_final_kernel(double *out, const double *partial, int n_partial)
+{
+    double acc = 0.0;
+    for (int i = threadIdx.x; i < n_partial; i += blockDim.x) acc += partial[i];
+    acc = rl_block_sum_d(acc);
+    if (threadIdx.x == 0) *out = acc;
+}
+
+extern "C" int rl_cuda_add(rl_ctx *ctx, void *y, const void *x, size_t n)
+{
+    if (n == 0) return 0;
+    add_kernel<<<rl_cuda_blocks(n, 256, 65535), 256, 0, rl_cuda_st(ctx)->stream>>>((bf16 *)y, (const bf16 *)x, n);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+extern "C" int rl_cuda_scale(rl_ctx *ctx, float *x, float s, size_t n)
+{
+    if (n == 0) return 0;
+    scale_kernel<<<rl_cuda_blocks(n, 256, 65535), 256, 0, rl_cuda_st(ctx)->stream>>>(x, s, n);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+extern "C" int rl_cuda_sumsq(rl_ctx *ctx, double *out, const float *x, size_t n)
+{
+    rl_cuda_state *st = rl_cuda_st(ctx);
+    unsigned blocks = rl_cuda_blocks(n, SUMSQ_THREADS, SUMSQ_BLOCKS);
+    double *partial = st->reduce + 1;
+    sumsq_partial_kernel<<<blocks, SUMSQ_THREADS, 0, st->stream>>>(partial, x, n);
+    LAUNCH_CHECK();
+    sumsq_final_kernel<<<1, SUMSQ_THREADS, 0, st->stream>>>(st->reduce, partial, (int)blocks);
+    LAUNCH_CHECK();
+    CUDA_CHECK(cudaMemcpyAsync(st->reduce_host, st->reduce, sizeof(double), cudaMemcpyDeviceToHost, st->stream));
+    CUDA_CHECK(cudaStreamSynchronize(st->stream));
+    *out = st->reduce_host[0];
+    return 0;
+}

@@ -1,0 +1,205 @@
+/* matmul.cu — linear layers through cuBLASLt: bf16 operands, fp32 accumulation; bf16 outputs
+ * for activations, fp32 outputs accumulated with beta = 1 for weight gradients.
+ *
+ * Row-major tensors are column-major transposes, so out[m,n] = in[m,k] @ W[n,k]^T is the
+ * column-major D[n x m] = W^T-view(op T) * in-view(op N). rl_cuda_gemm builds the matmul
+ * descriptor, the three layouts and the heuristic's first algorithm once per shape and keeps
+ * them (a small linear cache: a model has a handful of distinct shapes). The bias epilogue
+ * adds the bias in the forward product's own pass. dbias is a column-sum kernel. */
+#include "backend/cuda/common.cuh"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PLANS 128
+
+struct rl_cuda_matmul_plan {
+    int trans_a, trans_b, rows, cols, inner, lda, ldb, ldd, has_bias, beta_zero;
+    uint32_t align_a, align_b, align_d, align_bias; /* byte alignment the algorithm may assume */
+    cudaDataType_t d_type;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulAlgo_t algo;
+};
+
+static void plan_destroy(rl_cuda_matmul_plan *p)
+{
+    if (p->desc) cublasLtMatmulDescDestroy(p->desc);
+    if (p->la) cublasLtMatrixLayoutDestroy(p->la);
+    if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
+    if (p->ld) cublasLtMatrixLayoutDestroy(p->ld);
+}
+
+void rl_cuda_gemm_plans_free(rl_cuda_state *st)
+{
+    for (int i = 0; i < st->n_plans; i++) plan_destroy(&st->plans[i]);
+    free(st->plans);
+    st->plans = NULL;
+    st->n_plans = 0;
+}
+
+static int plan_build(rl_ctx *ctx, rl_cuda_matmul_plan *p)
+{
+    rl_cuda_state *st = rl_cuda_st(ctx);
+    cublasOperation_t ta = p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t tb = p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    if (p->has_bias) {
+        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+        cudaDataType_t bias_type = CUDA_R_16BF;
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                                    sizeof bias_type));
+    }
+    /* Stored shapes: A is (rows x inner) after op, so stored inner x rows when transposed. */
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_16BF, p->trans_a ? p->inner : p->rows,
+                                            p->trans_a ? p->rows : p->inner, p->lda));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_16BF, p->trans_b ? p->cols : p->inner,
+                                            p->trans_b ? p->inner : p->cols, p->ldb));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->ld, p->d_type, p->rows, p->cols, p->ldd));
+    cublasLtMatmulPreference_t pref;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                            &st->workspace_bytes, sizeof st->workspace_bytes);
+    const struct { cublasLtMatmulPreferenceAttributes_t attr; uint32_t value; } aligns[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, p->align_a},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, p->align_b},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, p->align_d},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, p->align_d},
+    };
+    for (int i = 0; i < 4 && s == CUBLAS_STATUS_SUCCESS; i++)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, aligns[i].attr, &aligns[i].value, sizeof aligns[i].value);
+    cublasLtMatmulHeuristicResult_t result;
+    int n_results = 0;
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulAlgoGetHeuristic(st->lt, p->desc, p->la, p->lb, p->ld, p->ld, pref, 1, &result,
+                                           &n_results);
+    cublasLtMatmulPreferenceDestroy(pref);
+    CUBLAS_CHECK(s);
+    if (n_results == 0)
+        return rl_err_set(&ctx->err, "cuBLASLt: no algorithm for %dx%dx%d (transa %d transb %d)", p->rows,
+                          p->cols, p->inner, p->trans_a, p->trans_b);
+    p->algo = result.algo;
+    return 0;
+}
+
+static rl_cuda_matmul_plan *plan_get(rl_ctx *ctx, const rl_cuda_matmul_plan *key)
+{
+    rl_cuda_state *st = rl_cuda_st(ctx);
+    for (int i = 0; i < st->n_plans; i++) {
+        rl_cuda_matmul_plan *p = &st->plans[i];
+        if (p->trans_a == key->trans_a && p->trans_b == key->trans_b && p->rows == key->rows &&
+            p->cols == key->cols && p->inner == key->inner && p->lda == key->lda && p->ldb == key->ldb &&
+            p->ldd == key->ldd && p->has_bias == key->has_bias && p->d_type == key->d_type &&
+            p->beta_zero == key->beta_zero && p->align_a == key->align_a && p->align_b == key->align_b &&
+            p->align_d == key->align_d && p->align_bias == key->align_bias)
+            return p;
+    }
+    if (!st->plans) {
+        st->plans = (rl_cuda_matmul_plan *)calloc(MAX_PLANS, sizeof *st->plans);
+        if (!st->plans) {
+            rl_err_oom(&ctx->err, "cuBLASLt plan cache", MAX_PLANS * sizeof *st->plans);
+            return NULL;
+        }
+    }
+    if (st->n_plans == MAX_PLANS) { /* full: start over (shapes of a new model or batch size) */
+        for (int i = 0; i < st->n_plans; i++) plan_destroy(&st->plans[i]);
+        memset(st->plans, 0, MAX_PLANS * sizeof *st->plans);
+        st->n_plans = 0;
+    }
+    rl_cuda_matmul_plan *p = &st->plans[st->n_plans];
+    *p = *key;
+    p->desc = NULL;
+    p->la = p->lb = p->ld = NULL;
+    if (plan_build(ctx, p) != 0) {
+        plan_destroy(p);
+        memset(p, 0, sizeof *p);
+        return NULL;
+    }
+    st->n_plans++;
+    return p;
+}
+
+/* Largest power of two (at most 256) that divides the address: plans are keyed on it, since an
+ * algorithm chosen for 256-byte aligned operands may refuse offset pointers. */
+static uint32_t ptr_align(const void *p)
+{
+    uintptr_t a = (uintptr_t)p | 256;
+    return (uint32_t)(a & (~a + 1));
+}
+
+int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int inner, float alpha,
+                 const void *a, int lda, const void *b, int ldb, float beta, void *d, int ldd,
+                 cudaDataType_t d_type, const void *bias)
+{
+    if (rows == 0 || cols == 0) return 0;
+    rl_cuda_state *st = rl_cuda_st(ctx);
+    rl_cuda_matmul_plan key;
+    memset(&key, 0, sizeof key);
+    key.trans_a = trans_a;
+    key.trans_b = trans_b;
+    key.rows = rows;
+    key.cols = cols;
+    key.inner = inner;
+    key.lda = lda;
+    key.ldb = ldb;
+    key.ldd = ldd;
+    key.has_bias = bias != NULL;
+    key.beta_zero = beta == 0.0f;
+    key.d_type = d_type;
+    key.align_a = ptr_align(a);
+    key.align_b = ptr_align(b);
+    key.align_d = ptr_align(d);
+    key.align_bias = bias ? ptr_align(bias) : 0;
+    rl_cuda_matmul_plan *p = plan_get(ctx, &key);
+    if (!p) return -1;
+    if (bias)
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    CUBLAS_CHECK(cublasLtMatmul(st->lt, p->desc, &alpha, a, p->la, b, p->lb, &beta, d, p->ld, d, p->ld, &p->algo,
+                                st->workspace, st->workspace_bytes, st->stream));
+    return 0;
+}
+
+/* dbias[col] += sum over rows of dout[row, col]; one thread per column, rows split over
+ * blockIdx.y with an atomicAdd per (column, slice). */
+__global__ void bias_grad_kernel(float *dbias, const bf16 *dout, int m, int n, int rows_per_slice)
+{
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (col >= n) return;
+    int r0 = blockIdx.y * rows_per_slice, r1 = min(r0 + rows_per_slice, m);
+    float acc = 0.0f;
+    for (int r = r0; r < r1; r++) acc += rl_b2f(dout[(size_t)r * n + col]);
+    atomicAdd(dbias + col, acc);
+}
+
+extern "C" int rl_cuda_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const void *weight, const void *bias,
+                                  int m, int n, int k, int accumulate)
+{
+    ARG_CHECK(m >= 0 && n > 0 && k > 0, "rl_cuda_matmul_fwd: bad shape m=%d n=%d k=%d", m, n, k);
+    if (m == 0) return 0;
+    return rl_cuda_gemm(ctx, 1, 0, n, m, k, 1.0f, weight, k, in, k, accumulate ? 1.0f : 0.0f, out, n,
+                        CUDA_R_16BF, bias);
+}
+
+extern "C" int rl_cuda_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout,
+                                  const void *in, const void *weight, int m, int n, int k, int accumulate_din)
+{
+    ARG_CHECK(m >= 0 && n > 0 && k > 0, "rl_cuda_matmul_bwd: bad shape m=%d n=%d k=%d", m, n, k);
+    if (m == 0) return 0;
+    /* din^T[k x m] = W-view[k x n] * dout-view[n x m] */
+    if (din)
+        RL_OP(rl_cuda_gemm(ctx, 0, 0, k, m, n, 1.0f, weight, k, dout, n, accumulate_din ? 1.0f : 0.0f, din, k,
+                           CUDA_R_16BF, NULL));
+    /* dW^T[k x n] += in-view[k x m] * (dout-view[n x m])^T */
+    if (dweight)
+        RL_OP(rl_cuda_gemm(ctx, 0, 1, k, n, m, 1.0f, in, k, dout, n, 1.0f, dweight, k, CUDA_R_32F, NULL));
+    if (dbias) {
+        int slices = (m + 255) / 256;
+        dim3 grid((n + 255) / 256, slices);
+        bias_grad_kernel<<<grid, 256, 0, rl_cuda_st(ctx)->stream>>>(dbias, (const bf16 *)dout, m, n, 256);
+        LAUNCH_CHECK();
+    }
+    return 0;
+}

@@ -1,0 +1,154 @@
+/* cmd_logprobs.c — `rlc logprobs`: per-token log-probs of token sequences under a model.
+ *
+ * Reads one JSON object {"ids": [...]} per stdin line and writes one {"logprobs": [...]} per
+ * line: the log-prob of each token after the first given the tokens before it (n - 1 values,
+ * from the model's fp32 forward, logits divided by --temperature). A bad line gets
+ * {"error": ...} in its place (output lines stay aligned with input lines), is reported on
+ * stderr with its line number, and makes the exit status 1. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/ctx.h"
+#include "cli/commands.h"
+#include "io/json.h"
+#include "model/model.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: rlc logprobs --model DIR [--temperature T] < requests.jsonl\n\n"
+            "Scores token sequences with a Hugging Face model (config.json + safetensors) on the CPU.\n"
+            "Each input line is {\"ids\": [token ids]}; each output line is {\"logprobs\": [...]}, the\n"
+            "log-prob of every token after the first given the ones before it.\n\n"
+            "  --model DIR        model directory (required)\n"
+            "  --temperature T    divide the logits by T before the softmax (default 1)\n"
+            "  --help             this text\n");
+}
+
+/* {"ids": [...]} -> malloc'd ids; -1 with err set for anything else. */
+static int parse_ids(const cJSON *in, int32_t **ids, int *n, rl_err *err)
+{
+    const cJSON *arr = cJSON_IsObject(in) ? cJSON_GetObjectItemCaseSensitive(in, "ids") : NULL;
+    if (!cJSON_IsArray(arr)) return rl_err_set(err, "line must be a JSON object {\"ids\": [token ids]}");
+    *n = cJSON_GetArraySize(arr);
+    if (*n < 1) return rl_err_set(err, "\"ids\" is empty");
+    *ids = malloc((size_t)*n * sizeof **ids);
+    if (!*ids) return rl_err_oom(err, "ids", (size_t)*n * sizeof **ids);
+    int i = 0;
+    for (const cJSON *item = arr->child; item; item = item->next, i++) {
+        if (!rl_json_is_integer(item) || item->valuedouble < 0 || item->valuedouble > INT32_MAX) {
+            free(*ids);
+            *ids = NULL;
+            return rl_err_set(err, "\"ids\"[%d] is not a token id (a non-negative integer)", i);
+        }
+        (*ids)[i] = (int32_t)item->valuedouble;
+    }
+    return 0;
+}
+
+static void print_line(const char *key, cJSON *value)
+{
+    cJSON *obj = cJSON_CreateObject();
+    cJSON_AddItemToObject(obj, key, value);
+    char *s = cJSON_PrintUnformatted(obj);
+    puts(s ? s : "{\"error\": \"out of memory\"}");
+    free(s);
+    cJSON_Delete(obj);
+}
+
+typedef struct scorer {
+    rl_model *model;
+    rl_acts *acts; /* grown to the longest line so far */
+    int capacity;
+    float *logp;
+    float inv_temperature;
+} scorer;
+
+static int score_line(scorer *s, const char *line, size_t len, rl_err *err)
+{
+    cJSON *in = rl_json_parse(line, len, "input", err);
+    if (!in) return -1;
+    int32_t *ids = NULL;
+    int n = 0, rc = -1;
+    if (parse_ids(in, &ids, &n, err)) goto done;
+    if (n > s->capacity) {
+        rl_acts_free(s->acts);
+        free(s->logp);
+        s->acts = NULL;
+        s->capacity = 0;
+        s->logp = malloc((size_t)n * sizeof(float));
+        if (!s->logp) {
+            rl_err_oom(err, "log-probs", (size_t)n * sizeof(float));
+            goto done;
+        }
+        if (rl_acts_create(&s->acts, s->model, n, RL_ACTS_INFER, err)) goto done;
+        s->capacity = n;
+    }
+    int32_t cu[2] = {0, n};
+    if (rl_model_forward(s->model, s->acts, ids, cu, 1, s->inv_temperature, s->logp, NULL, err)) goto done;
+    print_line("logprobs", cJSON_CreateFloatArray(s->logp + 1, n - 1));
+    rc = 0;
+done:
+    free(ids);
+    cJSON_Delete(in);
+    return rc;
+}
+
+int rl_cmd_logprobs(int argc, char **argv)
+{
+    const char *dir = NULL;
+    double temperature = 1.0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
+            dir = argv[++i];
+        } else if (!strcmp(argv[i], "--temperature") && i + 1 < argc) {
+            char *end;
+            temperature = strtod(argv[++i], &end);
+            if (*end || !(temperature > 0)) {
+                fprintf(stderr, "rlc logprobs: --temperature must be a positive number, got '%s'\n", argv[i]);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "rlc logprobs: unknown or incomplete option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!dir) {
+        fprintf(stderr, "rlc logprobs: --model DIR is required\n");
+        usage(stderr);
+        return 2;
+    }
+    rl_err err = {{0}};
+    rl_ctx ctx;
+    rl_model model;
+    if (rl_ctx_create(&ctx, RL_BACKEND_CPU, 0, &err) || rl_model_load(&model, &ctx, dir, &err)) {
+        fprintf(stderr, "rlc logprobs: %s\n", err.msg);
+        return 1;
+    }
+    scorer s = {.model = &model, .inv_temperature = (float)(1.0 / temperature)};
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int status = 0;
+    for (long no = 1; (len = getline(&line, &cap, stdin)) >= 0; no++) {
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
+        if (len == 0) continue;
+        if (score_line(&s, line, (size_t)len, &err)) {
+            fprintf(stderr, "rlc logprobs: stdin line %ld: %s\n", no, err.msg);
+            print_line("error", cJSON_CreateString(err.msg));
+            status = 1;
+        }
+        fflush(stdout);
+    }
+    free(line);
+    free(s.logp);
+    rl_acts_free(s.acts);
+    rl_model_free(&model);
+    rl_ctx_free(&ctx);
+    return status;
+}

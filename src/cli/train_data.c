@@ -1,0 +1,155 @@
+/* train_data.c — see train_data.h. */
+#include "cli/train_data.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int32_t eos_id(const rl_tokenizer *tok, const rl_model *m)
+{
+    int32_t id = rl_tok_token_id(tok, "<|im_end|>");
+    if (id < 0) id = rl_tok_token_id(tok, "<|endoftext|>");
+    if (id < 0 && m->config.n_eos > 0) id = m->config.eos_token_ids[0];
+    return id;
+}
+
+static int alloc_rows(rl_train_data *d, int n, rl_err *err)
+{
+    d->ids = calloc((size_t)(n ? n : 1), sizeof *d->ids);
+    d->texts = calloc((size_t)(n ? n : 1), sizeof *d->texts);
+    if (!d->ids || !d->texts) return rl_err_oom(err, "training data", (size_t)n * 16);
+    return 0;
+}
+
+/* The prompt of ex as text: plain, or chat-formatted with the generation prompt. */
+static int prompt_text(const rl_example *ex, char **out, rl_err *err)
+{
+    if (ex->prompt_messages) return rl_tok_chat_format(ex->prompt_messages, ex->n_prompt_messages, 1, out, err);
+    *out = strdup(ex->prompt ? ex->prompt : "");
+    return *out ? 0 : rl_err_oom(err, "prompt", 0);
+}
+
+/* prompt and completion texts of an SFT line; *add_eos when the completion is plain text. */
+static int sft_texts(const rl_example *ex, char **prompt, char **completion, int *add_eos, rl_err *err)
+{
+    *prompt = *completion = NULL;
+    *add_eos = 0;
+    if (ex->messages) {
+        int last = -1;
+        for (int i = 0; i < ex->n_messages; i++)
+            if (!strcmp(ex->messages[i].role, "assistant")) last = i;
+        if (last < 0) return rl_err_set(err, "line %d: \"messages\" has no assistant turn to learn", ex->line);
+        char *full;
+        if (rl_tok_chat_format(ex->messages, last, 1, prompt, err) ||
+            rl_tok_chat_format(ex->messages, last + 1, 0, &full, err))
+            return -1;
+        size_t np = strlen(*prompt);
+        *completion = strncmp(full, *prompt, np) ? NULL : strdup(full + np);
+        free(full);
+        return *completion ? 0 : rl_err_set(err, "line %d: chat format of the prompt is not a prefix", ex->line);
+    }
+    if (ex->completion_messages) {
+        int n = ex->n_prompt_messages + ex->n_completion_messages;
+        rl_chat_message *all = malloc((size_t)n * sizeof *all);
+        if (!all) return rl_err_oom(err, "messages", 0);
+        memcpy(all, ex->prompt_messages, (size_t)ex->n_prompt_messages * sizeof *all);
+        memcpy(all + ex->n_prompt_messages, ex->completion_messages, (size_t)ex->n_completion_messages * sizeof *all);
+        char *full;
+        int rc = rl_tok_chat_format(ex->prompt_messages, ex->n_prompt_messages, 1, prompt, err) ||
+                 rl_tok_chat_format(all, n, 0, &full, err);
+        free(all);
+        if (rc) return -1;
+        size_t np = strlen(*prompt);
+        *completion = strncmp(full, *prompt, np) ? NULL : strdup(full + np);
+        free(full);
+        return *completion ? 0 : rl_err_set(err, "line %d: chat format of the prompt is not a prefix", ex->line);
+    }
+    if (prompt_text(ex, prompt, err)) return -1;
+    *completion = strdup(ex->completion ? ex->completion : "");
+    *add_eos = 1;
+    return *completion ? 0 : rl_err_oom(err, "completion", 0);
+}
+
+int rl_train_data_sft(rl_train_data *d, const char *path, const rl_tokenizer *tok, const rl_model *m,
+                      int max_len, rl_err *err)
+{
+    memset(d, 0, sizeof *d);
+    if (rl_dataset_load(&d->ds, path, RL_DS_SFT, RL_DS_STOP, err)) return -1;
+    int n = d->ds->n;
+    d->sft = calloc((size_t)(n ? n : 1), sizeof *d->sft);
+    if (!d->sft || alloc_rows(d, n, err)) {
+        rl_train_data_free(d);
+        return rl_err_oom(err, "training data", (size_t)n * 16);
+    }
+    int32_t eos = eos_id(tok, m);
+    for (int i = 0; i < n; i++) {
+        const rl_example *ex = &d->ds->examples[i];
+        char *pt, *ct;
+        int add_eos, rc = sft_texts(ex, &pt, &ct, &add_eos, err);
+        int32_t *pi = NULL, *ci = NULL;
+        int np = 0, nc = 0;
+        if (rc == 0) rc = rl_tok_encode(tok, pt, strlen(pt), &pi, &np, err) || rl_tok_encode(tok, ct, strlen(ct), &ci, &nc, err);
+        free(pt), free(ct);
+        if (rc == 0 && !(d->ids[i] = malloc((size_t)(np + nc + 1) * sizeof(int32_t)))) rc = rl_err_oom(err, "example", 0);
+        if (rc == 0) {
+            memcpy(d->ids[i], pi, (size_t)np * sizeof(int32_t));
+            memcpy(d->ids[i] + np, ci, (size_t)nc * sizeof(int32_t));
+            int len = np + nc;
+            if (add_eos && eos >= 0) d->ids[i][len++] = eos;
+            if (len > max_len) {
+                len = max_len;
+                d->n_truncated++;
+            }
+            if (len - (np > 1 ? np : 1) < 1)
+                rc = rl_err_set(err, "%s: line %d: nothing left to learn (prompt %d tokens, --max-len %d)", path,
+                                ex->line, np, max_len);
+            d->sft[i] = (rl_sft_example){d->ids[i], len, np};
+        }
+        free(pi), free(ci);
+        if (rc) {
+            d->n = i + 1;
+            rl_train_data_free(d);
+            return -1;
+        }
+    }
+    d->n = n;
+    return 0;
+}
+
+int rl_train_data_rl(rl_train_data *d, const char *path, const rl_tokenizer *tok, int max_len, rl_err *err)
+{
+    memset(d, 0, sizeof *d);
+    if (rl_dataset_load(&d->ds, path, RL_DS_RL, RL_DS_STOP, err)) return -1;
+    int n = d->ds->n;
+    d->prompts = calloc((size_t)(n ? n : 1), sizeof *d->prompts);
+    if (!d->prompts || alloc_rows(d, n, err)) {
+        rl_train_data_free(d);
+        return rl_err_oom(err, "training data", (size_t)n * 16);
+    }
+    d->n = n;
+    for (int i = 0; i < n; i++) {
+        const rl_example *ex = &d->ds->examples[i];
+        int np = 0;
+        if (prompt_text(ex, &d->texts[i], err) || rl_tok_encode(tok, d->texts[i], strlen(d->texts[i]), &d->ids[i], &np, err)) {
+            rl_train_data_free(d);
+            return -1;
+        }
+        if (np < 1 || np > max_len) {
+            rl_err_set(err, "%s: line %d: prompt has %d tokens (must be 1 .. --max-prompt-len %d)", path, ex->line, np, max_len);
+            rl_train_data_free(d);
+            return -1;
+        }
+        d->prompts[i] = (rl_grpo_prompt){d->ids[i], np, d->texts[i], ex->answer, ex->fields};
+    }
+    return 0;
+}
+
+void rl_train_data_free(rl_train_data *d)
+{
+    for (int i = 0; i < d->n; i++) {
+        if (d->ids) free(d->ids[i]);
+        if (d->texts) free(d->texts[i]);
+    }
+    free(d->ids), free(d->texts), free(d->sft), free(d->prompts);
+    rl_dataset_free(d->ds);
+    memset(d, 0, sizeof *d);
+}

@@ -1,0 +1,35 @@
+/* train_data.h — dataset lines (io/dataset.h) to token ids for the trainers.
+ *
+ * SFT: {"prompt","completion"} as text: ids = encode(prompt) + encode(completion) + <eos>
+ * (the tokenizer's <|im_end|> or <|endoftext|>, else the config's first eos id); as messages:
+ * the prompt in the chat format with the generation prompt, then the completion turns. A
+ * {"messages"} line learns the last assistant turn: everything before it is the prompt.
+ * GRPO: the prompt as text, or as messages in the chat format with the generation prompt; the
+ * reward sees that same prompt text.
+ * Examples longer than max_len tokens are cut at max_len (SFT: from the end of the completion)
+ * or refused (GRPO prompts), with the line number in the message. */
+#ifndef RL_CLI_TRAIN_DATA_H
+#define RL_CLI_TRAIN_DATA_H
+
+#include "core/error.h"
+#include "io/dataset.h"
+#include "io/tokenizer.h"
+#include "model/model.h"
+#include "train/grpo.h"
+#include "train/sft.h"
+
+typedef struct rl_train_data {
+    rl_dataset *ds;
+    rl_sft_example *sft;
+    rl_grpo_prompt *prompts;
+    char **texts; /* GRPO: formatted prompt texts */
+    int32_t **ids;
+    int n, n_truncated;
+} rl_train_data;
+
+int rl_train_data_sft(rl_train_data *d, const char *path, const rl_tokenizer *tok, const rl_model *m,
+                      int max_len, rl_err *err);
+int rl_train_data_rl(rl_train_data *d, const char *path, const rl_tokenizer *tok, int max_len, rl_err *err);
+void rl_train_data_free(rl_train_data *d);
+
+#endif

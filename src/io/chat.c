@@ -1,0 +1,33 @@
+/* chat.c — Qwen's chat text format (ChatML): "<|im_start|>role\ncontent<|im_end|>\n" per
+ * message, then "<|im_start|>assistant\n" to prompt a reply. The text is encoded afterwards
+ * with rl_tok_encode, which turns the markers into their special-token ids. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/tokenizer.h"
+
+int rl_tok_chat_format(const rl_chat_message *msgs, int n, int add_generation_prompt, char **text, rl_err *err)
+{
+    static const char open[] = "<|im_start|>", close[] = "<|im_end|>\n", prompt[] = "<|im_start|>assistant\n";
+    *text = NULL;
+    size_t total = sizeof prompt;
+    for (int i = 0; i < n; i++) {
+        if (!msgs[i].role || !msgs[i].content) return rl_err_set(err, "chat message %d: role and content must be set", i);
+        total += sizeof open + strlen(msgs[i].role) + 1 + strlen(msgs[i].content) + sizeof close;
+    }
+    char *out = malloc(total);
+    if (!out) return rl_err_oom(err, "chat text", total);
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        size_t lr = strlen(msgs[i].role), lc = strlen(msgs[i].content);
+        memcpy(out + at, open, sizeof open - 1), at += sizeof open - 1;
+        memcpy(out + at, msgs[i].role, lr), at += lr;
+        out[at++] = '\n';
+        memcpy(out + at, msgs[i].content, lc), at += lc;
+        memcpy(out + at, close, sizeof close - 1), at += sizeof close - 1;
+    }
+    if (add_generation_prompt) memcpy(out + at, prompt, sizeof prompt - 1), at += sizeof prompt - 1;
+    out[at] = '\0';
+    *text = out;
+    return 0;
+}

@@ -1,0 +1,154 @@
+/* activations.c — plans the activation memory of a model for a maximum token count and mode,
+ * and hands out the pieces of ONE backend allocation (layout in acts_internal.h).
+ *
+ * The plan runs twice over the same sequence of rl_arena_alloc calls: first on a measuring
+ * arena (which counts bytes and returns NULL), then on an arena whose base is the backend
+ * allocation (rl_arena only does pointer arithmetic on base, so device memory works too). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/arena.h"
+#include "model/acts_internal.h"
+
+#define ACT_ALIGN 256
+
+typedef struct planner {
+    rl_arena arena;
+    size_t esize; /* bytes per activation element (ctx->act_dtype) */
+} planner;
+
+static void *act(planner *p, size_t n) { return rl_arena_alloc(&p->arena, n * p->esize, ACT_ALIGN); }
+static float *f32(planner *p, size_t n) { return rl_arena_alloc(&p->arena, n * sizeof(float), ACT_ALIGN); }
+static int32_t *i32(planner *p, size_t n) { return rl_arena_alloc(&p->arena, n * sizeof(int32_t), ACT_ALIGN); }
+
+static void plan_layer(planner *p, rl_layer_acts *s, const rl_model_config *c, size_t T, int own_h)
+{
+    size_t D = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
+    size_t qd = (size_t)c->n_heads * (size_t)c->head_dim, kd = (size_t)c->n_kv_heads * (size_t)c->head_dim;
+    s->xn1 = act(p, T * D);
+    s->rstd1 = f32(p, T);
+    if (c->qk_norm) {
+        s->q_raw = act(p, T * qd);
+        s->k_raw = act(p, T * kd);
+        s->q_rstd = f32(p, T * (size_t)c->n_heads);
+        s->k_rstd = f32(p, T * (size_t)c->n_kv_heads);
+    }
+    s->q = act(p, T * qd);
+    s->k = act(p, T * kd);
+    s->v = act(p, T * kd);
+    s->attn = act(p, T * qd);
+    s->lse = f32(p, T * (size_t)c->n_heads);
+    if (own_h) s->h = act(p, T * D);
+    s->xn2 = act(p, T * D);
+    s->rstd2 = f32(p, T);
+    s->gate = act(p, T * I);
+    s->up = act(p, T * I);
+    s->act = act(p, T * I);
+}
+
+/* One pass of the plan; with a measuring arena every pointer comes out NULL. */
+static void plan(planner *p, rl_acts *a)
+{
+    const rl_model_config *c = &a->model->config;
+    size_t T = (size_t)a->max_tokens, D = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
+    size_t qd = (size_t)c->n_heads * (size_t)c->head_dim, kd = (size_t)c->n_kv_heads * (size_t)c->head_dim;
+    int L = c->n_layers;
+
+    if (a->mode == RL_ACTS_INFER) {
+        void *stream = act(p, T * D); /* the residual stream, updated in place */
+        for (int l = 0; l <= L; l++) a->x[l] = stream;
+        plan_layer(p, &a->layers[0], c, T, 0);
+        a->layers[0].h = stream;
+        for (int l = 1; l < L; l++) a->layers[l] = a->layers[0];
+        a->gather = act(p, T * D);
+    } else if (a->mode == RL_ACTS_TRAIN_CHECKPOINT) {
+        for (int l = 0; l <= L; l++) a->x[l] = act(p, T * D);
+        plan_layer(p, &a->layers[0], c, T, 1);
+        for (int l = 1; l < L; l++) a->layers[l] = a->layers[0];
+    } else {
+        for (int l = 0; l <= L; l++) a->x[l] = act(p, T * D);
+        for (int l = 0; l < L; l++) plan_layer(p, &a->layers[l], c, T, 1);
+    }
+    a->xf = act(p, T * D);
+    a->rstd_f = f32(p, T);
+    a->head_lse = f32(p, T);
+    a->logp_next = f32(p, T);
+    a->entropy_next = f32(p, T);
+    a->tokens = i32(p, T);
+    a->positions = i32(p, T);
+    a->targets = i32(p, T);
+    a->cu_q = i32(p, T + 1);
+    a->cu_k = i32(p, T + 1);
+    a->seqused_k = i32(p, T + 1);
+    if (a->mode == RL_ACTS_INFER) return;
+
+    a->dres = act(p, T * D);
+    a->dxn = act(p, T * D);
+    a->dattn = act(p, T * qd);
+    a->dq = act(p, T * qd);
+    a->dk = act(p, T * kd);
+    a->dv = act(p, T * kd);
+    if (c->qk_norm) {
+        a->dq_raw = act(p, T * qd);
+        a->dk_raw = act(p, T * kd);
+    }
+    a->dgate = act(p, T * I);
+    a->dup = act(p, T * I);
+    a->dact = act(p, T * I);
+    a->dlogp_next = f32(p, T);
+}
+
+int rl_acts_create(rl_acts **out, const rl_model *m, int max_tokens, rl_acts_mode mode,
+                   rl_err *err)
+{
+    *out = NULL;
+    if (max_tokens < 1) return rl_err_set(err, "activations: max_tokens = %d, must be >= 1", max_tokens);
+    int L = m->config.n_layers;
+    rl_acts *a = calloc(1, sizeof *a);
+    if (!a) return rl_err_oom(err, "activations", sizeof *a);
+    a->model = m;
+    a->mode = mode;
+    a->max_tokens = max_tokens;
+    a->x = calloc((size_t)L + 1, sizeof *a->x);
+    a->layers = calloc((size_t)L, sizeof *a->layers);
+    size_t host_n = (size_t)max_tokens + 1;
+    int32_t *host = malloc(5 * host_n * sizeof(int32_t));
+    if (!a->x || !a->layers || !host) {
+        free(host);
+        rl_acts_free(a);
+        return rl_err_oom(err, "activation tables", 5 * host_n * sizeof(int32_t));
+    }
+    a->host_positions = host;
+    a->host_targets = host + host_n;
+    a->host_cu = host + 2 * host_n;
+    a->host_cu_k = host + 3 * host_n;
+    a->host_seqused = host + 4 * host_n;
+
+    planner p = {.esize = rl_dtype_size(m->ctx->act_dtype)};
+    rl_arena_create(&p.arena, 0);
+    plan(&p, a);
+    a->bytes = p.arena.peak;
+    a->base = rl_alloc(m->ctx, a->bytes);
+    if (!a->base) {
+        *err = m->ctx->err;
+        rl_err_prefix(err, "activations for %d tokens: ", max_tokens);
+        rl_acts_free(a);
+        return -1;
+    }
+    p.arena = (rl_arena){.base = a->base, .capacity = a->bytes};
+    plan(&p, a);
+    *out = a;
+    return 0;
+}
+
+void rl_acts_free(rl_acts *a)
+{
+    if (!a) return;
+    if (a->base) rl_free(a->model->ctx, a->base);
+    free(a->host_positions);
+    free(a->x);
+    free(a->layers);
+    free(a);
+}
+
+size_t rl_acts_bytes(const rl_acts *a) { return a->bytes; }

@@ -1,0 +1,57 @@
+/* acts_internal.h — the layout of rl_acts, shared by activations.c (planning) and qwen3.c /
+ * cached.c (forward, backward). Not part of the model's interface.
+ *
+ * All buffers are pieces of one backend allocation. Shapes, with T = max_tokens, D = hidden,
+ * H/KV = query/kv heads, hd = head_dim, I = intermediate:
+ *   x[l]        [T, D]  input of layer l; x[n_layers] is the last layer's output
+ *   per layer   xn1 [T, D], rstd1 [T], q_raw [T, H*hd], k_raw [T, KV*hd] (qk_norm only),
+ *               q_rstd [T*H], k_rstd [T*KV] (qk_norm only), q [T, H*hd], k, v [T, KV*hd]
+ *               (after norm and RoPE), attn [T, H*hd], lse [T*H], h [T, D] (residual after
+ *               attention), xn2 [T, D], rstd2 [T], gate, up, act [T, I]
+ * Modes: TRAIN gives every layer its own set; CHECKPOINT gives each layer its own x but one
+ * shared set for the rest (recomputed per layer in the backward); INFER shares everything,
+ * and x[l] and h are the same buffer (the residual stream is updated in place). */
+#ifndef RL_MODEL_ACTS_INTERNAL_H
+#define RL_MODEL_ACTS_INTERNAL_H
+
+#include <stdint.h>
+
+#include "model/model.h"
+
+typedef struct rl_layer_acts {
+    void *xn1, *q_raw, *k_raw, *q, *k, *v, *attn, *h, *xn2, *gate, *up, *act;
+    float *rstd1, *q_rstd, *k_rstd, *lse, *rstd2;
+} rl_layer_acts;
+
+struct rl_acts {
+    const rl_model *model;
+    rl_acts_mode mode;
+    int max_tokens;
+    void *base; /* the one backend allocation */
+    size_t bytes;
+
+    void **x;              /* [n_layers + 1] */
+    rl_layer_acts *layers; /* [n_layers] */
+    void *xf;              /* final norm output [T, D] */
+    float *rstd_f;         /* [T] */
+    float *head_lse, *logp_next, *entropy_next; /* [T] each; row t scores token t + 1 */
+    int32_t *tokens, *positions, *targets;      /* [T] each (backend) */
+    int32_t *cu_q, *cu_k, *seqused_k;           /* [T + 1] each (backend) */
+
+    /* backward scratch (training modes only) */
+    void *dres, *dxn, *dattn, *dq, *dk, *dv, *dq_raw, *dk_raw, *dgate, *dup, *dact;
+    float *dlogp_next;
+
+    /* generation only (INFER mode): last rows gathered for the lm_head [T, D] */
+    void *gather;
+
+    /* host mirrors [T + 1] of the batch being run */
+    int32_t *host_positions, *host_targets, *host_cu, *host_cu_k, *host_seqused;
+
+    /* the batch of the last rl_model_forward (what rl_model_backward differentiates) */
+    int n_tokens, n_seqs, max_seqlen;
+    float inv_temperature;
+    int have_batch;
+};
+
+#endif

@@ -1,0 +1,159 @@
+/* model.h — the decoder-only transformer (Qwen3; Qwen2 and Llama by config flags): parameters,
+ * forward to per-token log-probs, backward into one gradient buffer, and the KV-cached forward
+ * the generation engine drives.
+ *
+ * Parameters. Every tensor of the checkpoint (rl_config_tensor_specs order) has an entry in
+ * m->params with its HF name, shape and offset (in elements) into ONE contiguous fp32 buffer
+ * m->master in backend memory. m->grads (fp32, after rl_model_enable_grads) and the trainer's
+ * AdamW moments use the same layout, so optimizer code runs over the buffers as flat arrays.
+ * The forward reads m->working, in ctx->act_dtype with the same element offsets: on the CPU it
+ * IS m->master; on CUDA a bf16 copy that rl_adamw_step refreshes (pass rl_model_working_copy(m)
+ * as its `working` argument) or rl_model_refresh_working rewrites from the masters.
+ * Tied embeddings: there is no lm_head entry; the lm_head reads model.embed_tokens.weight and
+ * its gradient adds into that tensor's gradient.
+ *
+ * Log-prob alignment (used everywhere: forward, backward, CLI). For a packed batch of
+ * sequences, logp[t] = log p(tokens[t] | the tokens of its sequence before t), i.e. aligned
+ * with the token it scores; logp[t] = 0 at the first token of every sequence (nothing
+ * predicts it). A trainer masks completion tokens with the same index it uses for the tokens.
+ *
+ * Activations live in an rl_acts (activations.c): one backend allocation planned for a maximum
+ * token count and a mode, so that the forward never allocates. Training mode keeps what the
+ * backward needs for every layer; checkpoint mode keeps only each layer's input and recomputes
+ * the layer during the backward; inference mode keeps nothing beyond one layer's scratch.
+ * An rl_acts belongs to one model and may be freed and re-created at will (e.g. released
+ * during generation).
+ *
+ * Not thread-safe: one model and its acts are used by one thread at a time. */
+#ifndef RL_MODEL_MODEL_H
+#define RL_MODEL_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/ctx.h"
+#include "core/error.h"
+#include "io/config.h"
+
+typedef struct rl_param {
+    char name[96];     /* HF tensor name */
+    int n_dims;        /* 1 or 2 */
+    int64_t shape[2];  /* [out, in] for linear weights */
+    size_t offset;     /* elements from the start of master / grads / working */
+    size_t count;      /* elements */
+    int weight_decay;  /* 1 for matrices (projections, embeddings), 0 for norms and biases */
+} rl_param;
+
+/* Element offsets of one layer's tensors; SIZE_MAX where the architecture has none. */
+typedef struct rl_layer_offsets {
+    size_t attn_norm, q, k, v, o, q_bias, k_bias, v_bias, q_norm, k_norm;
+    size_t mlp_norm, gate, up, down;
+} rl_layer_offsets;
+
+typedef struct rl_model {
+    rl_model_config config;
+    rl_ctx *ctx; /* not owned */
+    rl_param *params;
+    int n_params;
+    size_t n_elems;            /* elements in each of master, grads, working */
+    float *master;             /* fp32 master weights (backend) */
+    float *grads;              /* fp32 gradients (backend), NULL until rl_model_enable_grads */
+    void *working;             /* ctx->act_dtype weights the forward reads (== master on CPU) */
+    rl_layer_offsets *layers;  /* [n_layers] */
+    size_t embed, final_norm, lm_head; /* lm_head == embed when tied */
+    float *inv_freq;           /* RoPE inverse frequencies [head_dim / 2] (backend) */
+} rl_model;
+
+/* ---- creation, loading, saving ---------------------------------------------------------- */
+
+/* Loads dir/config.json and the safetensors checkpoint in dir (any of fp32/fp16/bf16), after
+ * checking the tensors against rl_config_tensor_specs (names, shapes, nothing extra). */
+int rl_model_load(rl_model *m, rl_ctx *ctx, const char *dir, rl_err *err);
+
+/* A freshly initialised model as transformers initialises one: every linear and embedding
+ * weight ~ normal(0, 0.02), biases 0, RMSNorm weights 1. Deterministic in seed. */
+int rl_model_init_random(rl_model *m, rl_ctx *ctx, const rl_model_config *cfg, uint64_t seed,
+                         rl_err *err);
+
+/* Writes dir/config.json and dir/model.safetensors (tensors stored as dtype: RL_F32 or
+ * RL_BF16; config torch_dtype set to match) that transformers' from_pretrained loads. */
+int rl_model_save(const rl_model *m, const char *dir, rl_dtype dtype, rl_err *err);
+
+/* Safe on a model whose load or init failed (it is left zeroed). */
+void rl_model_free(rl_model *m);
+
+/* Allocates m->grads (zeroed); a no-op when already there. */
+int rl_model_enable_grads(rl_model *m, rl_err *err);
+int rl_model_zero_grads(rl_model *m, rl_err *err);
+
+/* The separate working copy to refresh after the masters change, or NULL when the forward
+ * reads the masters directly (CPU). This is rl_adamw_step's `working` argument. */
+static inline void *rl_model_working_copy(const rl_model *m)
+{
+    return m->working == (void *)m->master ? NULL : m->working;
+}
+/* Rewrites the working weights from the masters (after the masters were changed by anything
+ * other than rl_adamw_step with rl_model_working_copy). A no-op on the CPU. */
+int rl_model_refresh_working(rl_model *m, rl_err *err);
+
+/* Index into m->params of the tensor named name, or -1. */
+int rl_model_find_param(const rl_model *m, const char *name);
+
+/* ---- activations ------------------------------------------------------------------------- */
+
+typedef enum {
+    RL_ACTS_INFER,           /* forward only (log-probs, KV-cached generation) */
+    RL_ACTS_TRAIN,           /* forward keeps everything the backward reads */
+    RL_ACTS_TRAIN_CHECKPOINT /* keeps each layer's input; the backward recomputes the layer */
+} rl_acts_mode;
+
+typedef struct rl_acts rl_acts;
+
+/* Plans and allocates the activations for batches of at most max_tokens tokens. */
+int rl_acts_create(rl_acts **out, const rl_model *m, int max_tokens, rl_acts_mode mode,
+                   rl_err *err);
+void rl_acts_free(rl_acts *a);
+/* Bytes of backend memory the activations hold. */
+size_t rl_acts_bytes(const rl_acts *a);
+
+/* ---- training forward / backward --------------------------------------------------------- */
+
+/* Forward over a packed batch: tokens (host) [n_tokens], cu_seqlens (host) [n_seqs + 1]
+ * (cu_seqlens[0] = 0, last = n_tokens <= the acts' max_tokens, no empty sequence); positions
+ * restart at 0 in each sequence. Logits are scaled by inv_temperature before the softmax.
+ * Writes logp (backend, [n_tokens], aligned as described at the top) and, when entropy is not
+ * NULL, entropy[t] (backend) = entropy of the distribution token t was drawn from (0 at each
+ * sequence's first token). In a training mode the acts then hold this batch for
+ * rl_model_backward. */
+int rl_model_forward(rl_model *m, rl_acts *a, const int32_t *tokens, const int32_t *cu_seqlens,
+                     int n_seqs, float inv_temperature, float *logp, float *entropy,
+                     rl_err *err);
+
+/* Backward of sum_t dlogp[t] * logp[t] for the batch of the last rl_model_forward on a
+ * (training-mode acts): dlogp (backend, [n_tokens], same alignment; entries at sequence starts
+ * are ignored). Gradients are ADDED to m->grads (micro-batches accumulate). */
+int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err);
+
+/* ---- KV-cached forward for generation ---------------------------------------------------- */
+
+/* Key/value slabs: cache slot i owns rows slab_start[i] .. slab_start[i] + slab_rows[i] of
+ * every layer's k[l] and v[l] ([rows, n_kv_heads, head_dim], ctx->act_dtype, backend), of which
+ * the first used[i] are filled. slab_start must increase with i. Owned by the caller
+ * (engine/). */
+typedef struct rl_kv_slabs {
+    void **k, **v;           /* [n_layers] */
+    int n_slots;
+    const int32_t *slab_start; /* host [n_slots] */
+    const int32_t *slab_rows;  /* host [n_slots] */
+    int32_t *used;             /* host [n_slots]; advanced by rl_model_forward_cached */
+} rl_kv_slabs;
+
+/* Runs n_seqs new-token runs (tokens (host), cu_seqlens (host) as in rl_model_forward); run s
+ * continues cache slot slots[s] (host, increasing) at position used[slots[s]], appends its keys
+ * and values there, and attends to everything the slot holds. Writes the fp32 logits of each
+ * run's last token to logits (backend, [n_seqs, vocab]). Needs inference-mode acts. */
+int rl_model_forward_cached(rl_model *m, rl_acts *a, rl_kv_slabs *kv, const int32_t *slots,
+                            const int32_t *tokens, const int32_t *cu_seqlens, int n_seqs,
+                            float *logits, rl_err *err);
+
+#endif

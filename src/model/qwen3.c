@@ -1,0 +1,325 @@
+/* qwen3.c — the transformer's forward, backward and KV-cached forward in terms of ops.h: Qwen3
+ * (q/k RMSNorm per head before RoPE), Qwen2 (q/k/v biases) and Llama (neither) by config flags.
+ *
+ * One layer, pre-norm with a residual stream x:
+ *   xn1 = rmsnorm(x) ; q, k, v = xn1 Wq^T (+bq), xn1 Wk^T (+bk), xn1 Wv^T (+bv)
+ *   q, k = rmsnorm_head(q), rmsnorm_head(k)      (qk_norm)
+ *   q, k = rope(q), rope(k) ; attn = causal GQA attention(q, k, v) with scale 1/sqrt(head_dim)
+ *   h = x + attn Wo^T ; xn2 = rmsnorm(h) ; x' = h + (silu(xn2 Wg^T) * xn2 Wu^T) Wd^T
+ * then logits = rmsnorm(x_L) W_lm^T, log-softmax, picked at the next token.
+ *
+ * The residual additions are matmuls with accumulate (out += in W^T) into a copy of the stream,
+ * so no separate add op runs. The backward walks the same steps in reverse with one gradient
+ * buffer for the residual stream (dres), into which each RMSNorm backward adds its dx.
+ * The lm_head op scores row t against token t + 1 (targets = -1 at each sequence's last row);
+ * forward/backward shift by one to give the token-aligned log-probs model.h documents.
+ * The cached forward (generation) runs the same layer, but appends each run's new keys and
+ * values to its cache slab first and attends over the slab (seqused_k = rows filled). */
+#include <math.h>
+#include <string.h>
+
+#include "backend/ops.h"
+#include "model/acts_internal.h"
+
+/* Propagates an op failure with the context's message. */
+#define CK(expr)                                                                             \
+    do {                                                                                     \
+        if ((expr) != 0) {                                                                   \
+            *err = m->ctx->err;                                                              \
+            return -1;                                                                       \
+        }                                                                                    \
+    } while (0)
+
+/* A batch as the attention of one layer sees it. Training: q and k share cu_q. Generation:
+ * keys come from the cache slabs (cu_k, seqused_k) and new keys are appended there first. */
+typedef struct attn_batch {
+    int n_tokens, n_seqs, max_seqlen_q, max_seqlen_k;
+    const int32_t *positions, *cu_q, *cu_k, *seqused_k; /* backend */
+    const int32_t *host_cu;                             /* host copy of cu_q */
+    rl_kv_slabs *kv;                                    /* NULL when training */
+    size_t kv_row0;                                     /* cache row cu_k is relative to */
+    const int32_t *slots;                               /* host, with kv */
+} attn_batch;
+
+static const void *weight(const rl_model *m, size_t offset)
+{
+    if (offset == SIZE_MAX) return NULL;
+    return (const char *)m->working + offset * rl_dtype_size(m->ctx->act_dtype);
+}
+
+static float *grad(const rl_model *m, size_t offset)
+{
+    return offset == SIZE_MAX ? NULL : m->grads + offset;
+}
+
+/* Row `row` of a [*, width] activation buffer. */
+static void *act_row(const rl_model *m, void *base, size_t row, size_t width)
+{
+    return (char *)base + row * width * rl_dtype_size(m->ctx->act_dtype);
+}
+
+static int copy_act(rl_model *m, void *dst, const void *src, size_t n, rl_err *err)
+{
+    if (dst == src) return 0;
+    CK(rl_memcpy(m->ctx, dst, src, n * rl_dtype_size(m->ctx->act_dtype), RL_D2D));
+    return 0;
+}
+
+/* Layer l from a->x[l] into a->layers[l]; the output a->x[l + 1] only when write_output (the
+ * checkpoint recompute needs the layer's insides, not its output). */
+static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int write_output, rl_err *err)
+{
+    rl_ctx *ctx = m->ctx;
+    const rl_model_config *c = &m->config;
+    const rl_layer_offsets *W = &m->layers[l];
+    rl_layer_acts *s = &a->layers[l];
+    int T = b->n_tokens, D = c->hidden_size, I = c->intermediate_size;
+    int H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
+    float eps = (float)c->rms_norm_eps;
+    const void *x = a->x[l];
+
+    CK(rl_rmsnorm_fwd(ctx, s->xn1, s->rstd1, x, weight(m, W->attn_norm), T, D, eps));
+    void *q = c->qk_norm ? s->q_raw : s->q;
+    void *k = c->qk_norm ? s->k_raw : s->k;
+    CK(rl_matmul_fwd(ctx, q, s->xn1, weight(m, W->q), weight(m, W->q_bias), T, H * hd, D, 0));
+    CK(rl_matmul_fwd(ctx, k, s->xn1, weight(m, W->k), weight(m, W->k_bias), T, KV * hd, D, 0));
+    CK(rl_matmul_fwd(ctx, s->v, s->xn1, weight(m, W->v), weight(m, W->v_bias), T, KV * hd, D, 0));
+    if (c->qk_norm) {
+        CK(rl_rmsnorm_fwd(ctx, s->q, s->q_rstd, s->q_raw, weight(m, W->q_norm), T * H, hd, eps));
+        CK(rl_rmsnorm_fwd(ctx, s->k, s->k_rstd, s->k_raw, weight(m, W->k_norm), T * KV, hd, eps));
+    }
+    CK(rl_rope_fwd(ctx, s->q, b->positions, m->inv_freq, T, H, hd));
+    CK(rl_rope_fwd(ctx, s->k, b->positions, m->inv_freq, T, KV, hd));
+
+    float scale = 1.0f / sqrtf((float)hd);
+    if (b->kv) {
+        /* Append each run's new keys and values to its cache slot, then attend to the slot. */
+        rl_kv_slabs *kv = b->kv;
+        size_t row_bytes = (size_t)KV * hd * rl_dtype_size(ctx->act_dtype);
+        for (int r = 0; r < b->n_seqs; r++) {
+            int slot = b->slots[r], first = b->host_cu[r], n = b->host_cu[r + 1] - first;
+            size_t at = (size_t)kv->slab_start[slot] + (size_t)kv->used[slot];
+            CK(rl_memcpy(ctx, (char *)kv->k[l] + at * row_bytes, (char *)s->k + first * row_bytes,
+                         n * row_bytes, RL_D2D));
+            CK(rl_memcpy(ctx, (char *)kv->v[l] + at * row_bytes, (char *)s->v + first * row_bytes,
+                         n * row_bytes, RL_D2D));
+        }
+        CK(rl_attention_fwd(ctx, s->attn, s->lse, s->q, (char *)kv->k[l] + b->kv_row0 * row_bytes,
+                            (char *)kv->v[l] + b->kv_row0 * row_bytes, b->cu_q, b->cu_k,
+                            b->seqused_k, b->n_seqs, b->max_seqlen_q, b->max_seqlen_k, H, KV, hd,
+                            scale, 1));
+    } else {
+        CK(rl_attention_fwd(ctx, s->attn, s->lse, s->q, s->k, s->v, b->cu_q, b->cu_q, NULL,
+                            b->n_seqs, b->max_seqlen_q, b->max_seqlen_q, H, KV, hd, scale, 1));
+    }
+
+    if (copy_act(m, s->h, x, (size_t)T * D, err)) return -1;
+    CK(rl_matmul_fwd(ctx, s->h, s->attn, weight(m, W->o), NULL, T, D, H * hd, 1));
+    CK(rl_rmsnorm_fwd(ctx, s->xn2, s->rstd2, s->h, weight(m, W->mlp_norm), T, D, eps));
+    CK(rl_matmul_fwd(ctx, s->gate, s->xn2, weight(m, W->gate), NULL, T, I, D, 0));
+    CK(rl_matmul_fwd(ctx, s->up, s->xn2, weight(m, W->up), NULL, T, I, D, 0));
+    CK(rl_swiglu_fwd(ctx, s->act, s->gate, s->up, T, I, I));
+    if (!write_output) return 0;
+    void *out = a->x[l + 1];
+    if (copy_act(m, out, s->h, (size_t)T * D, err)) return -1;
+    CK(rl_matmul_fwd(ctx, out, s->act, weight(m, W->down), NULL, T, D, I, 1));
+    return 0;
+}
+
+/* On entry a->dres holds d loss / d(layer l output); on return d loss / d(layer l input). */
+static int layer_bwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, rl_err *err)
+{
+    rl_ctx *ctx = m->ctx;
+    const rl_model_config *c = &m->config;
+    const rl_layer_offsets *W = &m->layers[l];
+    const rl_layer_acts *s = &a->layers[l];
+    int T = b->n_tokens, D = c->hidden_size, I = c->intermediate_size;
+    int H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
+
+    /* MLP: x' = h + act Wd^T; the residual passes dres through to h unchanged. */
+    CK(rl_matmul_bwd(ctx, a->dact, grad(m, W->down), NULL, a->dres, s->act, weight(m, W->down), T, D, I, 0));
+    CK(rl_swiglu_bwd(ctx, a->dgate, a->dup, a->dact, s->gate, s->up, T, I, I));
+    CK(rl_matmul_bwd(ctx, a->dxn, grad(m, W->gate), NULL, a->dgate, s->xn2, weight(m, W->gate), T, I, D, 0));
+    CK(rl_matmul_bwd(ctx, a->dxn, grad(m, W->up), NULL, a->dup, s->xn2, weight(m, W->up), T, I, D, 1));
+    CK(rl_rmsnorm_bwd(ctx, a->dres, grad(m, W->mlp_norm), a->dxn, s->h, weight(m, W->mlp_norm), s->rstd2, T, D, 1));
+
+    /* Attention: h = x + attn Wo^T. */
+    CK(rl_matmul_bwd(ctx, a->dattn, grad(m, W->o), NULL, a->dres, s->attn, weight(m, W->o), T, D, H * hd, 0));
+    float scale = 1.0f / sqrtf((float)hd);
+    CK(rl_attention_bwd(ctx, a->dq, a->dk, a->dv, a->dattn, s->attn, s->lse, s->q, s->k, s->v,
+                        b->cu_q, b->n_seqs, b->max_seqlen_q, H, KV, hd, scale, 1));
+    CK(rl_rope_bwd(ctx, a->dq, b->positions, m->inv_freq, T, H, hd));
+    CK(rl_rope_bwd(ctx, a->dk, b->positions, m->inv_freq, T, KV, hd));
+    void *dq = a->dq, *dk = a->dk;
+    if (c->qk_norm) {
+        CK(rl_rmsnorm_bwd(ctx, a->dq_raw, grad(m, W->q_norm), a->dq, s->q_raw, weight(m, W->q_norm), s->q_rstd, T * H, hd, 0));
+        CK(rl_rmsnorm_bwd(ctx, a->dk_raw, grad(m, W->k_norm), a->dk, s->k_raw, weight(m, W->k_norm), s->k_rstd, T * KV, hd, 0));
+        dq = a->dq_raw;
+        dk = a->dk_raw;
+    }
+    CK(rl_matmul_bwd(ctx, a->dxn, grad(m, W->q), grad(m, W->q_bias), dq, s->xn1, weight(m, W->q), T, H * hd, D, 0));
+    CK(rl_matmul_bwd(ctx, a->dxn, grad(m, W->k), grad(m, W->k_bias), dk, s->xn1, weight(m, W->k), T, KV * hd, D, 1));
+    CK(rl_matmul_bwd(ctx, a->dxn, grad(m, W->v), grad(m, W->v_bias), a->dv, s->xn1, weight(m, W->v), T, KV * hd, D, 1));
+    CK(rl_rmsnorm_bwd(ctx, a->dres, grad(m, W->attn_norm), a->dxn, a->x[l], weight(m, W->attn_norm), s->rstd1, T, D, 1));
+    return 0;
+}
+
+/* Validates a packed batch against the acts and the vocabulary; returns the longest sequence
+ * through *max_len. */
+static int check_batch(const rl_model *m, const rl_acts *a, const int32_t *tokens,
+                       const int32_t *cu_seqlens, int n_seqs, int *max_len, rl_err *err)
+{
+    if (a->model != m) return rl_err_set(err, "model: the activations were planned for another model");
+    if (n_seqs < 1) return rl_err_set(err, "model: batch has %d sequences, need at least 1", n_seqs);
+    if (cu_seqlens[0] != 0) return rl_err_set(err, "model: cu_seqlens[0] = %d, must be 0", cu_seqlens[0]);
+    int longest = 0;
+    for (int s = 0; s < n_seqs; s++) {
+        int len = cu_seqlens[s + 1] - cu_seqlens[s];
+        if (len < 1)
+            return rl_err_set(err, "model: sequence %d has length %d (cu_seqlens must increase)", s, len);
+        if (cu_seqlens[s + 1] > a->max_tokens)
+            return rl_err_set(err, "model: batch has more than %d tokens (the activations' plan)", a->max_tokens);
+        if (len > longest) longest = len;
+    }
+    int n_tokens = cu_seqlens[n_seqs];
+    for (int t = 0; t < n_tokens; t++)
+        if (tokens[t] < 0 || tokens[t] >= m->config.vocab_size)
+            return rl_err_set(err, "model: token %d at position %d is outside the vocabulary [0, %d)",
+                              tokens[t], t, m->config.vocab_size);
+    *max_len = longest;
+    return 0;
+}
+
+/* From the lm_head's next-token rows to token-aligned values (logp, entropy):
+ * dst[t + 1] = src[t], and dst = 0 at the first token of each sequence. */
+static int shift_to_tokens(rl_model *m, float *dst, const float *src, const int32_t *cu, int n_seqs,
+                           rl_err *err)
+{
+    int n_tokens = cu[n_seqs];
+    if (n_tokens > 1) CK(rl_memcpy(m->ctx, dst + 1, src, (size_t)(n_tokens - 1) * sizeof(float), RL_D2D));
+    for (int s = 0; s < n_seqs; s++) CK(rl_memzero(m->ctx, dst + cu[s], sizeof(float)));
+    return 0;
+}
+
+int rl_model_forward(rl_model *m, rl_acts *a, const int32_t *tokens, const int32_t *cu_seqlens,
+                     int n_seqs, float inv_temperature, float *logp, float *entropy, rl_err *err)
+{
+    rl_ctx *ctx = m->ctx;
+    const rl_model_config *c = &m->config;
+    int max_len = 0;
+    a->have_batch = 0;
+    if (check_batch(m, a, tokens, cu_seqlens, n_seqs, &max_len, err)) return -1;
+    int T = cu_seqlens[n_seqs], D = c->hidden_size;
+    for (int s = 0; s < n_seqs; s++)
+        for (int t = cu_seqlens[s]; t < cu_seqlens[s + 1]; t++) {
+            a->host_positions[t] = t - cu_seqlens[s];
+            a->host_targets[t] = t + 1 < cu_seqlens[s + 1] ? tokens[t + 1] : -1;
+        }
+    memcpy(a->host_cu, cu_seqlens, (size_t)(n_seqs + 1) * sizeof(int32_t));
+    CK(rl_memcpy(ctx, a->tokens, tokens, (size_t)T * sizeof(int32_t), RL_H2D));
+    CK(rl_memcpy(ctx, a->positions, a->host_positions, (size_t)T * sizeof(int32_t), RL_H2D));
+    CK(rl_memcpy(ctx, a->targets, a->host_targets, (size_t)T * sizeof(int32_t), RL_H2D));
+    CK(rl_memcpy(ctx, a->cu_q, cu_seqlens, (size_t)(n_seqs + 1) * sizeof(int32_t), RL_H2D));
+
+    attn_batch b = {.n_tokens = T, .n_seqs = n_seqs, .max_seqlen_q = max_len, .max_seqlen_k = max_len,
+                       .positions = a->positions, .cu_q = a->cu_q, .host_cu = a->host_cu};
+    CK(rl_embedding_fwd(ctx, a->x[0], a->tokens, weight(m, m->embed), T, D));
+    for (int l = 0; l < c->n_layers; l++)
+        if (layer_fwd(m, a, l, &b, 1, err)) return rl_err_prefix(err, "layer %d: ", l);
+    CK(rl_rmsnorm_fwd(ctx, a->xf, a->rstd_f, a->x[c->n_layers], weight(m, m->final_norm), T, D,
+                      (float)c->rms_norm_eps));
+    CK(rl_lm_head_logprobs_fwd(ctx, a->logp_next, a->head_lse, entropy ? a->entropy_next : NULL, a->xf,
+                               weight(m, m->lm_head), a->targets, T, D, c->vocab_size, inv_temperature));
+    if (shift_to_tokens(m, logp, a->logp_next, cu_seqlens, n_seqs, err)) return -1;
+    if (entropy && shift_to_tokens(m, entropy, a->entropy_next, cu_seqlens, n_seqs, err)) return -1;
+
+    a->n_tokens = T;
+    a->n_seqs = n_seqs;
+    a->max_seqlen = max_len;
+    a->inv_temperature = inv_temperature;
+    a->have_batch = a->mode != RL_ACTS_INFER;
+    return 0;
+}
+
+int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err)
+{
+    rl_ctx *ctx = m->ctx;
+    const rl_model_config *c = &m->config;
+    if (a->model != m) return rl_err_set(err, "model backward: the activations belong to another model");
+    if (!m->grads) return rl_err_set(err, "model backward: gradients are not enabled");
+    if (a->mode == RL_ACTS_INFER) return rl_err_set(err, "model backward: the activations were planned for inference only");
+    if (!a->have_batch) return rl_err_set(err, "model backward: no forward batch to differentiate");
+    int T = a->n_tokens, D = c->hidden_size, n_seqs = a->n_seqs;
+    const int32_t *cu = a->host_cu;
+
+    /* Row t of the lm_head scores token t + 1: dlogp_next[t] = dlogp[t + 1], 0 on each
+     * sequence's last row (its target is the next sequence's first token, or nothing). */
+    if (T > 1) CK(rl_memcpy(ctx, a->dlogp_next, dlogp + 1, (size_t)(T - 1) * sizeof(float), RL_D2D));
+    for (int s = 0; s < n_seqs; s++) CK(rl_memzero(ctx, a->dlogp_next + cu[s + 1] - 1, sizeof(float)));
+
+    attn_batch b = {.n_tokens = T, .n_seqs = n_seqs, .max_seqlen_q = a->max_seqlen,
+                       .max_seqlen_k = a->max_seqlen, .positions = a->positions, .cu_q = a->cu_q,
+                       .host_cu = a->host_cu};
+    CK(rl_lm_head_logprobs_bwd(ctx, a->dxn, grad(m, m->lm_head), a->dlogp_next, a->xf, weight(m, m->lm_head),
+                               a->targets, a->head_lse, T, D, c->vocab_size, a->inv_temperature));
+    CK(rl_rmsnorm_bwd(ctx, a->dres, grad(m, m->final_norm), a->dxn, a->x[c->n_layers], weight(m, m->final_norm),
+                      a->rstd_f, T, D, 0));
+    for (int l = c->n_layers - 1; l >= 0; l--) {
+        if (a->mode == RL_ACTS_TRAIN_CHECKPOINT && layer_fwd(m, a, l, &b, 0, err))
+            return rl_err_prefix(err, "layer %d (recompute): ", l);
+        if (layer_bwd(m, a, l, &b, err)) return rl_err_prefix(err, "layer %d backward: ", l);
+    }
+    CK(rl_embedding_bwd(ctx, grad(m, m->embed), a->tokens, a->dres, T, D));
+    return 0;
+}
+
+int rl_model_forward_cached(rl_model *m, rl_acts *a, rl_kv_slabs *kv, const int32_t *slots,
+                            const int32_t *tokens, const int32_t *cu_seqlens, int n_seqs,
+                            float *logits, rl_err *err)
+{
+    rl_ctx *ctx = m->ctx;
+    const rl_model_config *c = &m->config;
+    int max_q = 0, max_k = 0;
+    a->have_batch = 0;
+    if (a->mode != RL_ACTS_INFER) return rl_err_set(err, "model: the cached forward needs inference-mode activations");
+    if (check_batch(m, a, tokens, cu_seqlens, n_seqs, &max_q, err)) return -1;
+    for (int s = 0; s < n_seqs; s++) {
+        int slot = slots[s], len = cu_seqlens[s + 1] - cu_seqlens[s];
+        if (slot < 0 || slot >= kv->n_slots || (s > 0 && slot <= slots[s - 1]))
+            return rl_err_set(err, "model: cache slot %d of run %d is out of range or out of order", slot, s);
+        if (kv->used[slot] + len > kv->slab_rows[slot])
+            return rl_err_set(err, "model: cache slot %d holds %d rows; %d used + %d new do not fit", slot,
+                              kv->slab_rows[slot], kv->used[slot], len);
+        for (int i = 0; i < len; i++) a->host_positions[cu_seqlens[s] + i] = kv->used[slot] + i;
+        a->host_cu_k[s] = kv->slab_start[slot] - kv->slab_start[slots[0]];
+        a->host_seqused[s] = kv->used[slot] + len;
+        if (a->host_seqused[s] > max_k) max_k = a->host_seqused[s];
+    }
+    int last = slots[n_seqs - 1];
+    a->host_cu_k[n_seqs] = kv->slab_start[last] + kv->slab_rows[last] - kv->slab_start[slots[0]];
+    memcpy(a->host_cu, cu_seqlens, (size_t)(n_seqs + 1) * sizeof(int32_t));
+    int T = cu_seqlens[n_seqs], D = c->hidden_size;
+    CK(rl_memcpy(ctx, a->tokens, tokens, (size_t)T * sizeof(int32_t), RL_H2D));
+    CK(rl_memcpy(ctx, a->positions, a->host_positions, (size_t)T * sizeof(int32_t), RL_H2D));
+    CK(rl_memcpy(ctx, a->cu_q, cu_seqlens, (size_t)(n_seqs + 1) * sizeof(int32_t), RL_H2D));
+    CK(rl_memcpy(ctx, a->cu_k, a->host_cu_k, (size_t)(n_seqs + 1) * sizeof(int32_t), RL_H2D));
+    CK(rl_memcpy(ctx, a->seqused_k, a->host_seqused, (size_t)n_seqs * sizeof(int32_t), RL_H2D));
+
+    attn_batch b = {.n_tokens = T, .n_seqs = n_seqs, .max_seqlen_q = max_q, .max_seqlen_k = max_k,
+                       .positions = a->positions, .cu_q = a->cu_q, .cu_k = a->cu_k,
+                       .seqused_k = a->seqused_k, .host_cu = a->host_cu, .kv = kv,
+                   .kv_row0 = (size_t)kv->slab_start[slots[0]], .slots = slots};
+    CK(rl_embedding_fwd(ctx, a->x[0], a->tokens, weight(m, m->embed), T, D));
+    for (int l = 0; l < c->n_layers; l++)
+        if (layer_fwd(m, a, l, &b, 1, err)) return rl_err_prefix(err, "layer %d: ", l);
+
+    /* Only each run's last position needs logits: gather those rows, then norm + lm_head. */
+    for (int s = 0; s < n_seqs; s++)
+        if (copy_act(m, act_row(m, a->gather, (size_t)s, (size_t)D),
+                     act_row(m, a->x[c->n_layers], (size_t)cu_seqlens[s + 1] - 1, (size_t)D), (size_t)D, err))
+            return -1;
+    CK(rl_rmsnorm_fwd(ctx, a->xf, a->rstd_f, a->gather, weight(m, m->final_norm), n_seqs, D, (float)c->rms_norm_eps));
+    CK(rl_lm_head_logits(ctx, logits, a->xf, weight(m, m->lm_head), n_seqs, D, c->vocab_size));
+    for (int s = 0; s < n_seqs; s++) kv->used[slots[s]] += cu_seqlens[s + 1] - cu_seqlens[s];
+    return 0;
+}

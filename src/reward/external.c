@@ -1,0 +1,320 @@
+/* external.c — the external reward program (see external.h).
+ *
+ * One AF_UNIX socket pair serves as the program's stdin and stdout: sends use MSG_NOSIGNAL,
+ * so a program that died turns into an error here instead of a SIGPIPE that kills rlc. Each
+ * completion is a request line then a wait (poll with the remaining time) for one answer line. */
+#include "reward/external.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/timer.h"
+
+extern char **environ;
+
+enum { MAX_LINE = 1 << 20 };
+
+struct rl_reward_proc {
+    pid_t pid;
+    int fd;
+    int dead;      /* stopped after a failure: every later call fails */
+    double timeout_s;
+    char *command;
+    char *buf;     /* bytes read and not yet consumed */
+    size_t len, cap;
+};
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits up to ms for the child to exit; returns 1 with *status filled if it did. */
+static int reap(rl_reward_proc *p, int ms, int *status)
+{
+    for (int waited = 0;; waited += 10) {
+        pid_t r = waitpid(p->pid, status, WNOHANG);
+        if (r == p->pid || (r < 0 && errno == ECHILD)) return 1;
+        if (waited >= ms) return 0;
+        sleep_ms(10);
+    }
+}
+
+static void stop(rl_reward_proc *p)
+{
+    if (p->pid > 0) {
+        int status;
+        kill(-p->pid, SIGKILL);
+        waitpid(p->pid, &status, 0);
+        p->pid = 0;
+    }
+    p->dead = 1;
+}
+
+/* "exited with status 3" / "was killed by signal 11 (Segmentation fault)" / "closed its
+ * stdout but is still running". Reaps the child when it has exited. */
+static void describe_end(rl_reward_proc *p, char *out, size_t size)
+{
+    int status = 0;
+    if (!reap(p, 1000, &status)) {
+        snprintf(out, size, "closed its stdout but is still running");
+        return;
+    }
+    p->pid = 0;
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+    if (WIFEXITED(status) && code > 128 && code < 128 + 65) /* a shell reporting its child's signal */
+        snprintf(out, size, "exited with status %d (its command was killed by signal %d, %s)", code,
+                 code - 128, strsignal(code - 128));
+    else if (WIFEXITED(status))
+        snprintf(out, size, "exited with status %d%s", code, code == 127 ? " (command not found?)" : "");
+    else if (WIFSIGNALED(status))
+        snprintf(out, size, "was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+        snprintf(out, size, "ended");
+}
+
+int rl_reward_proc_start(rl_reward_proc **out, const char *command, double timeout_s, rl_err *err)
+{
+    *out = NULL;
+    if (!command || !*command) return rl_err_set(err, "reward cmd: empty command");
+    if (!(timeout_s > 0)) return rl_err_set(err, "reward cmd: time limit must be > 0, got %g", timeout_s);
+    rl_reward_proc *p = calloc(1, sizeof *p);
+    if (!p) return rl_err_oom(err, "reward process", sizeof *p);
+    p->timeout_s = timeout_s;
+    p->command = strdup(command);
+    p->fd = -1;
+    int sv[2];
+    if (!p->command || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        free(p->command);
+        free(p);
+        return rl_err_set(err, "reward program '%s': cannot create pipes: %s", command, strerror(errno));
+    }
+    size_t n_env = 0;
+    while (environ[n_env]) n_env++;
+    char **envp = malloc((n_env + 2) * sizeof *envp);
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
+    posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
+    posix_spawnattr_init(&attr);
+    sigset_t def;
+    sigemptyset(&def);
+    sigaddset(&def, SIGPIPE);
+    sigaddset(&def, SIGINT);
+    posix_spawnattr_setsigdefault(&attr, &def);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
+    int rc = ENOMEM;
+    if (envp) {
+        size_t k = 0;
+        for (size_t i = 0; i < n_env; i++)
+            if (strncmp(environ[i], "PYTHONUNBUFFERED=", 17)) envp[k++] = environ[i];
+        envp[k++] = "PYTHONUNBUFFERED=1";
+        envp[k] = NULL;
+        char *argv[] = {"sh", "-c", p->command, NULL};
+        rc = posix_spawn(&p->pid, "/bin/sh", &fa, &attr, argv, envp);
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    free(envp);
+    close(sv[1]);
+    if (rc != 0) {
+        close(sv[0]);
+        free(p->command);
+        free(p);
+        return rl_err_set(err, "reward program '%s': cannot start: %s", command, strerror(rc));
+    }
+    p->fd = sv[0];
+    fcntl(p->fd, F_SETFL, fcntl(p->fd, F_GETFL) | O_NONBLOCK);
+    *out = p;
+    return 0;
+}
+
+static int fail(rl_reward_proc *p, rl_err *err, int index, const char *fmt, const char *detail)
+{
+    char what[512];
+    snprintf(what, sizeof what, fmt, detail);
+    stop(p);
+    return rl_err_set(err, "reward program '%s': completion %d: %s", p->command, index, what);
+}
+
+static int send_all(rl_reward_proc *p, const char *data, size_t len, double deadline, int index,
+                    rl_err *err)
+{
+    while (len > 0) {
+        ssize_t w = send(p->fd, data, len, MSG_NOSIGNAL);
+        if (w > 0) {
+            data += w;
+            len -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+            char end[128];
+            describe_end(p, end, sizeof end);
+            return fail(p, err, index, "the program %s before reading its input", end);
+        }
+        double left = deadline - rl_time_now();
+        if (left <= 0) {
+            char limit[64];
+            snprintf(limit, sizeof limit, "%g s", p->timeout_s);
+            return fail(p, err, index, "did not read its input within %s (program killed)", limit);
+        }
+        struct pollfd pfd = {p->fd, POLLOUT, 0};
+        poll(&pfd, 1, (int)(left * 1000) + 1);
+    }
+    return 0;
+}
+
+/* Reads the next non-blank line into *line (NUL-terminated, in p->buf); *consumed is how much
+ * of the buffer to drop after use. */
+static int read_line(rl_reward_proc *p, char **line, size_t *consumed, double deadline, int index,
+                     rl_err *err)
+{
+    size_t scanned = 0;
+    for (;;) {
+        char *nl = p->len > scanned ? memchr(p->buf + scanned, '\n', p->len - scanned) : NULL;
+        if (nl) {
+            size_t n = (size_t)(nl - p->buf);
+            *nl = '\0';
+            size_t start = 0;
+            while (start < n && (p->buf[start] == ' ' || p->buf[start] == '\t' || p->buf[start] == '\r')) start++;
+            if (start == n) { /* blank line: skip it */
+                memmove(p->buf, nl + 1, p->len - n - 1);
+                p->len -= n + 1;
+                scanned = 0;
+                continue;
+            }
+            *line = p->buf;
+            *consumed = n + 1;
+            return 0;
+        }
+        scanned = p->len;
+        if (p->len >= MAX_LINE) return fail(p, err, index, "answer line longer than %s bytes", "1048576");
+        if (p->cap - p->len < 4096) {
+            size_t cap = p->cap ? p->cap * 2 : 8192;
+            char *grown = realloc(p->buf, cap);
+            if (!grown) return fail(p, err, index, "out of memory reading its answer%s", "");
+            p->buf = grown;
+            p->cap = cap;
+        }
+        ssize_t r = recv(p->fd, p->buf + p->len, p->cap - p->len - 1, 0);
+        if (r > 0) {
+            p->len += (size_t)r;
+            continue;
+        }
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            char end[128];
+            describe_end(p, end, sizeof end);
+            return fail(p, err, index, p->len ? "the program %s in the middle of its answer line"
+                                              : "the program %s before answering",
+                        end);
+        }
+        double left = deadline - rl_time_now();
+        if (left <= 0) {
+            char limit[64];
+            snprintf(limit, sizeof limit, "%g s", p->timeout_s);
+            return fail(p, err, index, "no answer within %s (program killed)", limit);
+        }
+        struct pollfd pfd = {p->fd, POLLIN, 0};
+        poll(&pfd, 1, (int)(left * 1000) + 1);
+    }
+}
+
+static char *request_line(const rl_reward_item *it, size_t *len)
+{
+    cJSON *obj = it->fields && cJSON_IsObject(it->fields) ? cJSON_Duplicate(it->fields, 1)
+                                                          : cJSON_CreateObject();
+    if (!obj) return NULL;
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, "prompt");
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, "completion");
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, "answer");
+    cJSON_AddStringToObject(obj, "prompt", it->prompt ? it->prompt : "");
+    cJSON_AddStringToObject(obj, "completion", it->completion ? it->completion : "");
+    if (it->answer) cJSON_AddStringToObject(obj, "answer", it->answer);
+    else cJSON_AddNullToObject(obj, "answer");
+    char *text = cJSON_PrintUnformatted(obj);
+    cJSON_Delete(obj);
+    if (!text) return NULL;
+    size_t n = strlen(text);
+    char *line = realloc(text, n + 2);
+    if (!line) {
+        free(text);
+        return NULL;
+    }
+    line[n] = '\n';
+    line[n + 1] = '\0';
+    *len = n + 1;
+    return line;
+}
+
+/* Reads {"reward": x} from line into *reward. */
+static int parse_answer(rl_reward_proc *p, const char *line, float *reward, int index, rl_err *err)
+{
+    char shown[160];
+    snprintf(shown, sizeof shown, "%.120s%s", line, strlen(line) > 120 ? "..." : "");
+    cJSON *obj = cJSON_Parse(line);
+    if (!obj || !cJSON_IsObject(obj)) {
+        cJSON_Delete(obj);
+        return fail(p, err, index, "printed a line that is not a JSON object: '%s'", shown);
+    }
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(obj, "reward");
+    int ok = r && cJSON_IsNumber(r) && isfinite(r->valuedouble);
+    double value = ok ? r->valuedouble : 0;
+    const char *why = !r ? "answer has no \"reward\" field: '%s'"
+                         : !cJSON_IsNumber(r) ? "\"reward\" is not a number: '%s'"
+                                              : "\"reward\" is not finite: '%s'";
+    cJSON_Delete(obj);
+    if (!ok) return fail(p, err, index, why, shown);
+    *reward = (float)value;
+    return 0;
+}
+
+int rl_reward_proc_score(rl_reward_proc *p, const rl_reward_item *items, int n, float *rewards,
+                         rl_err *err)
+{
+    if (p->dead)
+        return rl_err_set(err, "reward program '%s' was stopped after an earlier failure", p->command);
+    for (int i = 0; i < n; i++) {
+        size_t len = 0;
+        char *req = request_line(&items[i], &len);
+        if (!req) return fail(p, err, i, "cannot encode the request (%s)", "out of memory");
+        double deadline = rl_time_now() + p->timeout_s;
+        int rc = send_all(p, req, len, deadline, i, err);
+        free(req);
+        if (rc != 0) return -1;
+        char *line = NULL;
+        size_t consumed = 0;
+        if (read_line(p, &line, &consumed, deadline, i, err) != 0) return -1;
+        if (parse_answer(p, line, &rewards[i], i, err) != 0) return -1;
+        memmove(p->buf, p->buf + consumed, p->len - consumed);
+        p->len -= consumed;
+    }
+    return 0;
+}
+
+void rl_reward_proc_close(rl_reward_proc *p)
+{
+    if (!p) return;
+    if (p->fd >= 0) shutdown(p->fd, SHUT_WR);
+    int status;
+    if (p->pid > 0 && reap(p, 2000, &status)) p->pid = 0;
+    stop(p);
+    if (p->fd >= 0) close(p->fd);
+    free(p->buf);
+    free(p->command);
+    free(p);
+}

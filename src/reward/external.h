@@ -1,0 +1,31 @@
+/* external.h — a reward computed by any program that speaks JSON lines.
+ *
+ * Protocol: rlc starts `/bin/sh -c COMMAND` once and keeps it alive across batches. For each
+ * completion it writes one line to the program's stdin: a JSON object with the dataset line's
+ * fields plus "prompt", "completion" and "answer" (null when absent), and waits for one line on
+ * its stdout: {"reward": <finite number>} (other keys are ignored). Blank lines are skipped.
+ * The program's stderr is rlc's stderr. PYTHONUNBUFFERED=1 is set for it; other programs must
+ * flush after each line.
+ * Failure is never a silent zero: a crash, an exit, a hang past the time limit, a line that is
+ * not JSON, or a missing, non-numeric or non-finite "reward" fails the call with a message
+ * naming the completion index and what the program did. After a failure the program is
+ * stopped and every later call fails. The program runs in its own process group (a Ctrl-C at
+ * the terminal reaches rlc only, which finishes its step), and that group is killed on
+ * timeout or close. */
+#ifndef RL_REWARD_EXTERNAL_H
+#define RL_REWARD_EXTERNAL_H
+
+#include "core/error.h"
+#include "reward/reward.h"
+
+typedef struct rl_reward_proc rl_reward_proc;
+
+/* Starts the program. timeout_s: limit per completion (> 0). */
+int rl_reward_proc_start(rl_reward_proc **out, const char *command, double timeout_s, rl_err *err);
+/* Sends the n items and reads the n rewards. */
+int rl_reward_proc_score(rl_reward_proc *p, const rl_reward_item *items, int n, float *rewards,
+                         rl_err *err);
+/* Closes its stdin, waits up to 2 s for it to exit, then kills its process group. */
+void rl_reward_proc_close(rl_reward_proc *p);
+
+#endif

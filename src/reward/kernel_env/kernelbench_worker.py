@@ -1,0 +1,477 @@
+#!/usr/bin/env python3
+"""kernelbench_worker.py — score a KernelBench-format candidate under rlc's kernel protocol.
+
+Usage:
+  python3 kernelbench_worker.py --ref PROBLEM.py --cand CANDIDATE.py [--trials N] [--timed N]
+        [--warmup N] [--copies K] [--seed S] [--protocol protocol.json] [--atol A] [--rtol R]
+        [--nonce-stdin]
+  PROBLEM.py   a KernelBench problem: class Model, get_inputs(), get_init_inputs()
+  CANDIDATE.py defines class ModelNew (same constructor arguments), usually with inline CUDA
+               through torch.utils.cpp_extension.load_inline
+Prints ONE JSON line on the original stdout, in the schema of the native worker
+(docs/kernel-env.md, "Result JSON"): status, failure, checks, trials, max_err_ratio,
+max_abs_err, ref_ms, cand_ms, speedup, noisy, device, l2_bytes (+ nonce when --nonce-stdin:
+the first stdin line, read before the candidate is imported; stdin is then closed). Whatever
+the candidate prints goes to stderr. Exit status 0 whenever a result was printed.
+
+Protocol (the native worker's, in PyTorch terms; parameters from protocol.json when present,
+then the flags):
+ 1. Before the candidate is imported: the reference Model is built (KernelBench's seeded init),
+    the correctness inputs are drawn (torch seeded from os.urandom, so the candidate cannot
+    know them) and the reference outputs computed, TF32 off; the reference is timed alone once.
+ 2. The candidate is imported and ModelNew built the way KernelBench does it (same seed, same
+    init arguments); where its state_dict has the same names and shapes as Model's, Model's
+    weights are copied in. Import or build failure: compile_error.
+ 3. Correctness trials (candidate outputs against the stored reference outputs): every
+    get_inputs() draw with a fresh seed; then, where the reference stays finite on them,
+    "signed" inputs (each floating input mapped to 4 * (x - 0.5) * scale, so a candidate that
+    assumes torch.rand's [0, 1) fails) as the adversarial trial. Each call: inputs must be
+    unchanged (bitwise), outputs must have the reference's shape and dtype, must not share
+    storage with an input and must not be a tensor the previous call returned (those are kept
+    alive, so a fresh allocation cannot reuse the address); elementwise |c - r| <= atol * s + rtol * |r|, s = RMS of the reference output,
+    NaN/inf must match.
+ 4. Timing: K input copies rotated (no run reuses the previous run's inputs), reference outputs
+    for each; warm-up; N runs per side interleaved ref, cand, ...; before every run a 2x-L2
+    buffer is written and the whole device synchronized; a run's time is host wall time to the
+    end of torch.cuda.synchronize() after it (work on any stream counts). Every timed candidate
+    output is checked against its copy's reference. Median, p10, p90; if (p90 - p10) / median
+    exceeds max_spread on either side the round is repeated once, then `noisy` is set. If the
+    reference's interleaved median exceeds 1.5x its solo median (something slowing the reference
+    down, or noise), `noisy` is set too, which caps the rewarded speedup at 1.
+ 5. Integrity: torch's global numeric flags (TF32, reduced-precision reductions, matmul
+    precision) and the identity of torch / torch.nn.functional / torch.Tensor attributes are
+    snapshotted before the import and checked after every phase (a candidate that patches them
+    to change the reference's results or speed is a cheat). Then correctness once more on new
+    inputs."""
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULTS = {"n_correct_trials": 3, "n_warmup": 3, "n_timed": 30, "n_copies": 3, "l2_flush_bytes_factor": 2,
+            "max_spread": 0.25, "ref_slowdown_limit": 1.5,
+            "tolerance": {"f32": {"atol": 1e-5, "rtol": 1e-5}, "f16": {"atol": 1e-3, "rtol": 1e-3},
+                          "bf16": {"atol": 1e-2, "rtol": 1e-2}, "i32": {"atol": 0, "rtol": 0}}}
+STASH_BYTES = 1 << 30
+CHECKS = ["setup", "return_code", "correct_random", "correct_adversarial", "inputs_unchanged", "fresh_output",
+          "global_state", "timed_outputs", "reference_speed", "correct_after_timing"]
+
+
+class Fail(Exception):
+    """A candidate failure: status (incorrect, cheat, crash, compile_error, error), check, message."""
+
+    def __init__(self, status, check, msg):
+        super().__init__(msg)
+        self.status, self.check, self.msg = status, check, msg
+
+
+class Result:
+    def __init__(self, nonce):
+        self.d = {"status": "ok", "failure": None, "checks": {c: "skip" for c in CHECKS}, "trials": 0,
+                  "max_err_ratio": 0.0, "max_abs_err": 0.0, "device": "", "l2_bytes": 0}
+        if nonce is not None:
+            self.d["nonce"] = nonce
+
+    def passed(self, check):
+        if self.d["checks"].get(check) != "fail":
+            self.d["checks"][check] = "pass"
+
+    def fail(self, f):
+        self.d["status"], self.d["failure"] = f.status, f"{f.check}: {f.msg}"
+        self.d["checks"][f.check] = "fail"
+
+
+def load_protocol(path):
+    p = json.loads(json.dumps(DEFAULTS))
+    if path and os.path.exists(path):
+        with open(path) as f:
+            user = json.load(f)
+        for k, v in user.items():
+            if k == "tolerance" and isinstance(v, dict):
+                for dt, tv in v.items():
+                    p["tolerance"].setdefault(dt, {}).update(tv)
+            else:
+                p[k] = v
+    return p
+
+
+def load_module(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: not a Python file")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def set_seed(torch, seed):
+    """KernelBench's set_seed: both the CPU and the CUDA generators."""
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed(seed)
+
+
+def urandom_seed():
+    return int.from_bytes(os.urandom(8), "little") & ((1 << 63) - 1)
+
+
+def to_cuda(torch, xs):
+    return [x.cuda() if isinstance(x, torch.Tensor) else x for x in xs]
+
+
+def as_list(torch, out):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)) and all(isinstance(o, torch.Tensor) for o in out):
+        return list(out)
+    raise Fail("incorrect", "correct_random", f"forward returned {type(out).__name__}, not tensors")
+
+
+def numeric_flags(torch):
+    b = torch.backends
+    return {"matmul.allow_tf32": b.cuda.matmul.allow_tf32, "cudnn.allow_tf32": b.cudnn.allow_tf32,
+            "fp16_reduced": b.cuda.matmul.allow_fp16_reduced_precision_reduction,
+            "bf16_reduced": b.cuda.matmul.allow_bf16_reduced_precision_reduction,
+            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "cudnn.enabled": b.cudnn.enabled}
+
+
+def namespace_ids(torch):
+    import torch.nn.functional as F
+    ids = {}
+    for tag, ns in (("torch", torch), ("F", F), ("Tensor", torch.Tensor), ("nn.Module", torch.nn.Module)):
+        for k in dir(ns):
+            if k.startswith("_"):  # dunders are rebuilt on access; private names are not API
+                continue
+            try:
+                ids[f"{tag}.{k}"] = id(getattr(ns, k))
+            except Exception:
+                continue
+    for k in dir(torch.nn):
+        cls = getattr(torch.nn, k, None)
+        if isinstance(cls, type) and hasattr(cls, "forward"):
+            ids[f"nn.{k}.forward"] = id(cls.__dict__.get("forward", cls.forward))
+    return ids
+
+
+class Integrity:
+    def __init__(self, torch):
+        self.torch = torch
+        self.flags = numeric_flags(torch)
+        self.ids = namespace_ids(torch)
+
+    def check(self, res, phase):
+        flags = numeric_flags(self.torch)
+        for k, v in self.flags.items():
+            if flags[k] != v:
+                raise Fail("cheat", "global_state", f"{phase}: torch setting {k} changed from {v} to {flags[k]}")
+        ids = namespace_ids(self.torch)
+        changed = [k for k, v in self.ids.items() if k in ids and ids[k] != v]
+        if changed:
+            raise Fail("cheat", "global_state", f"{phase}: torch attributes replaced: {', '.join(sorted(changed)[:5])}")
+        res.passed("global_state")
+
+
+def dtype_key(torch, dt):
+    return {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}.get(dt, "i32")
+
+
+def compare(torch, got, ref, tol, what, check, res):
+    """Elementwise tolerance against the reference output (the rule of docs/kernel-env.md)."""
+    if got.shape != ref.shape:
+        raise Fail("incorrect", check, f"{what}: shape {tuple(got.shape)}, reference {tuple(ref.shape)}")
+    if got.dtype != ref.dtype:
+        raise Fail("incorrect", check, f"{what}: dtype {got.dtype}, reference {ref.dtype}")
+    if got.device != ref.device:
+        raise Fail("incorrect", check, f"{what}: on {got.device}, reference on {ref.device}")
+    if not ref.is_floating_point():
+        bad = (got != ref).sum().item()
+        if bad:
+            raise Fail("incorrect", check, f"{what}: {bad} elements differ (exact dtype)")
+        return
+    t = tol[dtype_key(torch, ref.dtype)]
+    g, r = got.double().reshape(-1), ref.double().reshape(-1)
+    nan_r, inf_r = torch.isnan(r), torch.isinf(r)
+    if not torch.equal(torch.isnan(g), nan_r):
+        i = int(torch.nonzero(torch.isnan(g) != nan_r)[0])
+        raise Fail("incorrect", check, f"{what}: element {i} = {g[i].item()}, reference {r[i].item()} (NaN mismatch)")
+    if not torch.equal(g[inf_r], r[inf_r]) or torch.isinf(g[~inf_r]).any():
+        raise Fail("incorrect", check, f"{what}: infinities differ from the reference")
+    fin = ~(nan_r | inf_r)
+    if not fin.any():
+        return
+    gf, rf = g[fin], r[fin]
+    scale = rf.pow(2).mean().sqrt().item() or 1.0
+    diff = (gf - rf).abs()
+    allowed = t["atol"] * scale + t["rtol"] * rf.abs()
+    ratio = torch.where(diff == 0, torch.zeros_like(diff), diff / allowed)
+    worst = ratio.max().item()
+    res.d["max_err_ratio"] = max(res.d["max_err_ratio"], worst)
+    res.d["max_abs_err"] = max(res.d["max_abs_err"], diff.max().item())
+    if worst > 1:
+        i = int(ratio.argmax())
+        raise Fail("incorrect", check, f"{what}: element {i} = {gf[i].item():.9g}, reference {rf[i].item():.9g} "
+                                       f"(error {worst:.3g} x tolerance)")
+
+
+def same_bits(torch, a, b):
+    """Bitwise equality (NaN payloads and signed zeros included)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.numel() == 0:
+        return True
+    return torch.equal(a.contiguous().view(-1).view(torch.uint8), b.contiguous().view(-1).view(torch.uint8))
+
+
+def signed(torch, xs, gen_scale):
+    """The adversarial draw: floating inputs mapped from [0, 1) to [-2, 2) * scale."""
+    return [4.0 * (x - 0.5) * gen_scale if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in xs]
+
+
+def finite(torch, outs):
+    return all(not o.is_floating_point() or bool(torch.isfinite(o).all()) for o in outs)
+
+
+def wall_run(torch, fn, flush):
+    flush.fill_(1.0)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    out = fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) * 1e3, out
+
+
+def stats(ts):
+    ts = sorted(ts)
+    q = lambda f: ts[min(len(ts) - 1, int(f * (len(ts) - 1) + 0.5))]
+    return {"median": q(0.5), "p10": q(0.1), "p90": q(0.9), "n": len(ts)}
+
+
+def run(a, res, proto):
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    if not torch.cuda.is_available():
+        raise Fail("error", "setup", "no CUDA device")
+    props = torch.cuda.get_device_properties(0)
+    res.d["device"], res.d["l2_bytes"] = props.name, props.L2_cache_size
+    flush = torch.empty(max(int(proto["l2_flush_bytes_factor"] * props.L2_cache_size), 1 << 20) // 4,
+                        device="cuda")
+    tol = proto["tolerance"]
+    if a.atol is not None or a.rtol is not None:
+        for t in tol.values():
+            t["atol"] = a.atol if a.atol is not None else t["atol"]
+            t["rtol"] = a.rtol if a.rtol is not None else t["rtol"]
+
+    # 1. reference side, before the candidate exists
+    try:
+        ref_mod = load_module(a.ref, "rl_kb_reference")
+        init_inputs = to_cuda(torch, ref_mod.get_init_inputs())
+        init_seed = a.seed if a.seed is not None else 42
+        set_seed(torch, init_seed)
+        ref_model = ref_mod.Model(*init_inputs).cuda()  # default (training) mode, as KernelBench runs it
+    except Exception as e:
+        raise Fail("error", "setup", f"reference {a.ref}: {type(e).__name__}: {e}")
+
+    def draw(kind):
+        set_seed(torch, urandom_seed())
+        xs = to_cuda(torch, ref_mod.get_inputs())
+        if kind == "signed":
+            xs = signed(torch, xs, 1.0 + torch.rand(()).item() * 3)
+        return xs
+
+    def ref_call(xs):
+        with torch.no_grad():
+            out = as_list(torch, ref_model(*xs))
+        return [o.clone() for o in out]
+
+    def stash(ts):
+        """Stored trials move to host memory when they are large (KernelBench inputs reach GBs)."""
+        big = sum(t.numel() * t.element_size() for t in ts if isinstance(t, torch.Tensor)) > STASH_BYTES
+        return [t.cpu() if big and isinstance(t, torch.Tensor) else t for t in ts]
+
+    trials = []
+    try:
+        for k in range(proto["n_correct_trials"]):
+            xs = draw("random")
+            trials.append(("random", stash(xs), stash(ref_call(xs))))
+        xs = draw("signed")
+        outs = ref_call(xs)
+        if finite(torch, outs) or not finite(torch, trials[0][2]):
+            trials.append(("signed", stash(xs), stash(outs)))
+        first = to_cuda(torch, trials[0][1])
+        with torch.no_grad():
+            solo = [wall_run(torch, lambda: ref_model(*first), flush)[0]
+                    for _ in range(proto["n_warmup"] + max(5, proto["n_timed"] // 3))][proto["n_warmup"]:]
+        solo_median = stats(solo)["median"]
+    except Exception as e:
+        raise Fail("error", "setup", f"reference run: {type(e).__name__}: {e}")
+    del first
+    torch.cuda.synchronize()
+    guard = Integrity(torch)
+
+    # 2. candidate
+    try:
+        cand_mod = load_module(a.cand, "rl_kb_candidate")
+        set_seed(torch, init_seed)
+        model = cand_mod.ModelNew(*init_inputs).cuda()
+        rsd, csd = ref_model.state_dict(), model.state_dict()
+        if rsd and rsd.keys() == csd.keys() and all(rsd[k].shape == csd[k].shape for k in rsd):
+            model.load_state_dict(rsd)
+        torch.cuda.synchronize()
+    except Fail:
+        raise
+    except Exception as e:
+        raise Fail("compile_error", "setup", f"{type(e).__name__}: {str(e)[-1500:]}")
+    res.passed("setup")
+    guard.check(res, "after building ModelNew")
+
+    kept = []  # the previous call's outputs, kept alive so that their addresses cannot be reused
+
+    def cand_call(xs, what, check):
+        before = [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
+        try:
+            with torch.no_grad():
+                out = as_list(torch, model(*xs))
+            torch.cuda.synchronize()
+        except Fail:
+            raise
+        except Exception as e:
+            raise Fail("crash", "return_code", f"{what}: {type(e).__name__}: {str(e)[-800:]}")
+        res.passed("return_code")
+        for x, b in zip(xs, before):
+            if isinstance(x, torch.Tensor) and not same_bits(torch, x, b):
+                raise Fail("cheat", "inputs_unchanged", f"{what}: an input was modified")
+        res.passed("inputs_unchanged")
+        in_ptrs = {x.untyped_storage().data_ptr() for x in xs if isinstance(x, torch.Tensor)}
+        old_ptrs = {o.untyped_storage().data_ptr() for o in kept}
+        for o in out:
+            p = o.untyped_storage().data_ptr()
+            if p in in_ptrs:
+                raise Fail("cheat", "fresh_output", f"{what}: the output shares storage with an input")
+            if p in old_ptrs:
+                raise Fail("cheat", "fresh_output", f"{what}: the output is a tensor returned by an earlier call")
+        res.passed("fresh_output")
+        kept[:] = out
+        return out
+
+    # 3. correctness
+    for n in range(len(trials)):
+        kind, xs, ref_out = trials[n]
+        trials[n] = None  # one trial on the device at a time
+        xs, ref_out = to_cuda(torch, xs), to_cuda(torch, ref_out)
+        check = "correct_adversarial" if kind == "signed" else "correct_random"
+        out = cand_call(xs, f"trial {n + 1} ({kind})", check)
+        res.d["trials"] += 1
+        if len(out) != len(ref_out):
+            raise Fail("incorrect", check, f"trial {n + 1}: {len(out)} outputs, reference {len(ref_out)}")
+        for i, (o, r) in enumerate(zip(out, ref_out)):
+            compare(torch, o, r, tol, f"trial {n + 1} ({kind}) output {i}", check, res)
+        res.passed(check)
+    guard.check(res, "after the correctness trials")
+    trials.clear()
+    kept.clear()
+
+    # 4. timing
+    copies = []
+    for _ in range(proto["n_copies"]):
+        xs = draw("random")
+        copies.append((xs, ref_call(xs)))
+        free, _ = torch.cuda.mem_get_info()
+        need = sum(x.numel() * x.element_size() for x in xs if isinstance(x, torch.Tensor))
+        if free < 4 * need:
+            break
+
+    def timing_round():
+        tr, tc = [], []
+        for i in range(proto["n_warmup"] + proto["n_timed"]):
+            xs, ref_out = copies[i % len(copies)]
+            t_ref, _ = wall_run(torch, lambda: ref_model(*xs), flush)
+            try:
+                t_cand, out = wall_run(torch, lambda: model(*xs), flush)
+            except Exception as e:
+                raise Fail("crash", "return_code", f"timed run {i}: {type(e).__name__}: {str(e)[-800:]}")
+            out = as_list(torch, out)
+            for j, (o, r) in enumerate(zip(out, ref_out)):
+                compare(torch, o, r, tol, f"timed run {i} output {j}", "timed_outputs", res)
+            if i >= proto["n_warmup"]:
+                tr.append(t_ref)
+                tc.append(t_cand)
+        return stats(tr), stats(tc)
+
+    with torch.no_grad():
+        ref_s, cand_s = timing_round()
+        spread = lambda s: (s["p90"] - s["p10"]) / s["median"]
+        noisy = False
+        if max(spread(ref_s), spread(cand_s)) > proto["max_spread"]:
+            ref_s, cand_s = timing_round()
+            noisy = max(spread(ref_s), spread(cand_s)) > proto["max_spread"]
+    res.passed("timed_outputs")
+    res.d.update(ref_ms=ref_s, cand_ms=cand_s, speedup=ref_s["median"] / cand_s["median"], noisy=noisy,
+                 ref_solo_ms=solo_median)
+    if ref_s["median"] > proto["ref_slowdown_limit"] * solo_median and ref_s["median"] - solo_median > 0.05:
+        # The reference ran slower beside the candidate than alone. Timing noise can do that
+        # too, so it is no verdict: the result is marked noisy, which caps the rewarded speedup
+        # at 1 (docs/kernel-env.md), and whatever slowed the reference buys nothing.
+        res.d["noisy"] = True
+        res.d["checks"]["reference_speed"] = "fail"
+    else:
+        res.passed("reference_speed")
+    guard.check(res, "after timing")
+
+    # 5. once more on new inputs
+    copies.clear()
+    xs = draw("random")
+    ref_out = ref_call(xs)
+    out = cand_call(xs, "after timing", "correct_after_timing")
+    for i, (o, r) in enumerate(zip(out, ref_out)):
+        compare(torch, o, r, tol, f"after timing output {i}", "correct_after_timing", res)
+    res.passed("correct_after_timing")
+    guard.check(res, "at the end")
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Score a KernelBench candidate (ModelNew) against its problem (Model).")
+    ap.add_argument("--ref", required=True)
+    ap.add_argument("--cand", required=True)
+    ap.add_argument("--trials", type=int)
+    ap.add_argument("--timed", type=int)
+    ap.add_argument("--warmup", type=int)
+    ap.add_argument("--copies", type=int)
+    ap.add_argument("--seed", type=int, help="KernelBench init seed for Model and ModelNew (default 42)")
+    ap.add_argument("--protocol", default=os.path.join(HERE, "protocol.json"))
+    ap.add_argument("--atol", type=float)
+    ap.add_argument("--rtol", type=float)
+    ap.add_argument("--nonce-stdin", action="store_true")
+    a = ap.parse_args()
+    nonce = sys.stdin.readline().strip() if a.nonce_stdin else None
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    out_fd = os.dup(1)
+    os.dup2(2, 1)  # the candidate's prints go to stderr
+    res = Result(nonce)
+    proto = load_protocol(a.protocol)
+    for key, val in (("n_correct_trials", a.trials), ("n_timed", a.timed), ("n_warmup", a.warmup), ("n_copies", a.copies)):
+        if val is not None:
+            proto[key] = val
+    if proto["n_correct_trials"] < 1 or proto["n_timed"] < 3 or proto["n_warmup"] < 0 or proto["n_copies"] < 1:
+        res.fail(Fail("error", "setup", "bad protocol: trials >= 1, timed >= 3, warmup >= 0, copies >= 1"))
+    else:
+        try:
+            run(a, res, proto)
+        except Fail as f:
+            res.fail(f)
+        except Exception as e:
+            traceback.print_exc()
+            res.fail(Fail("crash", "return_code", f"{type(e).__name__}: {str(e)[-800:]}"))
+    os.write(out_fd, (json.dumps(res.d) + "\n").encode())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

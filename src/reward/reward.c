@@ -1,0 +1,93 @@
+/* reward.c — the reward spec parser and dispatch (see reward.h). */
+#include "reward/reward.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "reward/external.h"
+#include "reward/match.h"
+#include "reward/math.h"
+
+typedef enum { R_MATH, R_EXACT, R_EXACT_STRICT, R_REGEX, R_FORMAT_THINK, R_FORMAT_BOXED, R_CMD } kind;
+
+struct rl_reward {
+    kind kind;
+    char *spec;
+    rl_regex *regex;
+    rl_reward_proc *proc;
+};
+
+int rl_reward_create(rl_reward **out, const char *spec, const rl_reward_options *opt, rl_err *err)
+{
+    *out = NULL;
+    rl_reward *r = calloc(1, sizeof *r);
+    if (!r || !(r->spec = strdup(spec))) {
+        free(r);
+        return rl_err_oom(err, "reward", sizeof *r);
+    }
+    double timeout = opt && opt->timeout_s > 0 ? opt->timeout_s : 60.0;
+    int rc = 0;
+    if (!strcmp(spec, "math")) r->kind = R_MATH;
+    else if (!strcmp(spec, "exact")) r->kind = R_EXACT;
+    else if (!strcmp(spec, "exact:strict")) r->kind = R_EXACT_STRICT;
+    else if (!strcmp(spec, "format")) r->kind = R_FORMAT_THINK;
+    else if (!strcmp(spec, "format:boxed")) r->kind = R_FORMAT_BOXED;
+    else if (!strncmp(spec, "regex:", 6)) {
+        r->kind = R_REGEX;
+        rc = rl_regex_compile(&r->regex, spec + 6, err);
+    } else if (!strncmp(spec, "cmd:", 4)) {
+        r->kind = R_CMD;
+        rc = rl_reward_proc_start(&r->proc, spec + 4, timeout, err);
+    } else {
+        rc = rl_err_set(err, "unknown reward '%s' (expected math, exact, exact:strict, regex:PATTERN, "
+                             "format, format:boxed or cmd:COMMAND)", spec);
+    }
+    if (rc != 0) {
+        rl_reward_free(r);
+        return -1;
+    }
+    *out = r;
+    return 0;
+}
+
+int rl_reward_score(rl_reward *r, const rl_reward_item *items, int n, float *rewards, rl_err *err)
+{
+    if (r->kind == R_CMD) return rl_reward_proc_score(r->proc, items, n, rewards, err);
+    for (int i = 0; i < n; i++) {
+        const char *c = items[i].completion ? items[i].completion : "";
+        const char *a = items[i].answer;
+        int needs_answer = r->kind == R_MATH || r->kind == R_EXACT || r->kind == R_EXACT_STRICT;
+        if (needs_answer && !a)
+            return rl_err_set(err, "reward %s: completion %d: the dataset line has no \"answer\"", r->spec, i);
+        int hit = 0;
+        switch (r->kind) {
+        case R_MATH: hit = rl_math_check(c, a); break;
+        case R_EXACT: hit = rl_match_exact(c, a, 1); break;
+        case R_EXACT_STRICT: hit = rl_match_exact(c, a, 0); break;
+        case R_FORMAT_THINK: hit = rl_match_think_format(c); break;
+        case R_FORMAT_BOXED: {
+            char box[8];
+            hit = rl_math_boxed(c, box, sizeof box);
+            break;
+        }
+        case R_REGEX:
+            hit = rl_regex_match(r->regex, c, err);
+            if (hit < 0) return rl_err_prefix(err, "reward %s: completion %d: ", r->spec, i);
+            break;
+        case R_CMD: break;
+        }
+        rewards[i] = hit ? 1.0f : 0.0f;
+    }
+    return 0;
+}
+
+const char *rl_reward_spec(const rl_reward *r) { return r->spec; }
+
+void rl_reward_free(rl_reward *r)
+{
+    if (!r) return;
+    rl_regex_free(r->regex);
+    rl_reward_proc_close(r->proc);
+    free(r->spec);
+    free(r);
+}

@@ -1,0 +1,44 @@
+/* reward.h — scores completions: one number per (prompt, completion, reference answer).
+ *
+ * A reward is made from a spec string (the `--reward` option):
+ *   math            1 if the final answer (\boxed{}, "Answer:", last number) equals the
+ *                   reference by value (math.h), else 0
+ *   exact           1 if the completion equals the answer after trimming and collapsing
+ *                   whitespace runs to one space; exact:strict compares bytes
+ *   regex:PATTERN   1 if PATTERN (PCRE2, unanchored; use (?s), ^, $ as needed) matches
+ *   format          1 if the completion is "<think>...</think>" followed by a non-empty answer
+ *   format:boxed    1 if the completion holds a complete \boxed{...}
+ *   cmd:COMMAND     an external program (external.h), started once with /bin/sh -c COMMAND
+ * Built-in rewards never fail on a completion; the external one fails loudly (never a silent
+ * zero) when the program misbehaves. */
+#ifndef RL_REWARD_REWARD_H
+#define RL_REWARD_REWARD_H
+
+#include <cjson/cJSON.h>
+
+#include "core/error.h"
+
+typedef struct rl_reward_item {
+    const char *prompt;
+    const char *completion;
+    const char *answer;   /* reference; NULL when the dataset has none */
+    const cJSON *fields;  /* the whole dataset line (an object) or NULL: extra fields are
+                             passed to external programs */
+} rl_reward_item;
+
+typedef struct rl_reward rl_reward;
+
+typedef struct rl_reward_options {
+    double timeout_s; /* external programs: time limit per completion (0 = default 60 s) */
+} rl_reward_options;
+
+/* Parses spec, compiles a pattern or starts the program. opt may be NULL. */
+int rl_reward_create(rl_reward **out, const char *spec, const rl_reward_options *opt, rl_err *err);
+/* Scores n items into rewards[n]. Fails (with the item index in the message) only for
+ * external programs or a missing reference answer that the reward needs. */
+int rl_reward_score(rl_reward *r, const rl_reward_item *items, int n, float *rewards, rl_err *err);
+/* The spec it was made from. */
+const char *rl_reward_spec(const rl_reward *r);
+void rl_reward_free(rl_reward *r);
+
+#endif

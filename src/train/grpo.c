@@ -1,0 +1,328 @@
+/* grpo.c — see grpo.h. Per step, everything about the batch is laid out once on the host
+ * (tokens packed in sequence order, and per token: old log-prob, reference log-prob,
+ * advantage, weight; prompt tokens weigh 0), then each micro-batch is a contiguous slice. */
+#include "train/grpo.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/ops.h"
+#include "core/timer.h"
+
+enum { D_LOGP, D_OLD, D_REF, D_ADV, D_W, D_DLOGP, N_DEV };
+
+rl_grpo_config rl_grpo_defaults(void)
+{
+    rl_grpo_config c = {0};
+    c.prompts_per_step = 8;
+    c.group_size = 8;
+    c.gen = rl_gen_params_default();
+    c.gen.max_new_tokens = 256;
+    c.clip_low = 0.2f;
+    c.clip_high = 0.2f;
+    c.kl_beta = 0.0f;
+    c.loss_norm = RL_NORM_SEQUENCE;
+    c.scale_std = 1;
+    c.mu = 1;
+    c.max_tokens = 8192;
+    c.shuffle = 1;
+    c.seed = 1234;
+    c.optim = rl_optim_defaults();
+    c.optim.schedule.peak = 1e-6;
+    c.optim.weight_decay = 0.0;
+    return c;
+}
+
+void rl_grpo_free(rl_grpo *t)
+{
+    rl_engine_free(t->engine);
+    rl_acts_free(t->acts);
+    rl_acts_free(t->ref_acts);
+    rl_optim_free(&t->optim);
+    rl_order_free(&t->order);
+    if (t->dev) rl_free(t->model->ctx, t->dev);
+    free(t->results);
+    free(t->gen_prompts);
+    free(t->items);
+    free(t->prompt_of);
+    free(t->comp_len);
+    free(t->rewards);
+    free(t->adv);
+    free(t->seq_w);
+    free(t->tokens);
+    free(t->cu);
+    free(t->old_lp);
+    free(t->ref_lp);
+    free(t->tok_adv);
+    free(t->tok_w);
+    memset(t, 0, sizeof *t);
+}
+
+static int check_config(const rl_grpo_config *c, const rl_model *ref, rl_err *err)
+{
+    if (c->prompts_per_step < 1 || c->group_size < 2)
+        return rl_err_set(err, "grpo: prompts_per_step must be >= 1 and group_size >= 2 (got %d, %d)",
+                          c->prompts_per_step, c->group_size);
+    if (!(c->gen.sample.temperature > 0))
+        return rl_err_set(err, "grpo: sampling temperature must be > 0, got %g", c->gen.sample.temperature);
+    if (c->gen.max_new_tokens < 1) return rl_err_set(err, "grpo: max_new_tokens must be >= 1");
+    if (c->mu < 1) return rl_err_set(err, "grpo: mu (updates per batch) must be >= 1, got %d", c->mu);
+    if (c->kl_beta < 0) return rl_err_set(err, "grpo: kl_beta must be >= 0, got %g", c->kl_beta);
+    if (c->kl_beta > 0 && !ref) return rl_err_set(err, "grpo: kl_beta > 0 needs a reference model");
+    return 0;
+}
+
+int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *tok,
+                   rl_reward *reward, const rl_grpo_prompt *data, int n_data,
+                   const rl_grpo_config *cfg, rl_err *err)
+{
+    memset(t, 0, sizeof *t);
+    if (check_config(cfg, ref, err) != 0) return -1;
+    if (!tok) return rl_err_set(err, "grpo: a tokenizer is needed (rewards read completion text)");
+    t->model = m;
+    t->ref = cfg->kl_beta > 0 ? ref : NULL;
+    t->reward = reward;
+    t->data = data;
+    t->n_data = n_data;
+    t->cfg = *cfg;
+    int longest = 0;
+    for (int i = 0; i < n_data; i++) {
+        if (data[i].n_ids < 1) return rl_err_set(err, "grpo: prompt %d is empty", i);
+        for (int k = 0; k < data[i].n_ids; k++)
+            if (data[i].ids[k] < 0 || data[i].ids[k] >= m->config.vocab_size)
+                return rl_err_set(err, "grpo: prompt %d token %d is id %d, outside the vocabulary (%d)", i, k,
+                                  data[i].ids[k], m->config.vocab_size);
+        if (data[i].n_ids > longest) longest = data[i].n_ids;
+    }
+    t->max_seq_tokens = longest + cfg->gen.max_new_tokens;
+    if (t->max_seq_tokens > cfg->max_tokens)
+        return rl_err_set(err, "grpo: the longest prompt (%d tokens) + max_new_tokens (%d) exceeds the "
+                               "micro-batch budget max_tokens = %d",
+                          longest, cfg->gen.max_new_tokens, cfg->max_tokens);
+    int n = t->n_seqs = cfg->prompts_per_step * cfg->group_size;
+    size_t bt = (size_t)n * t->max_seq_tokens;
+    t->results = calloc((size_t)n, sizeof *t->results);
+    t->gen_prompts = calloc((size_t)n, sizeof *t->gen_prompts);
+    t->items = calloc((size_t)n, sizeof *t->items);
+    t->prompt_of = calloc((size_t)n, sizeof(int));
+    t->comp_len = calloc((size_t)n, sizeof(int));
+    t->rewards = calloc((size_t)n, sizeof(float));
+    t->adv = calloc((size_t)n, sizeof(float));
+    t->seq_w = calloc((size_t)n, sizeof(float));
+    t->tokens = malloc(bt * sizeof(int32_t));
+    t->cu = malloc((size_t)(2 * n + 2) * sizeof(int32_t));
+    t->old_lp = malloc(bt * sizeof(float));
+    t->ref_lp = malloc(bt * sizeof(float));
+    t->tok_adv = malloc(bt * sizeof(float));
+    t->tok_w = malloc(bt * sizeof(float));
+    t->dev = rl_alloc(m->ctx, (size_t)N_DEV * cfg->max_tokens * sizeof(float));
+    if (!t->results || !t->gen_prompts || !t->items || !t->prompt_of || !t->comp_len || !t->rewards ||
+        !t->adv || !t->seq_w || !t->tokens || !t->cu || !t->old_lp || !t->ref_lp || !t->tok_adv ||
+        !t->tok_w || !t->dev) {
+        rl_grpo_free(t);
+        return rl_err_oom(err, "grpo buffers", bt * 24);
+    }
+    rl_rng_init(&t->state.rng, cfg->seed);
+    rl_acts_mode mode = cfg->recompute ? RL_ACTS_TRAIN_CHECKPOINT : RL_ACTS_TRAIN;
+    if (rl_order_create(&t->order, n_data, cfg->seed, cfg->shuffle, err) ||
+        rl_engine_create(&t->engine, m, tok, err) || rl_model_enable_grads(m, err) ||
+        rl_model_zero_grads(m, err) || rl_acts_create(&t->acts, m, cfg->max_tokens, mode, err) ||
+        (t->ref && rl_acts_create(&t->ref_acts, t->ref, cfg->max_tokens, RL_ACTS_INFER, err)) ||
+        rl_optim_create(&t->optim, m->ctx, m->params, m->n_params, m->n_elems, &cfg->optim, err)) {
+        rl_grpo_free(t);
+        return -1;
+    }
+    return 0;
+}
+
+static float *dev(rl_grpo *t, int which) { return t->dev + (size_t)which * t->cfg.max_tokens; }
+
+/* Sequences [s0, s1) as a packed micro-batch: forward of model into dev(D_LOGP) and, when
+ * host_out is not NULL, a copy of the log-probs there (at the batch's token offsets). */
+static int forward_slice(rl_grpo *t, rl_model *m, rl_acts *a, int s0, int s1, float *host_out, rl_err *err)
+{
+    int32_t *cu_local = t->cu + t->n_seqs + 1;
+    for (int s = s0; s <= s1; s++) cu_local[s - s0] = t->cu[s] - t->cu[s0];
+    float inv_t = 1.0f / t->cfg.gen.sample.temperature;
+    if (rl_model_forward(m, a, t->tokens + t->cu[s0], cu_local, s1 - s0, inv_t, dev(t, D_LOGP), NULL, err) != 0)
+        return -1;
+    if (host_out && rl_download_f32(m->ctx, host_out + t->cu[s0], dev(t, D_LOGP), (size_t)cu_local[s1 - s0]) != 0)
+        return rl_err_set(err, "grpo: %s", m->ctx->err.msg);
+    return 0;
+}
+
+/* Fills cu, tokens and the per-token arrays from the rollout; returns the micro-batch
+ * boundaries (sequence indices) in mb[0 .. *n_mb]. */
+static void lay_out(rl_grpo *t, int *mb, int *n_mb)
+{
+    int n = t->n_seqs, pos = 0;
+    t->cu[0] = 0;
+    for (int s = 0; s < n; s++) {
+        const rl_grpo_prompt *p = &t->data[t->prompt_of[s]];
+        const rl_gen_result *r = &t->results[s];
+        memcpy(t->tokens + pos, p->ids, (size_t)p->n_ids * sizeof(int32_t));
+        memcpy(t->tokens + pos + p->n_ids, r->ids, (size_t)r->n_ids * sizeof(int32_t));
+        for (int k = 0; k < p->n_ids; k++) {
+            t->old_lp[pos + k] = t->ref_lp[pos + k] = t->tok_adv[pos + k] = t->tok_w[pos + k] = 0;
+        }
+        for (int k = 0; k < r->n_ids; k++) {
+            int i = pos + p->n_ids + k;
+            t->old_lp[i] = r->logprobs[k];
+            t->ref_lp[i] = 0;
+            t->tok_adv[i] = t->adv[s];
+            t->tok_w[i] = t->seq_w[s];
+        }
+        pos += p->n_ids + r->n_ids;
+        t->cu[s + 1] = pos;
+    }
+    int k = 0;
+    mb[k++] = 0;
+    for (int s = 0; s < n; s++)
+        if (s > mb[k - 1] && t->cu[s + 1] - t->cu[mb[k - 1]] > t->cfg.max_tokens) mb[k++] = s;
+    mb[k] = n;
+    *n_mb = k;
+}
+
+static int score(rl_grpo *t, double *mean, double *std, double *mean_len, rl_err *err)
+{
+    int n = t->n_seqs;
+    for (int s = 0; s < n; s++) {
+        const rl_grpo_prompt *p = &t->data[t->prompt_of[s]];
+        t->items[s] = (rl_reward_item){p->text, t->results[s].text, p->answer, p->fields};
+        t->comp_len[s] = t->results[s].n_ids;
+    }
+    if (rl_reward_score(t->reward, t->items, n, t->rewards, err) != 0) return -1;
+    double sum = 0, sq = 0, len = 0;
+    for (int s = 0; s < n; s++) sum += t->rewards[s], len += t->comp_len[s];
+    *mean = sum / n;
+    for (int s = 0; s < n; s++) sq += (t->rewards[s] - *mean) * (t->rewards[s] - *mean);
+    *std = sqrt(sq / n);
+    *mean_len = len / n;
+    rl_grpo_advantages(t->rewards, t->cfg.prompts_per_step, t->cfg.group_size, t->cfg.scale_std, t->adv);
+    rl_grpo_weights(t->cfg.loss_norm, t->comp_len, n, t->cfg.gen.max_new_tokens, t->seq_w);
+    return 0;
+}
+
+/* One pass over the micro-batches: loss, backward, then the optimizer update. */
+static int update(rl_grpo *t, const int *mb, int n_mb, double acc[4], rl_optim_stats *os, rl_err *err)
+{
+    rl_ctx *ctx = t->model->ctx;
+    rl_policy_loss_params lp = {t->cfg.clip_low, t->cfg.clip_high, t->cfg.kl_beta};
+    for (int b = 0; b < n_mb; b++) {
+        int s0 = mb[b], s1 = mb[b + 1];
+        size_t off = (size_t)t->cu[s0], n_tok = (size_t)(t->cu[s1] - t->cu[s0]);
+        if (forward_slice(t, t->model, t->acts, s0, s1, NULL, err) != 0) return -1;
+        if (rl_upload_f32(ctx, dev(t, D_OLD), t->old_lp + off, n_tok) ||
+            rl_upload_f32(ctx, dev(t, D_REF), t->ref_lp + off, n_tok) ||
+            rl_upload_f32(ctx, dev(t, D_ADV), t->tok_adv + off, n_tok) ||
+            rl_upload_f32(ctx, dev(t, D_W), t->tok_w + off, n_tok))
+            return rl_err_set(err, "grpo: %s", ctx->err.msg);
+        double st[RL_LOSS_N_STATS];
+        if (rl_policy_loss(ctx, dev(t, D_DLOGP), st, dev(t, D_LOGP), dev(t, D_OLD), dev(t, D_REF), dev(t, D_ADV),
+                           dev(t, D_W), (int)n_tok, &lp) != 0)
+            return rl_err_set(err, "grpo: %s", ctx->err.msg);
+        double wsum = 0;
+        for (size_t i = 0; i < n_tok; i++) wsum += t->tok_w[off + i];
+        acc[0] += st[RL_LOSS_STAT_LOSS];
+        acc[1] += st[RL_LOSS_STAT_KL] * wsum;
+        acc[2] += st[RL_LOSS_STAT_CLIPPED] * wsum;
+        acc[3] += st[RL_LOSS_STAT_RATIO] * wsum;
+        if (rl_model_backward(t->model, t->acts, dev(t, D_DLOGP), err) != 0) return -1;
+    }
+    return rl_optim_step(&t->optim, t->model->master, rl_model_working_copy(t->model), t->model->grads, 1.0, os, err);
+}
+
+int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
+{
+    double t0 = rl_time_now();
+    int n = t->n_seqs, G = t->cfg.group_size;
+    for (int b = 0; b < t->cfg.prompts_per_step; b++) {
+        int p = rl_order_next(&t->order, &t->state);
+        for (int g = 0; g < G; g++) {
+            t->prompt_of[b * G + g] = p;
+            t->gen_prompts[b * G + g] = (rl_gen_prompt){t->data[p].ids, t->data[p].n_ids};
+        }
+    }
+    rl_gen_params gen = t->cfg.gen;
+    gen.seed = rl_rng_u64(&t->state.rng);
+    memset(t->results, 0, (size_t)n * sizeof *t->results);
+    int rc = rl_engine_generate(t->engine, t->gen_prompts, n, &gen, t->results, err);
+    double t_gen = rl_time_now() - t0;
+    double r_mean = 0, r_std = 0, mean_len = 0, acc[4] = {0, 0, 0, 0}, wsum = 0;
+    int mb[n + 1], n_mb = 0;
+    rl_optim_stats os = {0};
+    if (rc == 0) rc = score(t, &r_mean, &r_std, &mean_len, err);
+    if (rc == 0) {
+        lay_out(t, mb, &n_mb);
+        for (int i = 0; i < t->cu[n]; i++) wsum += t->tok_w[i];
+    }
+    for (int b = 0; rc == 0 && b < n_mb; b++) {
+        if (t->ref) rc = forward_slice(t, t->ref, t->ref_acts, mb[b], mb[b + 1], t->ref_lp, err);
+        if (rc == 0 && t->cfg.recompute_old_logp)
+            rc = forward_slice(t, t->model, t->acts, mb[b], mb[b + 1], t->old_lp, err);
+    }
+    if (rc == 0 && t->ref) /* the reference scores completion tokens only, like the rest */
+        for (int i = 0; i < t->cu[n]; i++)
+            if (t->tok_w[i] == 0) t->ref_lp[i] = 0;
+    for (int it = 0; rc == 0 && it < t->cfg.mu; it++) rc = update(t, mb, n_mb, acc, &os, err);
+    for (int s = 0; s < n; s++) rl_gen_result_free(&t->results[s]);
+    if (rc != 0) return rl_err_prefix(err, "grpo step %lld: ", (long long)t->state.step + 1);
+    t->state.step++;
+    double dt = rl_time_now() - t0, mu = t->cfg.mu;
+    memset(stats, 0, sizeof *stats);
+    stats->step = t->state.step;
+    stats->loss = acc[0] / mu;
+    stats->kl = wsum > 0 ? acc[1] / (wsum * mu) : 0;
+    stats->clip_frac = wsum > 0 ? acc[2] / (wsum * mu) : 0;
+    stats->ratio_mean = wsum > 0 ? acc[3] / (wsum * mu) : 0;
+    stats->has_rewards = 1;
+    stats->reward_mean = r_mean;
+    stats->reward_std = r_std;
+    stats->completion_len = mean_len;
+    stats->lr = os.lr;
+    stats->grad_norm = os.grad_norm;
+    stats->tokens = (double)t->cu[n] * mu;
+    stats->seconds = dt;
+    stats->gen_seconds = t_gen;
+    stats->tokens_per_s = dt > 0 ? (double)(t->cu[n] - t->cu[0]) / dt : 0;
+    return 0;
+}
+
+int rl_grpo_save(const rl_grpo *t, const char *dir, const cJSON *options, const char *tokenizer_dir,
+                 rl_err *err)
+{
+    return rl_checkpoint_save(dir, t->model, &t->optim, &t->state, options, tokenizer_dir, err);
+}
+
+int rl_grpo_resume(rl_grpo *t, const char *dir, rl_err *err)
+{
+    if (rl_checkpoint_load_state(dir, &t->state, NULL, err) || rl_checkpoint_load_optim(dir, &t->optim, err))
+        return rl_err_prefix(err, "resume: ");
+    return 0;
+}
+
+int rl_grpo_evaluate(rl_engine *e, rl_reward *reward, const rl_grpo_prompt *prompts, int n,
+                     const rl_gen_params *gen, double *mean, int *correct, rl_err *err)
+{
+    rl_gen_prompt *gp = calloc((size_t)n, sizeof *gp);
+    rl_gen_result *res = calloc((size_t)n, sizeof *res);
+    rl_reward_item *items = calloc((size_t)n, sizeof *items);
+    float *r = calloc((size_t)n, sizeof *r);
+    int rc = (gp && res && items && r) ? 0 : rl_err_oom(err, "evaluation", (size_t)n * 64);
+    for (int i = 0; rc == 0 && i < n; i++) gp[i] = (rl_gen_prompt){prompts[i].ids, prompts[i].n_ids};
+    if (rc == 0) rc = rl_engine_generate(e, gp, n, gen, res, err);
+    for (int i = 0; rc == 0 && i < n; i++)
+        items[i] = (rl_reward_item){prompts[i].text, res[i].text ? res[i].text : "", prompts[i].answer, prompts[i].fields};
+    if (rc == 0) rc = rl_reward_score(reward, items, n, r, err);
+    if (rc == 0) {
+        double sum = 0;
+        int hits = 0;
+        for (int i = 0; i < n; i++) sum += r[i], hits += r[i] >= 1.0f;
+        *mean = n > 0 ? sum / n : 0;
+        if (correct) *correct = hits;
+    }
+    for (int i = 0; res && i < n; i++) rl_gen_result_free(&res[i]);
+    free(gp), free(res), free(items), free(r);
+    return rc;
+}

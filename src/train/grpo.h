@@ -1,0 +1,100 @@
+/* grpo.h — GRPO (Shao et al. 2024) with the DAPO (Yu et al. 2025) and Dr. GRPO (Liu et al.
+ * 2025) options, on the model API and the generation engine.
+ *
+ * One step: take prompts_per_step prompts (data order, order.h); sample group_size completions
+ * of each with the engine (seed drawn from the trainer's RNG, so a resumed run samples the
+ * same); score them with the reward; group-normalised advantages (grpo_math.h); then mu
+ * optimizer updates on the batch, each over packed micro-batches of at most max_tokens tokens
+ * (prompt + completion per sequence, no padding), with rl_policy_loss: the clipped ratio to the
+ * "old" log-probs (the sampler's, or recomputed by a training forward when
+ * recompute_old_logp), the loss normalisation carried by per-token weights, and, when
+ * kl_beta > 0, the k3 KL to a frozen reference model. The training forward scales logits by
+ * 1 / temperature, as the sampler did. */
+#ifndef RL_TRAIN_GRPO_H
+#define RL_TRAIN_GRPO_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "engine/generate.h"
+#include "model/model.h"
+#include "reward/reward.h"
+#include "train/checkpoint.h"
+#include "train/grpo_math.h"
+#include "train/metrics.h"
+#include "train/optim.h"
+#include "train/order.h"
+
+typedef struct rl_grpo_prompt {
+    const int32_t *ids;  /* the prompt as the model sees it (chat template applied) */
+    int n_ids;
+    const char *text;    /* the prompt text given to the reward */
+    const char *answer;  /* reference answer or NULL */
+    const cJSON *fields; /* the dataset line or NULL (extra fields for external rewards) */
+} rl_grpo_prompt;
+
+typedef struct rl_grpo_config {
+    int prompts_per_step;
+    int group_size;
+    rl_gen_params gen;       /* temperature (> 0), top_k/top_p, max_new_tokens, stop strings;
+                                its seed is replaced every step */
+    float clip_low, clip_high;
+    float kl_beta;           /* > 0 needs a reference model */
+    rl_loss_norm loss_norm;
+    int scale_std;           /* 0: Dr. GRPO advantages (no division by the group std) */
+    int mu;                  /* optimizer updates per rollout batch */
+    int recompute_old_logp;
+    int max_tokens;          /* token budget of one packed micro-batch */
+    int shuffle;
+    uint64_t seed;
+    int recompute;           /* activation checkpointing */
+    rl_optim_config optim;
+} rl_grpo_config;
+
+typedef struct rl_grpo {
+    rl_model *model, *ref;   /* not owned; ref only when kl_beta > 0 */
+    rl_reward *reward;       /* not owned */
+    const rl_grpo_prompt *data;
+    int n_data;
+    rl_grpo_config cfg;
+    rl_engine *engine;
+    rl_acts *acts, *ref_acts;
+    rl_optim optim;
+    rl_order order;
+    rl_train_state state;
+    /* per step, host, sized for prompts_per_step * group_size sequences */
+    int n_seqs, max_seq_tokens;
+    rl_gen_result *results;
+    rl_gen_prompt *gen_prompts;
+    rl_reward_item *items;
+    int *prompt_of, *comp_len;
+    float *rewards, *adv, *seq_w;
+    int32_t *tokens, *cu;          /* whole batch, packed */
+    float *old_lp, *ref_lp, *tok_adv, *tok_w; /* whole batch, per token */
+    float *dev;                    /* backend: logp, old, ref, adv, weight, dlogp [max_tokens] */
+} rl_grpo;
+
+rl_grpo_config rl_grpo_defaults(void);
+
+/* ref must be a separate model (same architecture and vocabulary) when kl_beta > 0, else
+ * NULL. tok: the engine decodes completions with it (required: rewards read text). */
+int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *tok,
+                   rl_reward *reward, const rl_grpo_prompt *data, int n_data,
+                   const rl_grpo_config *cfg, rl_err *err);
+void rl_grpo_free(rl_grpo *t);
+
+/* One rollout + mu updates. stats: loss, kl, clip fraction, ratio (averaged over the mu
+ * updates), rewards, mean completion length, lr and grad norm of the last update, times. */
+int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err);
+
+int rl_grpo_save(const rl_grpo *t, const char *dir, const cJSON *options, const char *tokenizer_dir,
+                 rl_err *err);
+int rl_grpo_resume(rl_grpo *t, const char *dir, rl_err *err);
+
+/* Mean reward of one completion per prompt (e.g. greedy: gen->sample.temperature = 0) over
+ * prompts; *correct counts rewards >= 1 when not NULL. */
+int rl_grpo_evaluate(rl_engine *e, rl_reward *reward, const rl_grpo_prompt *prompts, int n,
+                     const rl_gen_params *gen, double *mean, int *correct, rl_err *err);
+
+#endif

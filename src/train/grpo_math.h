@@ -1,0 +1,35 @@
+/* grpo_math.h — the arithmetic of GRPO and its variants, apart from any model: group-relative
+ * advantages and the per-token weights that carry each variant's loss normalisation into
+ * rl_policy_loss (ops.h).
+ *
+ * Advantages (Shao et al. 2024, GRPO): for the G completions of one prompt with rewards r,
+ * A_i = (r_i - mean(r)) / (std(r) + 1e-4) with the unbiased std (as TRL computes it), or
+ * A_i = r_i - mean(r) without std scaling (Dr. GRPO, Liu et al. 2025). A group whose rewards
+ * are all equal gets A = 0 exactly: it carries no signal.
+ *
+ * Loss normalisation, as the weight w of every completion token of sequence i (prompt tokens
+ * get 0), for a batch of n sequences with |o_i| completion tokens:
+ *   sequence (GRPO):      w = 1 / (n * |o_i|)      mean over a sequence's tokens, then over sequences
+ *   token (DAPO):         w = 1 / sum_j |o_j|      every token of the batch counts the same
+ *   dr_grpo (Dr. GRPO):   w = 1 / (n * max_len)    a constant: no length bias
+ * "batch" is everything one optimizer update sees (all its micro-batches), so the gradient is
+ * already normalised and the update needs no further scaling. */
+#ifndef RL_TRAIN_GRPO_MATH_H
+#define RL_TRAIN_GRPO_MATH_H
+
+#include "core/error.h"
+
+typedef enum { RL_NORM_SEQUENCE, RL_NORM_TOKEN, RL_NORM_DR_GRPO } rl_loss_norm;
+
+/* rewards and adv are [n_groups * group_size], group g at [g * group_size, ...). */
+void rl_grpo_advantages(const float *rewards, int n_groups, int group_size, int scale_std, float *adv);
+
+/* Per-sequence token weight w[i] for lens[i] completion tokens (a sequence with 0 tokens gets
+ * 0). max_len: the configured maximum completion length (dr_grpo). */
+void rl_grpo_weights(rl_loss_norm norm, const int *lens, int n_seqs, int max_len, float *w);
+
+/* "sequence", "token", "dr_grpo". */
+int rl_loss_norm_parse(const char *name, rl_loss_norm *out, rl_err *err);
+const char *rl_loss_norm_name(rl_loss_norm norm);
+
+#endif

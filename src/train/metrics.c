@@ -1,0 +1,34 @@
+/* metrics.c — see metrics.h. */
+#include "train/metrics.h"
+
+#include <errno.h>
+#include <string.h>
+
+int rl_metrics_open(rl_metrics *m, const char *path, int append, rl_err *err)
+{
+    m->fp = fopen(path, append ? "a" : "w");
+    if (!m->fp) return rl_err_set(err, "%s: cannot open for writing: %s", path, strerror(errno));
+    return 0;
+}
+
+int rl_metrics_write(rl_metrics *m, const rl_step_stats *s, rl_err *err)
+{
+    if (!m->fp) return 0;
+    fprintf(m->fp, "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.6g",
+            (long long)s->step, s->loss, s->lr, s->grad_norm);
+    if (s->has_rewards)
+        fprintf(m->fp, ", \"reward_mean\": %.6g, \"reward_std\": %.6g, \"kl\": %.6g, \"clip_frac\": %.6g, "
+                       "\"ratio_mean\": %.6g, \"completion_len\": %.4g, \"gen_seconds\": %.4g",
+                s->reward_mean, s->reward_std, s->kl, s->clip_frac, s->ratio_mean, s->completion_len,
+                s->gen_seconds);
+    fprintf(m->fp, ", \"tokens\": %.0f, \"tokens_per_s\": %.1f, \"time\": %.4g}\n", s->tokens, s->tokens_per_s,
+            s->seconds);
+    if (fflush(m->fp) != 0) return rl_err_set(err, "metrics: write failed: %s", strerror(errno));
+    return 0;
+}
+
+void rl_metrics_close(rl_metrics *m)
+{
+    if (m->fp) fclose(m->fp);
+    m->fp = NULL;
+}

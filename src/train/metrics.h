@@ -1,0 +1,35 @@
+/* metrics.h — one JSON object per training step, appended to a .jsonl file (flushed each line
+ * so a crashed or interrupted run keeps every finished step). Fields that do not apply to a
+ * trainer (reward statistics in SFT) are left out. */
+#ifndef RL_TRAIN_METRICS_H
+#define RL_TRAIN_METRICS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/error.h"
+
+typedef struct rl_step_stats {
+    int64_t step;
+    double loss;
+    double lr, grad_norm;
+    int has_rewards;          /* GRPO: the fields below are set */
+    double reward_mean, reward_std;
+    double kl, clip_frac, ratio_mean;
+    double completion_len;    /* mean completion tokens */
+    double tokens;            /* tokens processed by the training forward */
+    double seconds;           /* wall time of the step */
+    double tokens_per_s;
+    double gen_seconds;       /* GRPO: time spent generating */
+} rl_step_stats;
+
+typedef struct rl_metrics {
+    FILE *fp;
+} rl_metrics;
+
+/* append: keep earlier lines (resume); else truncate. */
+int rl_metrics_open(rl_metrics *m, const char *path, int append, rl_err *err);
+int rl_metrics_write(rl_metrics *m, const rl_step_stats *s, rl_err *err);
+void rl_metrics_close(rl_metrics *m);
+
+#endif

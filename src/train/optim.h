@@ -1,0 +1,62 @@
+/* optim.h — the AdamW driver: moments, parameter groups, gradient clipping, one update.
+ *
+ * Works on the model's flat buffers (model.h): master weights, gradients and the moments m, v
+ * share one layout, so the update is a few rl_adamw_step calls over contiguous runs of
+ * parameters. Two groups, as in common practice: matrices and embeddings (rl_param
+ * weight_decay = 1) get weight decay, norms and biases do not.
+ *
+ * One update: grad_norm = sqrt(rl_sumsq(grads)) * grad_scale (grad_scale: what the trainer's
+ * loss still needs, e.g. 1 / accumulation steps); when max_grad_norm > 0 and grad_norm exceeds
+ * it, the gradients are further scaled by max_grad_norm / (grad_norm + 1e-6) (as torch's
+ * clip_grad_norm_). A non-finite norm fails the step without touching the weights. The
+ * gradients are zeroed after the update. */
+#ifndef RL_TRAIN_OPTIM_H
+#define RL_TRAIN_OPTIM_H
+
+#include <stddef.h>
+
+#include "backend/ctx.h"
+#include "core/error.h"
+#include "model/model.h"
+#include "train/schedule.h"
+
+typedef struct rl_optim_config {
+    rl_lr_schedule schedule;
+    double beta1, beta2, eps, weight_decay;
+    double max_grad_norm; /* 0 = no clipping */
+} rl_optim_config;
+
+/* A contiguous run of parameters with one weight-decay setting. */
+typedef struct rl_optim_run {
+    size_t offset, count;
+    int decay;
+} rl_optim_run;
+
+typedef struct rl_optim {
+    rl_ctx *ctx;             /* not owned */
+    rl_optim_config cfg;
+    size_t n_elems;
+    float *m, *v;            /* backend, [n_elems] each, one allocation */
+    rl_optim_run *runs;
+    int n_runs;
+    int step;                /* updates taken so far */
+} rl_optim;
+
+typedef struct rl_optim_stats {
+    double lr, grad_norm; /* grad_norm before clipping */
+    int clipped;
+} rl_optim_stats;
+
+/* Zeroed moments for n_elems elements laid out as params (the model's table). */
+int rl_optim_create(rl_optim *o, rl_ctx *ctx, const rl_param *params, int n_params, size_t n_elems,
+                    const rl_optim_config *cfg, rl_err *err);
+void rl_optim_free(rl_optim *o);
+
+/* One update of master (and the working copy when not NULL) from grads; zeroes grads. */
+int rl_optim_step(rl_optim *o, float *master, void *working, float *grads, double grad_scale,
+                  rl_optim_stats *stats, rl_err *err);
+
+/* The usual defaults: constant lr 1e-5, betas (0.9, 0.999), eps 1e-8, decay 0.01, clip 1. */
+rl_optim_config rl_optim_defaults(void);
+
+#endif

@@ -1,0 +1,195 @@
+/* test_attention.c — packed varlen attention against float64 torch: several sequences of
+ * different lengths, GQA ratios 1, 2 and 3, causal and not, forward (out, lse) and backward
+ * (dq, dk, dv summed over the query heads of a group); a decode / chunked-prefill case with
+ * KV slabs longer than seqused_k and 1 or 3 queries aligned bottom-right; sequences of up to
+ * 180 keys (several query tiles); finite differences; bad arguments. fp32 tolerance: 2e-5
+ * relative to max(|ref|, 0.1) (dot products over head_dim <= 13, softmax sums in double,
+ * O(1) data), also for the long cases whose dK/dV sum over up to 150 queries. */
+#include "op_fixture.h"
+
+typedef struct att_case {
+    float *q, *k, *v, *out, *lse, *dout, *dq, *dk, *dv;
+    int32_t *cu_q, *cu_k, *seqused;
+    int n_seqs, n_heads, n_kv, head_dim, causal, max_q, max_k;
+    size_t total_q, total_k;
+    float scale;
+} att_case;
+
+static float *get(const rl_safetensors *st, const char *name, const char *key)
+{
+    char full[128];
+    snprintf(full, sizeof full, "%s.%s", name, key);
+    return rl_safetensors_find(st, full) ? fx_get(st, full, 0) : NULL;
+}
+
+static att_case load_case(const rl_safetensors *st, const char *name)
+{
+    att_case c = {0};
+    char full[128];
+    float *meta = get(st, name, "meta");
+    cr_assert_not_null(meta, "case %s missing", name);
+    c.n_heads = (int)meta[0], c.n_kv = (int)meta[1], c.head_dim = (int)meta[2];
+    c.causal = (int)meta[3], c.scale = meta[4], c.max_q = (int)meta[5], c.max_k = (int)meta[6];
+    free(meta);
+    snprintf(full, sizeof full, "%s.cu_seqlens_q", name);
+    c.n_seqs = (int)rl_st_tensor_numel(rl_safetensors_find(st, full)) - 1;
+    c.cu_q = fx_ints(st, full, 0);
+    snprintf(full, sizeof full, "%s.cu_seqlens_k", name);
+    c.cu_k = fx_ints(st, full, 0);
+    snprintf(full, sizeof full, "%s.seqused_k", name);
+    c.seqused = rl_safetensors_find(st, full) ? fx_ints(st, full, 0) : NULL;
+    c.total_q = (size_t)c.cu_q[c.n_seqs], c.total_k = (size_t)c.cu_k[c.n_seqs];
+    c.q = get(st, name, "q"), c.k = get(st, name, "k"), c.v = get(st, name, "v");
+    c.out = get(st, name, "out"), c.lse = get(st, name, "lse"), c.dout = get(st, name, "dout");
+    c.dq = get(st, name, "dq"), c.dk = get(st, name, "dk"), c.dv = get(st, name, "dv");
+    return c;
+}
+
+static void free_case(att_case *c)
+{
+    float *f[] = {c->q, c->k, c->v, c->out, c->lse, c->dout, c->dq, c->dk, c->dv};
+    for (int i = 0; i < 9; i++) free(f[i]);
+    free(c->cu_q), free(c->cu_k), free(c->seqused);
+}
+
+static void run_case(const char *name, int with_backward, double tol)
+{
+    rl_ctx ctx = fx_cpu();
+    rl_safetensors *st = fx_open("attention");
+    att_case c = load_case(st, name);
+    size_t nq = c.total_q * c.n_heads * c.head_dim, nk = c.total_k * c.n_kv * c.head_dim;
+    float *out = fx_alloc_poisoned(nq), *lse = fx_alloc_poisoned(c.total_q * c.n_heads);
+    cr_assert_eq(rl_attention_fwd(&ctx, out, lse, c.q, c.k, c.v, c.cu_q, c.cu_k, c.seqused, c.n_seqs,
+                                  c.max_q, c.max_k, c.n_heads, c.n_kv, c.head_dim, c.scale, c.causal),
+                 0, "%s", ctx.err.msg);
+    char what[160];
+    snprintf(what, sizeof what, "%s out", name);
+    fx_expect_close(what, out, c.out, nq, tol, 0.1);
+    snprintf(what, sizeof what, "%s lse", name);
+    fx_expect_close(what, lse, c.lse, c.total_q * c.n_heads, tol, 0.1);
+    if (with_backward) {
+        cr_assert_not_null(c.dq, "%s has no backward reference", name);
+        float *dq = fx_alloc_poisoned(nq), *dk = fx_alloc_poisoned(nk), *dv = fx_alloc_poisoned(nk);
+        cr_assert_eq(rl_attention_bwd(&ctx, dq, dk, dv, c.dout, out, lse, c.q, c.k, c.v, c.cu_q, c.n_seqs,
+                                      c.max_q, c.n_heads, c.n_kv, c.head_dim, c.scale, c.causal),
+                     0, "%s", ctx.err.msg);
+        snprintf(what, sizeof what, "%s dq", name);
+        fx_expect_close(what, dq, c.dq, nq, tol, 0.1);
+        snprintf(what, sizeof what, "%s dk", name);
+        fx_expect_close(what, dk, c.dk, nk, tol, 0.1);
+        snprintf(what, sizeof what, "%s dv", name);
+        fx_expect_close(what, dv, c.dv, nk, tol, 0.1);
+        free(dq), free(dk), free(dv);
+    }
+    free(out), free(lse);
+    free_case(&c);
+    rl_safetensors_close(st);
+}
+
+Test(attention, causal_gqa2_packed) { run_case("causal_gqa2", 1, 2e-5); }
+Test(attention, noncausal_gqa3_packed) { run_case("full_gqa3", 1, 2e-5); }
+Test(attention, causal_mha_packed) { run_case("causal_mha", 1, 2e-5); }
+Test(attention, decode_with_seqused_k) { run_case("decode_seqused", 0, 2e-5); }
+/* longer than the 64-query tiles of the CPU backend */
+Test(attention, long_causal_gqa2) { run_case("long_causal_gqa2", 1, 2e-5); }
+Test(attention, long_noncausal_gqa2) { run_case("long_full_gqa2", 1, 2e-5); }
+Test(attention, long_prefill_with_seqused_k) { run_case("long_prefill_seqused", 0, 2e-5); }
+
+/* A query with no visible key (len_q > len_k, causal) gets out = 0 and lse = -inf. */
+Test(attention, query_without_keys)
+{
+    rl_ctx ctx = fx_cpu();
+    float q[2 * 2], k[1 * 2] = {0.3f, -0.2f}, v[1 * 2] = {0.5f, 0.25f}, out[4], lse[2];
+    tu_fill_uniform(q, 4, -1, 1, 3);
+    tu_poison(out, 4);
+    int32_t cu_q[2] = {0, 2}, cu_k[2] = {0, 1};
+    cr_assert_eq(rl_attention_fwd(&ctx, out, lse, q, k, v, cu_q, cu_k, NULL, 1, 2, 1, 1, 1, 2, 1.0f, 1), 0,
+                 "%s", ctx.err.msg);
+    cr_expect(out[0] == 0 && out[1] == 0 && isinf(lse[0]) && lse[0] < 0, "row 0: %g %g lse %g", out[0], out[1],
+              lse[0]);
+    cr_expect(out[2] == 0.5f && out[3] == 0.25f, "row 1 sees its one key: %g %g", out[2], out[3]);
+    cr_expect(fabsf(lse[1] - (q[2] * k[0] + q[3] * k[1])) < 1e-6f, "lse[1] %g", lse[1]);
+}
+
+enum { FT = 5, FH = 2, FKV = 1, FD = 3 };
+
+typedef struct fd_state {
+    rl_ctx *ctx;
+    float *q, *k, *v, *dout, *out, *lse;
+    int32_t *cu;
+} fd_state;
+
+static double fd_loss(void *user)
+{
+    fd_state *s = user;
+    cr_assert_eq(rl_attention_fwd(s->ctx, s->out, s->lse, s->q, s->k, s->v, s->cu, s->cu, NULL, 2, 3, 3, FH,
+                                  FKV, FD, 0.6f, 1), 0);
+    return fx_dot(s->dout, s->out, FT * FH * FD);
+}
+
+Test(attention, finite_differences)
+{
+    rl_ctx ctx = fx_cpu();
+    float q[FT * FH * FD], k[FT * FKV * FD], v[FT * FKV * FD], dout[FT * FH * FD], out[FT * FH * FD];
+    float lse[FT * FH], dq[FT * FH * FD], dk[FT * FKV * FD], dv[FT * FKV * FD];
+    int32_t cu[3] = {0, 3, 5};
+    tu_fill_uniform(q, FT * FH * FD, -1, 1, 1);
+    tu_fill_uniform(k, FT * FKV * FD, -1, 1, 2);
+    tu_fill_uniform(v, FT * FKV * FD, -1, 1, 3);
+    tu_fill_uniform(dout, FT * FH * FD, -1, 1, 4);
+    fd_state s = {&ctx, q, k, v, dout, out, lse, cu};
+    fd_loss(&s);
+    cr_assert_eq(rl_attention_bwd(&ctx, dq, dk, dv, dout, out, lse, q, k, v, cu, 2, 3, FH, FKV, FD, 0.6f, 1), 0,
+                 "%s", ctx.err.msg);
+    fx_check_fd("attention dq", q, FT * FH * FD, dq, fd_loss, &s, 1e-2f, 1e-3);
+    fx_check_fd("attention dk", k, FT * FKV * FD, dk, fd_loss, &s, 1e-2f, 1e-3);
+    fx_check_fd("attention dv", v, FT * FKV * FD, dv, fd_loss, &s, 1e-2f, 1e-3);
+}
+
+Test(attention, bad_arguments)
+{
+    rl_ctx ctx = fx_cpu();
+    float a[64] = {0}, lse[8];
+    int32_t cu[3] = {0, 2, 6}, used[2] = {2, 9};
+    cr_expect_eq(rl_attention_fwd(&ctx, a, lse, a, a, a, cu, cu, NULL, 2, 4, 4, 3, 2, 2, 1.0f, 1), -1);
+    cr_expect(strstr(ctx.err.msg, "n_heads = 3 is not a multiple of n_kv_heads = 2") != NULL, "message: %s",
+              ctx.err.msg);
+    cr_expect_eq(rl_attention_fwd(&ctx, a, lse, a, a, a, cu, cu, NULL, 2, 3, 4, 2, 1, 2, 1.0f, 1), -1);
+    cr_expect(strstr(ctx.err.msg, "sequence 1 has length 4 in cu_seqlens_q (max_seqlen 3)") != NULL,
+              "message: %s", ctx.err.msg);
+    cr_expect_eq(rl_attention_fwd(&ctx, a, lse, a, a, a, cu, cu, used, 2, 4, 9, 2, 1, 2, 1.0f, 1), -1);
+    cr_expect(strstr(ctx.err.msg, "seqused_k[1] = 9") != NULL, "message: %s", ctx.err.msg);
+    cr_expect_eq(rl_attention_bwd(&ctx, a, a, NULL, a, a, lse, a, a, a, cu, 2, 4, 2, 1, 2, 1.0f, 1), -1);
+    cr_expect(strstr(ctx.err.msg, "attention_bwd: dv is NULL") != NULL, "message: %s", ctx.err.msg);
+}
+
+/* dk/dv of a kv head are summed on one thread in a fixed order: 1 and 3 threads agree bitwise
+ * (a case large enough for the backend to use several threads). */
+Test(attention, same_bits_for_any_thread_count)
+{
+    rl_ctx ctx = fx_cpu();
+    rl_safetensors *st = fx_open("attention");
+    att_case c = load_case(st, "long_causal_gqa2");
+    size_t nq = c.total_q * c.n_heads * c.head_dim, nk = c.total_k * c.n_kv * c.head_dim;
+    float *res[2][5];
+    for (int t = 0; t < 2; t++) {
+        ctx.n_threads = t == 0 ? 1 : 3;
+        float *out = fx_alloc_poisoned(nq), *lse = fx_alloc_poisoned(c.total_q * c.n_heads);
+        float *dq = fx_alloc_poisoned(nq), *dk = fx_alloc_poisoned(nk), *dv = fx_alloc_poisoned(nk);
+        cr_assert_eq(rl_attention_fwd(&ctx, out, lse, c.q, c.k, c.v, c.cu_q, c.cu_k, NULL, c.n_seqs, c.max_q,
+                                      c.max_k, c.n_heads, c.n_kv, c.head_dim, c.scale, c.causal), 0, "%s",
+                     ctx.err.msg);
+        cr_assert_eq(rl_attention_bwd(&ctx, dq, dk, dv, c.dout, out, lse, c.q, c.k, c.v, c.cu_q, c.n_seqs, c.max_q,
+                                      c.n_heads, c.n_kv, c.head_dim, c.scale, c.causal), 0, "%s", ctx.err.msg);
+        res[t][0] = out, res[t][1] = lse, res[t][2] = dq, res[t][3] = dk, res[t][4] = dv;
+    }
+    size_t sizes[5] = {nq, c.total_q * c.n_heads, nq, nk, nk};
+    const char *names[5] = {"out", "lse", "dq", "dk", "dv"};
+    for (int i = 0; i < 5; i++) {
+        cr_expect(memcmp(res[0][i], res[1][i], sizes[i] * sizeof(float)) == 0, "%s differs between 1 and 3 threads",
+                  names[i]);
+        free(res[0][i]), free(res[1][i]);
+    }
+    free_case(&c);
+    rl_safetensors_close(st);
+}

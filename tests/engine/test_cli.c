@@ -1,0 +1,172 @@
+/* test_cli.c — `rlc logprobs` and `rlc generate` end to end (the binary in $BUILD, default
+ * build/): log-probs and greedy completions equal transformers' (the model fixtures), bad
+ * lines are reported with their line number and keep the output aligned. */
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/file.h"
+#include "model/model_fixture.h"
+
+/* Runs `rlc <args>` with input on stdin; returns its stdout (malloc'd) and exit status; stderr
+ * goes to err_path. */
+static char *run_rlc(const char *args, const char *input, const char *err_path, int *status)
+{
+    char in_path[64], cmd[1024];
+    snprintf(in_path, sizeof in_path, "/tmp/rlc-test-cli-%d.in", (int)getpid());
+    FILE *f = fopen(in_path, "w");
+    cr_assert(f);
+    fputs(input, f);
+    fclose(f);
+    const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+    snprintf(cmd, sizeof cmd, "%s/rlc %s < %s 2> %s", build, args, in_path, err_path);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p, "cannot run %s", cmd);
+    size_t cap = 1 << 16, n = 0;
+    char *out = malloc(cap);
+    while ((n += fread(out + n, 1, cap - 1 - n, p)) == cap - 1) out = realloc(out, cap *= 2);
+    out[n] = '\0';
+    int rc = pclose(p);
+    *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    unlink(in_path);
+    return out;
+}
+
+static char *read_text(const char *path)
+{
+    char *text;
+    size_t len;
+    rl_err err = {{0}};
+    cr_assert_eq(rl_file_read_all(path, &text, &len, &err), 0, "%s", err.msg);
+    return text;
+}
+
+/* The JSON object on output line `line` (0-based). */
+static cJSON *output_line(const char *out, int line)
+{
+    for (int i = 0; i < line; i++) {
+        out = strchr(out, '\n');
+        cr_assert(out, "output has fewer than %d lines", line + 1);
+        out++;
+    }
+    const char *end = strchr(out, '\n');
+    rl_err err = {{0}};
+    cJSON *obj = rl_json_parse(out, end ? (size_t)(end - out) : strlen(out), "output", &err);
+    cr_assert(obj, "%s", err.msg);
+    return obj;
+}
+
+Test(cli, logprobs_match_transformers)
+{
+    model_fixture f;
+    mf_load(&f, "qwen3-tiny-untied");
+    size_t n;
+    float *ref = mf_tensor(&f, "logp", &n);
+    /* Line 1: the fixture's second sequence; line 2 is broken; line 3: its first sequence. */
+    char input[4096], args[512];
+    int at = 0;
+    at += snprintf(input + at, sizeof input - at, "{\"ids\": [");
+    for (int t = f.cu_seqlens[1]; t < f.cu_seqlens[2]; t++)
+        at += snprintf(input + at, sizeof input - at, t > f.cu_seqlens[1] ? ", %d" : "%d", f.tokens[t]);
+    at += snprintf(input + at, sizeof input - at, "]}\n{\"ids\": \"oops\"}\n{\"ids\": [");
+    for (int t = 0; t < f.cu_seqlens[1]; t++) at += snprintf(input + at, sizeof input - at, t ? ", %d" : "%d", f.tokens[t]);
+    snprintf(input + at, sizeof input - at, "]}\n");
+    snprintf(args, sizeof args, "logprobs --model %s", f.model_dir);
+    int status;
+    char err_path[64];
+    snprintf(err_path, sizeof err_path, "/tmp/rlc-test-cli-%d.err", (int)getpid());
+    char *out = run_rlc(args, input, err_path, &status);
+    cr_assert_eq(status, 1, "a bad line makes the status 1");
+    char *errors = read_text(err_path);
+    cr_assert(strstr(errors, "rlc logprobs: stdin line 2: "), "stderr: %s", errors);
+    const int lines[2] = {0, 2}, seqs[2] = {1, 0};
+    for (int k = 0; k < 2; k++) {
+        cJSON *obj = output_line(out, lines[k]);
+        const cJSON *lp = cJSON_GetObjectItem(obj, "logprobs");
+        int first = f.cu_seqlens[seqs[k]], len = f.cu_seqlens[seqs[k] + 1] - first;
+        cr_assert_eq(cJSON_GetArraySize(lp), len - 1);
+        for (int t = 1; t < len; t++) {
+            double got = cJSON_GetArrayItem(lp, t - 1)->valuedouble, want = ref[first + t];
+            cr_assert(fabs(got - want) <= 1e-4 * fabs(want), "line %d token %d: %.7g, transformers %.7g", lines[k], t, got, want);
+        }
+        cJSON_Delete(obj);
+    }
+    cJSON *bad = output_line(out, 1);
+    cr_assert(cJSON_GetObjectItem(bad, "error"), "bad line must give an error object");
+    cJSON_Delete(bad);
+    free(errors);
+    free(out);
+    free(ref);
+    unlink(err_path);
+    mf_free(&f);
+}
+
+Test(cli, generate_greedy_matches_transformers)
+{
+    model_fixture f;
+    mf_load(&f, "llama3-tiny");
+    char input[4096], args[512];
+    int at = 0;
+    for (int i = 0; i < f.n_prompts; i++) {
+        at += snprintf(input + at, sizeof input - at, "{\"prompt_ids\": [");
+        for (int t = 0; t < f.prompt_len[i]; t++)
+            at += snprintf(input + at, sizeof input - at, t ? ", %d" : "%d", f.prompts[i][t]);
+        at += snprintf(input + at, sizeof input - at, "]}\n%s", i == 0 ? "{\"prompt\": \"no tokenizer\"}\n" : "");
+    }
+    snprintf(args, sizeof args, "generate --model %s --temperature 0 --max-tokens %d --n 2", f.model_dir, f.max_new_tokens);
+    int status;
+    char err_path[64];
+    snprintf(err_path, sizeof err_path, "/tmp/rlc-test-cli-%d.err", (int)getpid());
+    char *out = run_rlc(args, input, err_path, &status);
+    cr_assert_eq(status, 1);
+    char *errors = read_text(err_path);
+    cr_assert(strstr(errors, "stdin line 2: \"prompt\" and \"messages\" need a tokenizer"), "stderr: %s", errors);
+    /* Output: 2 samples of request 0, the error line of request 1, then 2 per request. */
+    int line = 0;
+    for (int i = 0; i < f.n_prompts; i++) {
+        for (int j = 0; j < 2; j++) {
+            cJSON *obj = output_line(out, line++);
+            const cJSON *ids = cJSON_GetObjectItem(obj, "ids");
+            cr_assert_eq(cJSON_GetObjectItem(obj, "sample")->valueint, j);
+            cr_assert_eq(cJSON_GetArraySize(ids), f.output_len[i], "prompt %d: %d tokens, transformers %d", i,
+                         cJSON_GetArraySize(ids), f.output_len[i]);
+            for (int t = 0; t < f.output_len[i]; t++)
+                cr_assert_eq(cJSON_GetArrayItem(ids, t)->valueint, f.outputs[i][t], "prompt %d token %d", i, t);
+            cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(obj, "logprobs")), f.output_len[i]);
+            cJSON_Delete(obj);
+        }
+        if (i == 0) {
+            cJSON *bad = output_line(out, line++);
+            cr_assert_eq(cJSON_GetObjectItem(bad, "request")->valueint, 1);
+            cr_assert(cJSON_GetObjectItem(bad, "error"));
+            cJSON_Delete(bad);
+        }
+    }
+    free(errors);
+    free(out);
+    unlink(err_path);
+    mf_free(&f);
+}
+
+Test(cli, usage_errors)
+{
+    int status;
+    char err_path[64];
+    snprintf(err_path, sizeof err_path, "/tmp/rlc-test-cli-%d.err", (int)getpid());
+    free(run_rlc("generate --temperature", "", err_path, &status));
+    cr_assert_eq(status, 2);
+    free(run_rlc("logprobs", "", err_path, &status));
+    cr_assert_eq(status, 2);
+    char *errors = read_text(err_path);
+    cr_assert(strstr(errors, "rlc logprobs: --model DIR is required"), "%s", errors);
+    free(errors);
+    char *help = run_rlc("generate --help", "", err_path, &status);
+    cr_assert_eq(status, 0);
+    cr_assert(strstr(help, "--top-p"), "%s", help);
+    free(help);
+    free(run_rlc("logprobs --model tests/fixtures/no-such-model", "", err_path, &status));
+    cr_assert_eq(status, 1);
+    errors = read_text(err_path);
+    cr_assert(strstr(errors, "rlc logprobs: ") && strstr(errors, "no-such-model"), "%s", errors);
+    free(errors);
+    unlink(err_path);
+}

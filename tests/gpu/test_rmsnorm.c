@@ -1,0 +1,50 @@
+/* test_rmsnorm.c — CUDA RMSNorm forward (out, rstd) and backward (dx overwrite and add forms,
+ * dweight accumulation) against the CPU op. Tolerances: bf16 outputs 2e-2, fp32 rstd 1e-4,
+ * fp32 dweight 2e-3 (sums over rows of bf16-rounded products). */
+#include "gpu_util.h"
+
+static void run(int n_rows, int dim, int accumulate_dx, uint64_t seed)
+{
+    gu g;
+    gu_begin(&g);
+    size_t n = (size_t)n_rows * dim;
+    float *x = gu_rand(&g, n, -2, 2, seed), *w = gu_rand(&g, dim, 0.5f, 1.5f, seed + 1);
+    void *d_x = gu_up_bf16(&g, x, n), *d_w = gu_up_bf16(&g, w, dim);
+    void *d_out = gu_nan_bf16(&g, n);
+    float *d_rstd = gu_nan_f32(&g, n_rows);
+    GU_OK(&g, rl_rmsnorm_fwd(&g.gpu, d_out, d_rstd, d_x, d_w, n_rows, dim, 1e-6f));
+    float *out = gu_host(&g, n * sizeof(float)), *rstd = gu_host(&g, n_rows * sizeof(float));
+    GU_CPU_OK(&g, rl_cpu_rmsnorm_fwd(&g.cpu, out, rstd, x, w, n_rows, dim, 1e-6f));
+    char what[96];
+    snprintf(what, sizeof what, "rmsnorm_fwd out R%d D%d", n_rows, dim);
+    gu_check(what, gu_get_bf16(&g, d_out, n), out, n, 2e-2);
+    snprintf(what, sizeof what, "rmsnorm_fwd rstd R%d D%d (fp32)", n_rows, dim);
+    gu_check(what, gu_get_f32(&g, d_rstd, n_rows), rstd, n_rows, 1e-4);
+
+    float *dout = gu_rand(&g, n, -1, 1, seed + 2);
+    float *dx = gu_rand(&g, n, -1, 1, seed + 3), *dw = gu_rand(&g, dim, -1, 1, seed + 4);
+    void *d_dx = accumulate_dx ? gu_up_bf16(&g, dx, n) : gu_nan_bf16(&g, n);
+    float *d_dw = gu_up_f32(&g, dw, dim);
+    GU_OK(&g, rl_rmsnorm_bwd(&g.gpu, d_dx, d_dw, gu_up_bf16(&g, dout, n), d_x, d_w, gu_up_f32(&g, rstd, n_rows),
+                             n_rows, dim, accumulate_dx));
+    GU_CPU_OK(&g, rl_cpu_rmsnorm_bwd(&g.cpu, dx, dw, dout, x, w, rstd, n_rows, dim, accumulate_dx));
+    snprintf(what, sizeof what, "rmsnorm_bwd dx R%d D%d acc%d", n_rows, dim, accumulate_dx);
+    gu_check(what, gu_get_bf16(&g, d_dx, n), dx, n, 3e-2);
+    snprintf(what, sizeof what, "rmsnorm_bwd dweight R%d D%d (fp32)", n_rows, dim);
+    gu_check(what, gu_get_f32(&g, d_dw, dim), dw, dim, 2e-3);
+    gu_end(&g);
+}
+
+Test(gpu_rmsnorm, one_row) { run(1, 64, 0, 21); }
+Test(gpu_rmsnorm, odd_dim_add) { run(37, 1000, 1, 22); }
+Test(gpu_rmsnorm, many_rows) { run(300, 2048, 0, 23); }
+Test(gpu_rmsnorm, wide) { run(65, 15000, 1, 24); }
+
+Test(gpu_rmsnorm, too_wide_is_refused)
+{
+    gu g;
+    gu_begin(&g);
+    cr_assert_eq(rl_rmsnorm_bwd(&g.gpu, NULL, NULL, NULL, NULL, NULL, NULL, 4, 60000, 0), -1);
+    cr_assert(strstr(g.gpu.err.msg, "dim=60000"), "%s", g.gpu.err.msg);
+    gu_end(&g);
+}

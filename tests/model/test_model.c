@@ -1,0 +1,215 @@
+/* test_model.c — the model's forward and backward against transformers (fp32, eager attention)
+ * on the tiny checkpoints: logits, token log-probs, entropies, and the gradient of every
+ * parameter of a weighted log-prob loss (tools/make_model_fixtures.py). Also: gradient
+ * checkpointing gives the same gradients, gradients accumulate, inference-mode forward agrees
+ * with training mode, and bad batches are refused with a message. */
+#include "model/acts_internal.h"
+#include "backend/ops.h"
+#include "model_fixture.h"
+
+static const char *MODELS[] = {"qwen3-tiny-tied", "qwen3-tiny-untied", "qwen2-tiny", "llama3-tiny"};
+#define N_MODELS (sizeof MODELS / sizeof MODELS[0])
+
+typedef struct setup {
+    rl_ctx ctx;
+    rl_model m;
+    rl_acts *acts;
+    model_fixture f;
+} setup;
+
+static void open_setup(setup *s, const char *name, rl_acts_mode mode)
+{
+    rl_err err = {{0}};
+    mf_load(&s->f, name);
+    cr_assert_eq(rl_ctx_create(&s->ctx, RL_BACKEND_CPU, 0, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_model_load(&s->m, &s->ctx, s->f.model_dir, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_acts_create(&s->acts, &s->m, s->f.n_tokens, mode, &err), 0, "%s", err.msg);
+}
+
+static void close_setup(setup *s)
+{
+    rl_acts_free(s->acts);
+    rl_model_free(&s->m);
+    rl_ctx_free(&s->ctx);
+    mf_free(&s->f);
+}
+
+/* Runs the forward at inv_temperature into fresh NaN-poisoned logp / entropy arrays. */
+static void forward(setup *s, float inv_temperature, float *logp, float *entropy)
+{
+    rl_err err = {{0}};
+    tu_poison(logp, (size_t)s->f.n_tokens);
+    if (entropy) tu_poison(entropy, (size_t)s->f.n_tokens);
+    cr_assert_eq(rl_model_forward(&s->m, s->acts, s->f.tokens, s->f.cu_seqlens, s->f.n_seqs,
+                                  inv_temperature, logp, entropy, &err), 0, "%s", err.msg);
+}
+
+Test(model, forward_matches_transformers)
+{
+    for (size_t i = 0; i < N_MODELS; i++) {
+        setup s;
+        open_setup(&s, MODELS[i], RL_ACTS_TRAIN);
+        int T = s.f.n_tokens, V = s.m.config.vocab_size;
+        float *logp = malloc(T * sizeof(float)), *entropy = malloc(T * sizeof(float));
+        forward(&s, 1.0f, logp, entropy);
+
+        size_t n;
+        float *ref_logp = mf_tensor(&s.f, "logp", &n);
+        float *ref_entropy = mf_tensor(&s.f, "entropy", &n);
+        float *ref_logits = mf_tensor(&s.f, "logits", &n);
+        cr_assert_eq(n, (size_t)T * V);
+        /* Logits of every row, from the final-norm output the forward kept. */
+        float *logits = malloc(n * sizeof(float));
+        tu_poison(logits, n);
+        cr_assert_eq(rl_lm_head_logits(&s.ctx, logits, s.acts->xf,
+                                       (const char *)s.m.working + s.m.lm_head * sizeof(float), T,
+                                       s.m.config.hidden_size, V), 0);
+        double e_logits = mf_scaled_err(logits, ref_logits, n);
+        double e_logp = tu_max_rel_err(logp, ref_logp, T, 1e-3, NULL);
+        double e_entropy = tu_max_rel_err(entropy, ref_entropy, T, 1e-3, NULL);
+        cr_log_info("%s: logits err %.2e, logp rel err %.2e, entropy rel err %.2e", MODELS[i],
+                    e_logits, e_logp, e_entropy);
+        cr_expect(e_logits <= 1e-4, "%s: logits error %.3e", MODELS[i], e_logits);
+        cr_expect(e_logp <= 1e-4, "%s: logp relative error %.3e", MODELS[i], e_logp);
+        cr_expect(e_entropy <= 1e-4, "%s: entropy relative error %.3e", MODELS[i], e_entropy);
+        for (int sq = 0; sq < s.f.n_seqs; sq++)
+            cr_expect(logp[s.f.cu_seqlens[sq]] == 0.0f && entropy[s.f.cu_seqlens[sq]] == 0.0f,
+                      "%s: sequence %d's first token must score 0", MODELS[i], sq);
+
+        float *ref_temp = mf_tensor(&s.f, "logp_temp", &n);
+        forward(&s, s.f.inv_temperature, logp, NULL);
+        double e_temp = tu_max_rel_err(logp, ref_temp, T, 1e-3, NULL);
+        cr_expect(e_temp <= 1e-4, "%s: logp at inv_temperature %g: relative error %.3e", MODELS[i],
+                  s.f.inv_temperature, e_temp);
+        free(ref_logp);
+        free(ref_entropy);
+        free(ref_logits);
+        free(ref_temp);
+        free(logits);
+        free(logp);
+        free(entropy);
+        close_setup(&s);
+    }
+}
+
+/* Forward at the fixture's temperature, backward of sum weights * logp; grads left in s->m. */
+static void loss_grads(setup *s)
+{
+    rl_err err = {{0}};
+    float *logp = malloc(s->f.n_tokens * sizeof(float));
+    cr_assert_eq(rl_model_enable_grads(&s->m, &err), 0, "%s", err.msg);
+    forward(s, s->f.inv_temperature, logp, NULL);
+    cr_assert_eq(rl_model_backward(&s->m, s->acts, s->f.weights, &err), 0, "%s", err.msg);
+    free(logp);
+}
+
+static void check_grads(rl_acts_mode mode)
+{
+    for (size_t i = 0; i < N_MODELS; i++) {
+        setup s;
+        open_setup(&s, MODELS[i], mode);
+        loss_grads(&s);
+        double worst = 0;
+        const char *worst_name = "";
+        for (int p = 0; p < s.m.n_params; p++) {
+            const rl_param *par = &s.m.params[p];
+            char name[128];
+            snprintf(name, sizeof name, "grad.%s", par->name);
+            size_t n;
+            float *ref = mf_tensor(&s.f, name, &n);
+            cr_assert_eq(n, par->count, "%s: %s has %zu elements, reference %zu", MODELS[i], par->name, par->count, n);
+            double e = mf_scaled_err(s.m.grads + par->offset, ref, n);
+            if (e > worst) {
+                worst = e;
+                worst_name = par->name;
+            }
+            cr_expect(e <= 1e-3, "%s: gradient of %s: error %.3e (max |diff| / max |ref|)", MODELS[i], par->name, e);
+            free(ref);
+        }
+        cr_log_info("%s (%s): worst gradient %s, error %.2e", MODELS[i],
+                    mode == RL_ACTS_TRAIN ? "train" : "checkpoint", worst_name, worst);
+        close_setup(&s);
+    }
+}
+
+Test(model, gradients_match_transformers) { check_grads(RL_ACTS_TRAIN); }
+
+Test(model, gradients_match_with_checkpointing) { check_grads(RL_ACTS_TRAIN_CHECKPOINT); }
+
+Test(model, checkpointing_gives_the_same_gradients)
+{
+    setup a, b;
+    open_setup(&a, "qwen3-tiny-untied", RL_ACTS_TRAIN);
+    open_setup(&b, "qwen3-tiny-untied", RL_ACTS_TRAIN_CHECKPOINT);
+    loss_grads(&a);
+    loss_grads(&b);
+    double e = mf_scaled_err(b.m.grads, a.m.grads, a.m.n_elems);
+    cr_assert(e <= 1e-6, "checkpointed gradients differ: %.3e", e);
+    cr_assert_lt(rl_acts_bytes(b.acts), rl_acts_bytes(a.acts), "checkpointing must keep less");
+    close_setup(&a);
+    close_setup(&b);
+}
+
+Test(model, gradients_accumulate)
+{
+    setup s;
+    open_setup(&s, "qwen3-tiny-tied", RL_ACTS_TRAIN);
+    loss_grads(&s);
+    size_t n = s.m.n_elems;
+    float *once = malloc(n * sizeof(float));
+    memcpy(once, s.m.grads, n * sizeof(float));
+    loss_grads(&s);
+    for (size_t i = 0; i < n; i++) once[i] *= 2.0f;
+    double e = mf_scaled_err(s.m.grads, once, n);
+    cr_assert(e <= 1e-6, "two backwards must give twice the gradient: error %.3e", e);
+    rl_err err = {{0}};
+    cr_assert_eq(rl_model_zero_grads(&s.m, &err), 0);
+    for (size_t i = 0; i < n; i++) cr_assert_eq(s.m.grads[i], 0.0f);
+    free(once);
+    close_setup(&s);
+}
+
+Test(model, inference_mode_matches_training_mode)
+{
+    setup s;
+    open_setup(&s, "qwen3-tiny-untied", RL_ACTS_INFER);
+    int T = s.f.n_tokens;
+    float *logp = malloc(T * sizeof(float));
+    forward(&s, 1.0f, logp, NULL);
+    size_t n;
+    float *ref = mf_tensor(&s.f, "logp", &n);
+    double e = tu_max_rel_err(logp, ref, T, 1e-3, NULL);
+    cr_assert(e <= 1e-4, "inference-mode logp relative error %.3e", e);
+    rl_err err = {{0}};
+    cr_assert_eq(rl_model_enable_grads(&s.m, &err), 0);
+    cr_assert_eq(rl_model_backward(&s.m, s.acts, logp, &err), -1);
+    cr_assert(strstr(err.msg, "inference only"), "%s", err.msg);
+    free(ref);
+    free(logp);
+    close_setup(&s);
+}
+
+Test(model, bad_batches_are_refused)
+{
+    setup s;
+    open_setup(&s, "qwen3-tiny-tied", RL_ACTS_TRAIN);
+    rl_err err = {{0}};
+    float logp[64];
+    int32_t tokens[4] = {1, 2, 512, 3};
+    int32_t cu[3] = {0, 2, 4};
+    cr_assert_eq(rl_model_forward(&s.m, s.acts, tokens, cu, 2, 1.0f, logp, NULL, &err), -1);
+    cr_assert(strstr(err.msg, "token 512 at position 2 is outside the vocabulary"), "%s", err.msg);
+    tokens[2] = 5;
+    int32_t empty[3] = {0, 2, 2};
+    cr_assert_eq(rl_model_forward(&s.m, s.acts, tokens, empty, 2, 1.0f, logp, NULL, &err), -1);
+    cr_assert(strstr(err.msg, "sequence 1 has length 0"), "%s", err.msg);
+    int32_t big[2] = {0, s.f.n_tokens + 1};
+    cr_assert_eq(rl_model_forward(&s.m, s.acts, s.f.tokens, big, 1, 1.0f, logp, NULL, &err), -1);
+    cr_assert(strstr(err.msg, "more than"), "%s", err.msg);
+    cr_assert_eq(rl_model_backward(&s.m, s.acts, logp, &err), -1);
+    cr_assert(strstr(err.msg, "gradients are not enabled"), "%s", err.msg);
+    cr_assert_eq(rl_model_enable_grads(&s.m, &err), 0);
+    cr_assert_eq(rl_model_backward(&s.m, s.acts, logp, &err), -1);
+    cr_assert(strstr(err.msg, "no forward batch"), "%s", err.msg);
+    close_setup(&s);
+}

@@ -1,0 +1,255 @@
+/* test_kenv.c — the evaluator's host side with a fake compiler and a fake worker
+ * (tests/fixtures/kernel_env/): result JSON for each outcome, the reward function, the compile
+ * cache, isolation from crashing / hanging / flooding / forging workers, static findings, the
+ * plan the worker receives, and the GPU device given to the child. No GPU needed. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/file.h"
+#include "core/timer.h"
+#include "reward/kernel_env/kenv.h"
+#include "test_util.h"
+
+#define FIX "tests/fixtures/kernel_env"
+#define TASK "src/reward/kernel_env/test_tasks/ew_chain"
+
+static const char *good_src = "#include \"rl_kernel.h\"\nextern \"C\" int rl_kernel(const rl_kernel_args *a) { return 0; }\n";
+
+static rl_kenv_opts fake_opts(const char *cache)
+{
+    rl_kenv_opts o;
+    rl_kenv_opts_default(&o);
+    o.nvcc = FIX "/fake_nvcc.sh";
+    o.worker = FIX "/fake_worker.sh";
+    o.cache_dir = cache;
+    o.include_dir = "src/reward/kernel_env/include";
+    o.timeout_s = 3;
+    o.compile_timeout_s = 3;
+    return o;
+}
+
+static char cache_dir[64];
+
+static void make_cache(void)
+{
+    snprintf(cache_dir, sizeof cache_dir, "/tmp/rlc-kenv-test-%d", (int)getpid());
+}
+
+static void drop_cache(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", cache_dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(kenv, .init = make_cache, .fini = drop_cache);
+
+static cJSON *eval(const char *mode, const char *src)
+{
+    setenv("FAKE_WORKER_MODE", mode, 1);
+    rl_kenv_opts o = fake_opts(cache_dir);
+    rl_err err;
+    cJSON *res = rl_kenv_eval(&o, TASK, src, strlen(src), &err);
+    cr_assert_not_null(res, "%s", err.msg);
+    return res;
+}
+
+static const char *str(const cJSON *res, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, key);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static double num(const cJSON *res, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+Test(kenv, reward_function)
+{
+    double r;
+    cr_assert_eq(rl_kenv_reward("ok", 1.0, 0, &r), 0);
+    cr_assert_float_eq(r, 0.2, 1e-12);
+    rl_kenv_reward("ok", 2.0, 0, &r);
+    cr_assert_float_eq(r, 0.4, 1e-12);
+    rl_kenv_reward("ok", 16.0, 0, &r);
+    cr_assert_float_eq(r, 1.0, 1e-12);
+    rl_kenv_reward("ok", 1000.0, 0, &r);
+    cr_assert_float_eq(r, 1.0, 1e-12, "clipped at 16x");
+    rl_kenv_reward("ok", 0.5, 0, &r);
+    cr_assert_float_eq(r, 0.0, 1e-12);
+    rl_kenv_reward("ok", 0.01, 0, &r);
+    cr_assert_float_eq(r, 0.0, 1e-12, "clipped at half speed");
+    rl_kenv_reward("ok", NAN, 0, &r);
+    cr_assert_float_eq(r, 0.0, 1e-12, "NaN speedup counts as the slowest");
+    rl_kenv_reward("ok", 4.0, 1, &r);
+    cr_assert_float_eq(r, 0.2, 1e-12, "noisy: no credit above 1x");
+    rl_kenv_reward("ok", 0.7, 1, &r);
+    cr_assert(r < 0.2 && r > 0, "noisy and slower keeps its penalty: %g", r);
+    double prev = -1;
+    for (double s = 0.25; s < 40; s *= 1.1) {
+        rl_kenv_reward("ok", s, 0, &r);
+        cr_assert(r >= prev && r >= 0 && r <= 1, "not monotone/bounded at %g: %g", s, r);
+        prev = r;
+    }
+    const char *fails[] = {"compile_error", "incorrect", "crash", "timeout"};
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(rl_kenv_reward(fails[i], 10, 0, &r), 0);
+        cr_assert_float_eq(r, -0.5, 1e-12, "%s", fails[i]);
+    }
+    rl_kenv_reward("cheat", 10, 0, &r);
+    cr_assert_float_eq(r, -1.0, 1e-12);
+    cr_assert_eq(rl_kenv_reward("error", 1, 0, &r), -1);
+    cr_assert_eq(rl_kenv_reward("bogus", 1, 0, &r), -1);
+}
+
+Test(kenv, ok_result_and_cache)
+{
+    cJSON *res = eval("ok", good_src);
+    cr_assert_str_eq(str(res, "status"), "ok", "failure: %s", str(res, "failure"));
+    cr_assert_str_eq(str(res, "task"), "ew_chain");
+    cr_assert_float_eq(num(res, "speedup"), 2.0, 1e-9);
+    cr_assert_float_eq(num(res, "reward"), 0.4, 1e-9);
+    const cJSON *comp = cJSON_GetObjectItemCaseSensitive(res, "compile");
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(comp, "ok")));
+    cr_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(comp, "cached")));
+    cr_assert(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(res, "checks")));
+    cr_assert(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(res, "ref_ms")));
+    cJSON_Delete(res);
+    res = eval("ok", good_src);
+    comp = cJSON_GetObjectItemCaseSensitive(res, "compile");
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(comp, "cached")), "second compile of the same source not cached");
+    cJSON_Delete(res);
+}
+
+Test(kenv, compile_error_returns_the_log)
+{
+    cJSON *res = eval("ok", "int rl_kernel( { SYNTAX_ERROR }");
+    cr_assert_str_eq(str(res, "status"), "compile_error");
+    cr_assert_float_eq(num(res, "reward"), -0.5, 1e-12);
+    const cJSON *comp = cJSON_GetObjectItemCaseSensitive(res, "compile");
+    const cJSON *log = cJSON_GetObjectItemCaseSensitive(comp, "log");
+    cr_assert(cJSON_IsString(log) && strstr(log->valuestring, "error: expected a ';'"), "log: %s",
+              cJSON_IsString(log) ? log->valuestring : "(none)");
+    cJSON_Delete(res);
+}
+
+Test(kenv, compile_timeout)
+{
+    double t0 = rl_time_now();
+    cJSON *res = eval("ok", "// HANG_COMPILER\n");
+    cr_assert(rl_time_now() - t0 < 10, "compile limit not enforced");
+    cr_assert_str_eq(str(res, "status"), "compile_error");
+    const cJSON *log = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "compile"), "log");
+    cr_assert(strstr(log->valuestring, "timed out"), "%s", log->valuestring);
+    cJSON_Delete(res);
+}
+
+Test(kenv, worker_failures_fail_the_candidate_only)
+{
+    struct { const char *mode, *status, *want; } cases[] = {
+        {"crash", "crash", "signal 11"},
+        {"hang", "timeout", "wall-time limit"},
+        {"flood", "crash", "more than"},
+        {"forged", "crash", "no result"},
+        {"incorrect", "incorrect", "correct_random"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double t0 = rl_time_now();
+        cJSON *res = eval(cases[i].mode, good_src);
+        cr_assert(rl_time_now() - t0 < 10, "%s: took too long", cases[i].mode);
+        cr_assert_str_eq(str(res, "status"), cases[i].status, "%s: status %s (%s)", cases[i].mode, str(res, "status"),
+                         str(res, "failure"));
+        cr_assert(strstr(str(res, "failure"), cases[i].want), "%s: failure '%s' lacks '%s'", cases[i].mode,
+                  str(res, "failure"), cases[i].want);
+        cr_assert_float_eq(num(res, "reward"), -0.5, 1e-12, "%s", cases[i].mode);
+        cJSON_Delete(res);
+    }
+}
+
+Test(kenv, noisy_caps_the_reward)
+{
+    cJSON *res = eval("noisy", good_src);
+    cr_assert_str_eq(str(res, "status"), "ok");
+    cr_assert_float_eq(num(res, "speedup"), 4.0, 1e-9);
+    cr_assert_float_eq(num(res, "reward"), 0.2, 1e-9);
+    cJSON_Delete(res);
+}
+
+Test(kenv, fatal_static_finding_is_a_cheat)
+{
+    const char *src = "#include \"rl_kernel.h\"\n#include <thread>\nextern \"C\" int rl_kernel(const rl_kernel_args *a) {\n"
+                      "  std::thread([] {}).detach();\n  return 0;\n}\n";
+    setenv("FAKE_WORKER_PLAN", "/dev/null", 1);
+    cJSON *res = eval("ok", src);
+    cr_assert_str_eq(str(res, "status"), "cheat");
+    cr_assert(strstr(str(res, "failure"), "host_thread") && strstr(str(res, "failure"), "line 4"), "%s", str(res, "failure"));
+    cr_assert_float_eq(num(res, "reward"), -1.0, 1e-12);
+    cr_assert_null(cJSON_GetObjectItemCaseSensitive(res, "speedup"), "the worker must not run without --keep-going");
+    cJSON_Delete(res);
+
+    setenv("FAKE_WORKER_MODE", "ok", 1);
+    rl_kenv_opts o = fake_opts(cache_dir);
+    o.keep_going = 1;
+    rl_err err;
+    res = rl_kenv_eval(&o, TASK, src, strlen(src), &err);
+    cr_assert_str_eq(str(res, "status"), "cheat");
+    cr_assert_str_eq(str(res, "dynamic_status"), "ok");
+    cr_assert_null(cJSON_GetObjectItemCaseSensitive(res, "dynamic_failure"), "the worker found nothing");
+    cr_assert_float_eq(num(res, "speedup"), 2.0, 1e-9, "keep-going runs the worker");
+    cJSON_Delete(res);
+}
+
+Test(kenv, plan_and_device_reach_the_worker)
+{
+    char plan_path[96];
+    snprintf(plan_path, sizeof plan_path, "/tmp/rlc-kenv-plan-%d.txt", (int)getpid());
+    setenv("FAKE_WORKER_PLAN", plan_path, 1);
+    cJSON *res = eval("planfile", good_src);
+    cr_assert_str_eq(str(res, "status"), "ok", "%s", str(res, "failure"));
+    cJSON_Delete(res);
+    char *plan;
+    size_t len;
+    rl_err err;
+    cr_assert_eq(rl_file_read_all(plan_path, &plan, &len, &err), 0, "%s", err.msg);
+    remove(plan_path);
+    cr_assert(!strncmp(plan, "rlplan 1\ndims 1 dimsets 6\n1\n7\n33\n1000\n65537\n16777216\ninputs 1\n0 0 0 0 2 63 1 -1\n", 80),
+              "plan:\n%s", plan);
+    free(plan);
+
+    setenv("FAKE_WORKER_MODE", "env", 1);
+    rl_kenv_opts o = fake_opts(cache_dir);
+    o.devices = "5";
+    res = rl_kenv_eval(&o, TASK, good_src, strlen(good_src), &err);
+    cr_assert_str_eq(str(res, "failure"), "devices=5");
+    cJSON_Delete(res);
+}
+
+Test(kenv, evaluator_errors_have_no_reward)
+{
+    rl_kenv_opts o = fake_opts(cache_dir);
+    rl_err err;
+    cJSON *res = rl_kenv_eval(&o, FIX "/no_such_task", good_src, strlen(good_src), &err);
+    cr_assert_str_eq(str(res, "status"), "error");
+    cr_assert(strstr(str(res, "failure"), "no_such_task/spec.json"), "%s", str(res, "failure"));
+    cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(res, "reward")));
+    cJSON_Delete(res);
+
+    o.worker = "/nonexistent/rlc-kernel-worker";
+    res = rl_kenv_eval(&o, TASK, good_src, strlen(good_src), &err);
+    cr_assert_str_eq(str(res, "status"), "error");
+    cr_assert(strstr(str(res, "failure"), "cannot run the worker"), "%s", str(res, "failure"));
+    cJSON_Delete(res);
+}
+
+Test(kenv, count_gpus)
+{
+    rl_kenv_opts o = fake_opts(cache_dir);
+    setenv("FAKE_WORKER_GPUS", "3", 1);
+    cr_assert_eq(rl_kenv_count_gpus(&o), 3);
+    o.worker = "/nonexistent/worker";
+    cr_assert_eq(rl_kenv_count_gpus(&o), 0);
+}

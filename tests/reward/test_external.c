@@ -1,0 +1,135 @@
+/* test_external.c — the external reward program: the protocol, the extra dataset fields, and
+ * every way a program can misbehave (tests/reward/fake_reward.sh MODE), each of which must be
+ * an error naming the completion and what happened, never a silent zero. */
+#include <string.h>
+
+#include "core/timer.h"
+#include "reward/reward.h"
+#include "test_util.h"
+
+static const rl_reward_item items[3] = {
+    {"p0", "good", "a", NULL}, {"p1", "bad", "b", NULL}, {"p2", "other", NULL, NULL}};
+
+static rl_reward *start(const char *mode, double timeout)
+{
+    char spec[256];
+    snprintf(spec, sizeof spec, "cmd:sh tests/reward/fake_reward.sh %s", mode);
+    rl_reward *r;
+    rl_err err;
+    rl_reward_options opt = {timeout};
+    cr_assert_eq(rl_reward_create(&r, spec, &opt, &err), 0, "%s", err.msg);
+    return r;
+}
+
+/* Runs mode on the three items; expects a failure whose message contains each of needles. */
+static void expect_failure(const char *mode, double timeout, const char *n1, const char *n2)
+{
+    rl_reward *r = start(mode, timeout);
+    float v[3];
+    tu_poison(v, 3);
+    rl_err err;
+    cr_assert_eq(rl_reward_score(r, items, 3, v, &err), -1, "mode %s did not fail", mode);
+    cr_assert(strstr(err.msg, n1) && strstr(err.msg, n2), "mode %s: message '%s' lacks '%s'/'%s'", mode, err.msg, n1, n2);
+    cr_assert(strstr(err.msg, "fake_reward.sh"), "message does not name the program: %s", err.msg);
+    /* stopped after a failure: later calls fail too */
+    cr_assert_eq(rl_reward_score(r, items, 1, v, &err), -1);
+    cr_assert(strstr(err.msg, "stopped"), "%s", err.msg);
+    rl_reward_free(r);
+}
+
+Test(external, protocol_and_kept_alive)
+{
+    rl_reward *r = start("ok", 10);
+    cJSON *line = cJSON_Parse("{\"prompt\":\"ignored\",\"level\":3}");
+    rl_reward_item its[4] = {items[0], items[1], items[2], {"p3", "x", "y", line}};
+    rl_err err;
+    for (int round = 0; round < 3; round++) { /* the same process serves every batch */
+        float v[4];
+        tu_poison(v, 4);
+        cr_assert_eq(rl_reward_score(r, its, 4, v, &err), 0, "%s", err.msg);
+        cr_assert(v[0] == 1.0f && v[1] == 0.25f && v[2] == 0.25f && v[3] == 3.0f,
+                  "round %d: %g %g %g %g", round, v[0], v[1], v[2], v[3]);
+    }
+    cJSON_Delete(line);
+    rl_reward_free(r);
+}
+
+Test(external, blank_lines_skipped_and_stderr_passes)
+{
+    rl_reward *r = start("blank", 10);
+    float v[3];
+    rl_err err;
+    cr_assert_eq(rl_reward_score(r, items, 3, v, &err), 0, "%s", err.msg);
+    cr_assert(v[0] == 2.0f && v[2] == 2.0f);
+    rl_reward_free(r);
+    r = start("stderr", 10);
+    cr_assert_eq(rl_reward_score(r, items, 3, v, &err), 0, "%s", err.msg);
+    rl_reward_free(r);
+}
+
+Test(external, exits)
+{
+    expect_failure("exit_second", 10, "completion 1", "exited with status 3");
+}
+
+Test(external, crashes)
+{
+    expect_failure("segv", 10, "completion 0", "signal 11");
+}
+
+Test(external, hangs_are_killed)
+{
+    double t0 = rl_time_now();
+    expect_failure("hang", 0.5, "completion 0", "no answer within 0.5 s");
+    cr_assert(rl_time_now() - t0 < 5, "took %.1f s", rl_time_now() - t0);
+}
+
+Test(external, garbage)
+{
+    expect_failure("garbage", 10, "not a JSON object", "hello there");
+}
+
+Test(external, missing_reward)
+{
+    expect_failure("missing", 10, "no \"reward\" field", "score");
+}
+
+Test(external, non_numeric_reward)
+{
+    expect_failure("string", 10, "not a number", "high");
+}
+
+Test(external, non_finite_reward)
+{
+    expect_failure("inf", 10, "not finite", "completion 0");
+}
+
+Test(external, eof_mid_line)
+{
+    expect_failure("partial", 10, "middle of its answer", "exited with status 0");
+}
+
+Test(external, command_not_found)
+{
+    rl_reward *r;
+    rl_err err;
+    cr_assert_eq(rl_reward_create(&r, "cmd:/nonexistent/program", NULL, &err), 0, "%s", err.msg);
+    float v;
+    cr_assert_eq(rl_reward_score(r, items, 1, &v, &err), -1);
+    cr_assert(strstr(err.msg, "status 127") && strstr(err.msg, "completion 0"), "%s", err.msg);
+    rl_reward_free(r);
+}
+
+Test(external, python_example)
+{
+    rl_reward *r;
+    rl_err err;
+    cr_assert_eq(rl_reward_create(&r, "cmd:python3 examples/reward_length.py", NULL, &err), 0, "%s", err.msg);
+    cJSON *line = cJSON_Parse("{\"target_chars\":4}");
+    rl_reward_item its[2] = {{"p", "abcd", NULL, line}, {"p", "ab", NULL, line}};
+    float v[2];
+    cr_assert_eq(rl_reward_score(r, its, 2, v, &err), 0, "%s", err.msg);
+    cr_assert(v[0] == 1.0f && v[1] == 0.5f, "%g %g", v[0], v[1]);
+    cJSON_Delete(line);
+    rl_reward_free(r);
+}
