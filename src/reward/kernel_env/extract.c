@@ -8,7 +8,9 @@
  * block that mentions the entry point and looks whole wins; with no fences at all the code is
  * cut out of the prose, from the first line that starts like C to the closing brace of the
  * entry point's body. "Looks whole" is lexical: the entry point is followed by a parameter list
- * and a body, and braces balance outside comments and literals. */
+ * and a body, and braces balance outside comments and literals. A picked block that launches
+ * kernels it does not define gets the earlier kernel-defining blocks joined in front. Answers
+ * holding NUL bytes are refused (the result is a C string). */
 #include "reward/kernel_env/extract.h"
 
 #include <ctype.h>
