@@ -3,10 +3,13 @@
 # benchmarks; ends with a short summary table (the last lines of the output).
 #
 # usage: sh scripts/gpu-check.sh [--no-build]
+#   SECTIONS="tests attention step grpo parity" (the default: all) selects what runs.
 #   --no-build   use the binaries already in $BUILD (built where the dev packages are, by
 #                scripts/gpu-prepare.sh, and carried to the GPU machine with .devlibs/:
 #                LD_LIBRARY_PATH=$PWD/.devlibs BUILD=build/cudah sh scripts/gpu-check.sh --no-build)
-# Environment: OUT (a folder for the full logs; default $BUILD/gpu-check), BUILD (default build).
+# Environment: OUT (a folder for the full logs; default $BUILD/gpu-check), BUILD (default build),
+# PARITY_DIR (where tools/make_qwen3_0p6b.py writes the 0.6B checkpoint and references, about
+# 5 GB; default /tmp/rlc-qwen3-0p6b; reused when it already holds ref.safetensors).
 #
 # To extend: write one function per section that runs its part, appends its full output to
 # "$LOG" and adds rows with `row NAME RESULT`; then call it in the list at the bottom.
@@ -19,6 +22,8 @@ SUMMARY=$LOGDIR/summary.txt
 : >"$LOG"
 : >"$SUMMARY"
 STATUS=0
+SECTIONS=${SECTIONS:-tests attention step grpo parity}
+CONFIG=bench/configs/qwen3-0.6b.json
 
 row() { printf '%-40s %s\n' "$1" "$2" >>"$SUMMARY"; }
 
@@ -61,21 +66,33 @@ section_gpu_tests() {
     done
 }
 
+want() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+# Builds bench/$1.c into $BUILD/bench/$1 unless --no-build; 1 when the binary is missing.
+bench_bin() {
+    cuda_home=${CUDA_HOME:-/usr/local/cuda}
+    if [ "${2:-}" != "--no-build" ]; then
+        mkdir -p "$BUILD/bench"
+        cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -I"$cuda_home/include" -fopenmp "bench/$1.c" "$BUILD/librlc.a" -fopenmp \
+            -lcjson -lpcre2-8 -lutf8proc -lm -lpthread -L"$cuda_home/lib64" -Wl,-rpath,"$cuda_home/lib64" \
+            -lcublasLt -lcublas -lcudart -lnvrtc -lstdc++ -o "$BUILD/bench/$1" >>"$LOG" 2>&1
+    fi
+    if [ ! -x "$BUILD/bench/$1" ]; then
+        row "bench $1" "NOT BUILT"
+        STATUS=1
+        return 1
+    fi
+    return 0
+}
+
+# Prints KEY's value (key=value) from the first line of file $1 that matches the regex $2.
+field() { grep -m 1 -- "$2" "$1" | tr ' ' '\n' | sed -n "s/^$3=//p"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "?"; else printf "%.2f", a / b }'; }
+
 # Attention fwd/bwd: rlc against torch's flash SDPA, head_dim 128 causal, 16 heads.
 section_bench_attention() {
+    bench_bin bench_attention "$@" || return
     cc_bin=$BUILD/bench/bench_attention
-    cuda_home=${CUDA_HOME:-/usr/local/cuda}
-    if [ "${1:-}" != "--no-build" ]; then
-        mkdir -p "$BUILD/bench"
-        cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -fopenmp bench/bench_attention.c "$BUILD/librlc.a" -fopenmp \
-            -lcjson -lpcre2-8 -lutf8proc -lm -lpthread -L"$cuda_home/lib64" -Wl,-rpath,"$cuda_home/lib64" \
-            -lcublasLt -lcublas -lcudart -lnvrtc -lstdc++ -o "$cc_bin" >>"$LOG" 2>&1
-    fi
-    if [ ! -x "$cc_bin" ]; then
-        row "bench attention" "NOT BUILT"
-        STATUS=1
-        return
-    fi
     res=$LOGDIR/bench_attention.txt
     : >"$res"
     for shape in "8 1024" "1 8192"; do
@@ -101,41 +118,87 @@ section_bench_attention() {
 }
 
 # One training step (forward, backward, AdamW) of a randomly initialised Qwen3-0.6B-shaped
-# model: rlc against PyTorch + transformers (bf16, SDPA).
+# model, 8 x 1024 tokens: rlc (all activations kept / checkpointed) against PyTorch +
+# transformers (bf16, bf16 with gradient checkpointing, fp32 masters with bf16 autocast):
+# tokens/s, MFU and peak device memory.
 section_bench_model_step() {
-    bin=$BUILD/bench/bench_model_step
-    cuda_home=${CUDA_HOME:-/usr/local/cuda}
-    if [ "${1:-}" != "--no-build" ]; then
-        mkdir -p "$BUILD/bench"
-        cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -fopenmp bench/bench_model_step.c "$BUILD/librlc.a" -fopenmp \
-            -lcjson -lpcre2-8 -lutf8proc -lm -lpthread -L"$cuda_home/lib64" -Wl,-rpath,"$cuda_home/lib64" \
-            -lcublasLt -lcublas -lcudart -lnvrtc -lstdc++ -o "$bin" >>"$LOG" 2>&1
-    fi
-    if [ ! -x "$bin" ]; then
-        row "bench model step" "NOT BUILT"
-        STATUS=1
-        return
-    fi
+    bench_bin bench_model_step "$@" || return
     res=$LOGDIR/bench_model_step.txt
-    cfg=bench/configs/qwen3-0.6b.json
-    "$bin" $cfg 8 1024 >"$res" 2>>"$LOG"
-    python3 bench/bench_model_step.py $cfg 8 1024 >>"$res" 2>>"$LOG"
+    "$BUILD/bench/bench_model_step" $CONFIG 8 1024 >"$res" 2>>"$LOG"
+    "$BUILD/bench/bench_model_step" $CONFIG 8 1024 --checkpoint >>"$res" 2>>"$LOG"
+    python3 bench/bench_model_step.py $CONFIG 8 1024 >>"$res" 2>>"$LOG"
     cat "$res" >>"$LOG"
-    ours=$(sed -n 's/^rlc step .*tokens_per_s=\([0-9]*\).*/\1/p' "$res")
-    ref=$(sed -n 's/^torch step .*tokens_per_s=\([0-9]*\).*/\1/p' "$res")
-    if [ -n "$ours" ] && [ -n "$ref" ]; then
-        ratio=$(awk -v a="$ours" -v b="$ref" 'BEGIN { printf "%.3f", a / b }')
-        row "train step qwen3-0.6b 8x1024" "rlc $ours / torch $ref tokens/s = $ratio"
-    else
-        row "train step qwen3-0.6b 8x1024" "missing (rlc '${ours}', torch '${ref}')"
+    for pair in "train bf16" "checkpoint bf16-checkpoint" "train amp"; do
+        # shellcheck disable=SC2086
+        set -- $pair
+        r_rate=$(field "$res" "^rlc step mode=$1 " tokens_per_s)
+        t_rate=$(field "$res" "^torch step mode=$2 " tokens_per_s)
+        r_mem=$(field "$res" "^rlc step mode=$1 " peak_gib)
+        t_mem=$(field "$res" "^torch step mode=$2 " peak_gib)
+        r_mfu=$(field "$res" "^rlc step mode=$1 " mfu)
+        t_mfu=$(field "$res" "^torch step mode=$2 " mfu)
+        if [ -z "$r_rate" ] || [ -z "$t_rate" ]; then
+            row "train step rlc $1 / torch $2" "missing (rlc '$r_rate', torch '$t_rate')"
+            STATUS=1
+            continue
+        fi
+        row "train step rlc $1 / torch $2" "tokens/s $r_rate / $t_rate = $(ratio "$r_rate" "$t_rate") (target >= 2.5)"
+        row "  MFU rlc / torch" "$r_mfu / $t_mfu"
+        row "  peak GiB rlc / torch" "$r_mem / $t_mem = $(ratio "$r_mem" "$t_mem") (target <= 0.5)"
+    done
+}
+
+# A GRPO policy update (64 sequences x 384 tokens, micro-batches of 16, no generation): rlc
+# against PyTorch + transformers with the same clipped objective.
+section_bench_grpo() {
+    bench_bin bench_grpo_update "$@" || return
+    res=$LOGDIR/bench_grpo_update.txt
+    "$BUILD/bench/bench_grpo_update" $CONFIG 64 384 16 >"$res" 2>>"$LOG"
+    python3 bench/bench_grpo_update.py $CONFIG 64 384 16 >>"$res" 2>>"$LOG"
+    cat "$res" >>"$LOG"
+    r_ms=$(field "$res" "^rlc grpo " ms)
+    for mode in bf16 amp; do
+        t_ms=$(field "$res" "^torch grpo mode=$mode " ms)
+        if [ -n "$r_ms" ] && [ -n "$t_ms" ]; then
+            row "grpo update 64x384 rlc / torch $mode" "ms $r_ms / $t_ms, torch/rlc = $(ratio "$t_ms" "$r_ms")"
+        else
+            row "grpo update 64x384 rlc / torch $mode" "missing (rlc '$r_ms', torch '$t_ms')"
+            STATUS=1
+        fi
+    done
+}
+
+# Whole-model parity on a randomly initialised Qwen3-0.6B (tools/make_qwen3_0p6b.py writes it and
+# transformers' fp32 / bf16 references): per-token log-probs and every parameter's gradient.
+section_parity() {
+    bench_bin compare_qwen3 "$@" || return
+    dir=${PARITY_DIR:-/tmp/rlc-qwen3-0p6b}
+    res=$LOGDIR/parity.txt
+    if [ ! -f "$dir/ref.safetensors" ]; then
+        mkdir -p "$dir"
+        if ! python3 tools/make_qwen3_0p6b.py "$dir" >>"$LOG" 2>&1; then
+            row "parity qwen3-0.6b" "FAILED making the references (see $LOG)"
+            STATUS=1
+            return
+        fi
+    fi
+    if ! "$BUILD/bench/compare_qwen3" "$dir" >"$res" 2>>"$LOG"; then
+        row "parity qwen3-0.6b" "FAILED (see $LOG)"
         STATUS=1
     fi
+    cat "$res" >>"$LOG"
+    for which in rlc-cuda-bf16_vs_hf-fp32 hf-bf16_vs_hf-fp32 rlc-cpu-fp32_vs_hf-fp32; do
+        row "parity logp $which" "max $(field "$res" "^parity logp $which " max) mean $(field "$res" "^parity logp $which " mean)"
+    done
+    row "parity grad rel err (rlc-cuda vs hf-fp32)" "median $(field "$res" '^parity grad median' median), worst $(field "$res" '^parity grad worst1 ' rel) ($(grep -m 1 '^parity grad worst1 ' "$res" | awk '{ print $4 }'))"
 }
 
 section_build "$@"
-section_gpu_tests
-section_bench_attention "$@"
-section_bench_model_step "$@"
+want tests && section_gpu_tests
+want attention && section_bench_attention "$@"
+want step && section_bench_model_step "$@"
+want grpo && section_bench_grpo "$@"
+want parity && section_parity "$@"
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 echo "== gpu-check summary (full log: $LOG)"

@@ -2,7 +2,7 @@
 # gpu-prepare.sh — builds everything scripts/gpu-check.sh runs, HERE (where the Debian dev
 # packages are), for a GPU machine that lacks them (the lent device machine): the CUDA build in
 # build/cudah (its own folder, so a CUDA=0 build in build/ never mixes objects with it), the GPU
-# test binaries, the attention benchmark, and .devlibs/ with the shared libraries those need
+# test binaries, the benchmarks (bench/bench_*.c, bench/compare_qwen3.c), and .devlibs/ with the shared libraries those need
 # that a stock CUDA image may not have (criterion and its dependencies, cJSON, PCRE2, utf8proc).
 #
 # usage: sh scripts/gpu-prepare.sh [-jN]
@@ -17,15 +17,14 @@ bins=$(ls tests/gpu/test_*.c | sed "s|^tests/\(.*\)\.c$|$BUILD/tests/\1|")
 make "$jobs" CUDA=1 BUILD=$BUILD $BUILD/rlc $bins
 cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
 mkdir -p $BUILD/bench
-cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Isrc -fopenmp bench/bench_attention.c $BUILD/librlc.a -fopenmp \
-    -lcjson -lpcre2-8 -lutf8proc -lm -lpthread -L"$cuda_home/lib64" -Wl,-rpath,"$cuda_home/lib64" \
-    -lcublasLt -lcublas -lcudart -lnvrtc -lstdc++ -o $BUILD/bench/bench_attention
-cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Isrc -fopenmp bench/bench_model_step.c $BUILD/librlc.a -fopenmp \
-    -lcjson -lpcre2-8 -lutf8proc -lm -lpthread -L"$cuda_home/lib64" -Wl,-rpath,"$cuda_home/lib64" \
-    -lcublasLt -lcublas -lcudart -lnvrtc -lstdc++ -o $BUILD/bench/bench_model_step
+for prog in bench_attention bench_model_step bench_grpo_update compare_qwen3; do
+    cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Isrc -I"$cuda_home/include" -fopenmp bench/$prog.c $BUILD/librlc.a \
+        -fopenmp -lcjson -lpcre2-8 -lutf8proc -lm -lpthread -L"$cuda_home/lib64" -Wl,-rpath,"$cuda_home/lib64" \
+        -lcublasLt -lcublas -lcudart -lnvrtc -lstdc++ -o $BUILD/bench/$prog
+done
 mkdir -p .devlibs
 # shellcheck disable=SC2086
-for lib in $(ldd $bins $BUILD/rlc $BUILD/bench/bench_attention | awk '/=>/ { print $3 }' | sort -u); do
+for lib in $(ldd $bins $BUILD/rlc $BUILD/bench/* | awk '/=>/ { print $3 }' | sort -u); do
     case $(basename "$lib") in
     # The C runtime and the libraries every distribution ships stay the machine's own.
     libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | librt.so.* | ld-linux* | libstdc++.so.* | libgcc_s.so.* | \

@@ -48,14 +48,17 @@ int rl_rope_bwd(rl_ctx *ctx, void *dx, const int32_t *positions, const float *in
 
 /* ---- attention: softmax(q k^T * scale) v, packed variable-length, GQA ----------------------- */
 /* Flash-attention varlen semantics. Query sequence s is rows cu_seqlens_q[s] ..
- * cu_seqlens_q[s+1] of q; its keys are rows cu_seqlens_k[s] .. cu_seqlens_k[s] + len_k of k/v,
- * where len_k = seqused_k ? seqused_k[s] : cu_seqlens_k[s+1] - cu_seqlens_k[s] (seqused_k lets
- * a KV cache slab be longer than what is filled). Causal masks bottom-right aligned: query i of
+ * cu_seqlens_q[s+1] of q (cu_seqlens_q[0] = 0); its keys are rows cu_seqlens_k[s] ..
+ * cu_seqlens_k[s] + len_k of k/v, where len_k = seqused_k ? seqused_k[s] : cu_seqlens_k[s+1] -
+ * cu_seqlens_k[s]. So cu_seqlens_k (non-decreasing, cu_seqlens_k[0] >= 0; rows before it are not
+ * read) cuts k/v into slabs, and seqused_k (0 <= seqused_k[s] <= slab length) lets a KV cache
+ * slab be longer than what is filled. Causal masks bottom-right aligned: query i of
  * a sequence with len_q queries sees keys j <= len_k - len_q + i (training: len_q == len_k;
  * decode: one query sees every cached key). Query head h reads kv head h / (n_heads /
  * n_kv_heads). Writes out [total_q, n_heads, head_dim] and lse [total_q, n_heads] fp32 (natural
- * log of the softmax denominator of the scaled scores, saved for the backward). max_seqlen_* are
- * upper bounds of the per-sequence lengths (CUDA sizes its grid with them). */
+ * log of the softmax denominator of the scaled scores, saved for the backward). max_seqlen_q and
+ * max_seqlen_k bound the query lengths and len_k (not the slab lengths); CUDA sizes its grid
+ * with them. */
 int rl_attention_fwd(rl_ctx *ctx, void *out, float *lse, const void *q, const void *k,
                      const void *v, const int32_t *cu_seqlens_q, const int32_t *cu_seqlens_k,
                      const int32_t *seqused_k, int n_seqs, int max_seqlen_q, int max_seqlen_k,

@@ -50,13 +50,15 @@ typedef struct options {
     int n_samples;
 } options;
 
-/* Parses a number option; -1 with a message on stderr when it is not one in [lo, hi]. */
-static int number_arg(const char *opt, const char *text, double lo, double hi, double *out)
+/* Parses a number option; -1 with a message on stderr when it is not one in [lo, hi] (an
+ * integer when whole is set). */
+static int number_arg(const char *opt, const char *text, double lo, double hi, int whole, double *out)
 {
     char *end;
     *out = strtod(text, &end);
-    if (*end || end == text || !(*out >= lo && *out <= hi)) {
-        fprintf(stderr, "rlc generate: %s must be a number in [%g, %g], got '%s'\n", opt, lo, hi, text);
+    if (*end || end == text || !(*out >= lo && *out <= hi) || (whole && *out != (double)(long long)*out)) {
+        fprintf(stderr, "rlc generate: %s must be %s in [%g, %g], got '%s'\n", opt,
+                whole ? "an integer" : "a number", lo, hi, text);
         return -1;
     }
     return 0;
@@ -85,25 +87,33 @@ static int parse_args(options *o, int argc, char **argv)
         if (!strcmp(a, "--model")) o->model_dir = val;
         else if (!strcmp(a, "--tokenizer")) o->tokenizer = val;
         else if (!strcmp(a, "--temperature")) {
-            if (number_arg(a, val, 0, 1e6, &x)) return 2;
+            if (number_arg(a, val, 0, 1e6, 0, &x)) return 2;
+            if (x > 0 && x < 1e-4) {
+                fprintf(stderr, "rlc generate: --temperature must be 0 (greedy) or at least 0.0001, got '%s'\n", val);
+                return 2;
+            }
             o->params.sample.temperature = (float)x;
         } else if (!strcmp(a, "--top-k")) {
-            if (number_arg(a, val, 0, 1e9, &x)) return 2;
+            if (number_arg(a, val, 0, 1e9, 1, &x)) return 2;
             o->params.sample.top_k = (int)x;
         } else if (!strcmp(a, "--top-p")) {
-            if (number_arg(a, val, 0, 1, &x)) return 2;
+            if (number_arg(a, val, 0, 1, 0, &x)) return 2;
+            if (x == 0) {
+                fprintf(stderr, "rlc generate: --top-p must be above 0, got '%s'\n", val);
+                return 2;
+            }
             o->params.sample.top_p = (float)x;
         } else if (!strcmp(a, "--min-p")) {
-            if (number_arg(a, val, 0, 1, &x)) return 2;
+            if (number_arg(a, val, 0, 1, 0, &x)) return 2;
             o->params.sample.min_p = (float)x;
         } else if (!strcmp(a, "--max-tokens")) {
-            if (number_arg(a, val, 1, 1e9, &x)) return 2;
+            if (number_arg(a, val, 1, 1e9, 1, &x)) return 2;
             o->params.max_new_tokens = (int)x;
         } else if (!strcmp(a, "--seed")) {
-            if (number_arg(a, val, 0, 9007199254740992.0, &x)) return 2;
+            if (number_arg(a, val, 0, 9007199254740992.0, 1, &x)) return 2;
             o->params.seed = (uint64_t)x;
         } else if (!strcmp(a, "--n")) {
-            if (number_arg(a, val, 1, 1e6, &x)) return 2;
+            if (number_arg(a, val, 1, 1e6, 1, &x)) return 2;
             o->n_samples = (int)x;
         } else if (!strcmp(a, "--stop")) {
             if (o->params.n_stop == MAX_STOP) {

@@ -22,7 +22,8 @@ static void usage(FILE *out)
             "Each input line is {\"ids\": [token ids]}; each output line is {\"logprobs\": [...]}, the\n"
             "log-prob of every token after the first given the ones before it.\n\n"
             "  --model DIR        model directory (required)\n"
-            "  --temperature T    divide the logits by T before the softmax (default 1)\n"
+            "  --temperature T    divide the logits by T before the softmax, T in [0.0001, 1e6]\n"
+            "                     (default 1)\n"
             "  --help             this text\n");
 }
 
@@ -108,8 +109,9 @@ int rl_cmd_logprobs(int argc, char **argv)
         } else if (!strcmp(argv[i], "--temperature") && i + 1 < argc) {
             char *end;
             temperature = strtod(argv[++i], &end);
-            if (*end || !(temperature > 0)) {
-                fprintf(stderr, "rlc logprobs: --temperature must be a positive number, got '%s'\n", argv[i]);
+            if (*end || !(temperature >= 1e-4 && temperature <= 1e6)) {
+                fprintf(stderr, "rlc logprobs: --temperature must be a number in [0.0001, 1e6], got '%s'\n",
+                        argv[i]);
                 return 2;
             }
         } else {

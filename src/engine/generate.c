@@ -1,13 +1,13 @@
 /* generate.c — the CPU reference generation engine (see generate.h).
  *
- * One call: allocate a key/value slab per prompt (prompt + max_new_tokens rows, all layers in
- * one backend allocation) and inference activations; prefill the prompts in groups of at most
- * PREFILL_CHUNK_TOKENS tokens (a longer prompt goes alone), which leaves each prompt's
- * next-token logits in row i of an [n, vocab] buffer; then repeat: sample every row at once
- * (finished rows get zero logits and are ignored), record tokens, check the stop conditions,
- * and run the unfinished sequences one token further. Stop strings are found in the raw bytes
- * of the completion as it grows; the final text is the tokenizer's decode, cut at the first
- * stop string. */
+ * One call: allocate a key/value slab per prompt (prompt + max_new_tokens rows, at most
+ * max_position_embeddings; all layers in one backend allocation) and inference activations;
+ * prefill the prompts in groups of at most PREFILL_CHUNK_TOKENS tokens (a longer prompt goes
+ * alone), which leaves each prompt's next-token logits in row i of an [n, vocab] buffer; then
+ * repeat: sample every row at once (finished rows get zero logits and are ignored), record
+ * tokens, check the stop conditions, and run the unfinished sequences one token further. Stop
+ * strings are found in the raw bytes of the completion as it grows; the final text is the
+ * tokenizer's decode, cut at the first stop string. */
 #include "engine/generate.h"
 
 #include <stdlib.h>
@@ -25,6 +25,7 @@ struct rl_engine {
 
 typedef struct seq_state {
     int done;
+    int limit;   /* new tokens at most: max_new_tokens, or fewer to stay in max_position_embeddings */
     char *bytes; /* raw bytes of the completion so far (stop-string search) */
     size_t n_bytes, cap_bytes;
 } seq_state;
@@ -109,9 +110,12 @@ static int check_request(const rl_engine *e, const rl_gen_prompt *prompts, int n
     if (p->n_stop > 0 && !e->tok) return rl_err_set(err, "generate: stop strings need a tokenizer");
     for (int i = 0; i < p->n_stop; i++)
         if (!p->stop[i] || !p->stop[i][0]) return rl_err_set(err, "generate: stop string %d is empty", i);
-    int vocab = e->model->config.vocab_size;
+    int vocab = e->model->config.vocab_size, max_pos = e->model->config.max_position_embeddings;
     for (int i = 0; i < n; i++) {
         if (prompts[i].n_ids < 1) return rl_err_set(err, "generate: prompt %d is empty", i);
+        if (prompts[i].n_ids >= max_pos)
+            return rl_err_set(err, "generate: prompt %d has %d tokens, leaving no room for new ones within "
+                              "the model's max_position_embeddings = %d", i, prompts[i].n_ids, max_pos);
         for (int t = 0; t < prompts[i].n_ids; t++)
             if (prompts[i].ids[t] < 0 || prompts[i].ids[t] >= vocab)
                 return rl_err_set(err, "generate: prompt %d: token %d at position %d is outside the vocabulary [0, %d)",
@@ -136,6 +140,14 @@ static void run_free(rl_ctx *ctx, run *r, int n)
     free(r->seqs);
 }
 
+/* New tokens a prompt of n_ids tokens may get: max_new, or fewer so that prompt + completion
+ * stay within max_position_embeddings (check_request leaves room for at least one). */
+static int seq_limit(const rl_model_config *c, int n_ids, int max_new)
+{
+    int room = c->max_position_embeddings - n_ids;
+    return max_new < room ? max_new : room;
+}
+
 static int run_alloc(rl_engine *e, run *r, const rl_gen_prompt *prompts, int n, int max_new, rl_err *err)
 {
     rl_model *m = e->model;
@@ -148,7 +160,7 @@ static int run_alloc(rl_engine *e, run *r, const rl_gen_prompt *prompts, int n, 
     int longest = 0;
     long total_prompt = 0;
     for (int i = 0; i < n; i++) {
-        total_rows += (size_t)prompts[i].n_ids + (size_t)max_new;
+        total_rows += (size_t)prompts[i].n_ids + (size_t)seq_limit(c, prompts[i].n_ids, max_new);
         total_prompt += prompts[i].n_ids;
         if (prompts[i].n_ids > longest) longest = prompts[i].n_ids;
     }
@@ -175,7 +187,8 @@ static int run_alloc(rl_engine *e, run *r, const rl_gen_prompt *prompts, int n, 
     int32_t row = 0;
     for (int i = 0; i < n; i++) {
         r->slab_start[i] = row;
-        r->slab_rows[i] = prompts[i].n_ids + max_new;
+        r->seqs[i].limit = seq_limit(c, prompts[i].n_ids, max_new);
+        r->slab_rows[i] = prompts[i].n_ids + r->seqs[i].limit;
         r->used[i] = 0;
         row += r->slab_rows[i];
     }
@@ -299,7 +312,7 @@ static int take_token(rl_engine *e, run *r, int i, int32_t id, float logp, const
             return 0;
         }
     }
-    if (res->n_ids == p->max_new_tokens) {
+    if (res->n_ids == s->limit) {
         res->finish = RL_FINISH_LENGTH;
         s->done = 1;
     }

@@ -2,8 +2,8 @@
  * out.
  *
  * This is the CPU reference engine: every prompt gets one key/value slab of prompt length +
- * max_new_tokens rows, the prompts are prefilled (in chunks of packed sequences), then all
- * unfinished sequences decode one token per step together. The interface is what a paged,
+ * max_new_tokens rows (fewer near max_position_embeddings), the prompts are prefilled (in
+ * chunks of packed sequences), then all unfinished sequences decode one token per step together. The interface is what a paged,
  * continuous-batching CUDA engine keeps: rl_engine_generate(engine, prompts, n, params,
  * results) with the same meaning and the same random draws.
  *
@@ -15,7 +15,8 @@
  * <|im_end|> and <|endoftext|> when it has them; the id is kept in ids and logprobs, its text
  * is not in text), when a stop string appears in the decoded text (ids and logprobs keep every
  * sampled token, including the one that completed the stop string; text is cut just before the
- * stop string, as vLLM does), or after max_new_tokens. Sampled ids the tokenizer does not have
+ * stop string, as vLLM does), or after max_new_tokens, or when prompt + completion reach the
+ * model's max_position_embeddings (both "length"; a prompt must be shorter than that). Sampled ids the tokenizer does not have
  * (the padding rows of a model's vocabulary) are kept in ids but have no text. */
 #ifndef RL_ENGINE_GENERATE_H
 #define RL_ENGINE_GENERATE_H

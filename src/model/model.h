@@ -119,8 +119,8 @@ size_t rl_acts_bytes(const rl_acts *a);
 /* ---- training forward / backward --------------------------------------------------------- */
 
 /* Forward over a packed batch: tokens (host) [n_tokens], cu_seqlens (host) [n_seqs + 1]
- * (cu_seqlens[0] = 0, last = n_tokens <= the acts' max_tokens, no empty sequence); positions
- * restart at 0 in each sequence. Logits are scaled by inv_temperature before the softmax.
+ * (cu_seqlens[0] = 0, last = n_tokens <= the acts' max_tokens, no empty sequence, none longer
+ * than the config's max_position_embeddings); positions restart at 0 in each sequence. Logits are scaled by inv_temperature before the softmax.
  * Writes logp (backend, [n_tokens], aligned as described at the top) and, when entropy is not
  * NULL, entropy[t] (backend) = entropy of the distribution token t was drawn from (0 at each
  * sequence's first token). In a training mode the acts then hold this batch for
@@ -151,7 +151,8 @@ typedef struct rl_kv_slabs {
 /* Runs n_seqs new-token runs (tokens (host), cu_seqlens (host) as in rl_model_forward); run s
  * continues cache slot slots[s] (host, increasing) at position used[slots[s]], appends its keys
  * and values there, and attends to everything the slot holds. Writes the fp32 logits of each
- * run's last token to logits (backend, [n_seqs, vocab]). Needs inference-mode acts. */
+ * run's last token to logits (backend, [n_seqs, vocab]). Needs inference-mode acts. A slot
+ * holds at most the config's max_position_embeddings tokens. */
 int rl_model_forward_cached(rl_model *m, rl_acts *a, rl_kv_slabs *kv, const int32_t *slots,
                             const int32_t *tokens, const int32_t *cu_seqlens, int n_seqs,
                             float *logits, rl_err *err);

@@ -179,6 +179,9 @@ static int check_batch(const rl_model *m, const rl_acts *a, const int32_t *token
             return rl_err_set(err, "model: sequence %d has length %d (cu_seqlens must increase)", s, len);
         if (cu_seqlens[s + 1] > a->max_tokens)
             return rl_err_set(err, "model: batch has more than %d tokens (the activations' plan)", a->max_tokens);
+        if (len > m->config.max_position_embeddings)
+            return rl_err_set(err, "model: sequence %d has %d tokens, more than max_position_embeddings = %d",
+                              s, len, m->config.max_position_embeddings);
         if (len > longest) longest = len;
     }
     int n_tokens = cu_seqlens[n_seqs];
@@ -290,6 +293,9 @@ int rl_model_forward_cached(rl_model *m, rl_acts *a, rl_kv_slabs *kv, const int3
         if (kv->used[slot] + len > kv->slab_rows[slot])
             return rl_err_set(err, "model: cache slot %d holds %d rows; %d used + %d new do not fit", slot,
                               kv->slab_rows[slot], kv->used[slot], len);
+        if (kv->used[slot] + len > c->max_position_embeddings)
+            return rl_err_set(err, "model: cache slot %d: %d cached + %d new tokens exceed max_position_embeddings = %d",
+                              slot, kv->used[slot], len, c->max_position_embeddings);
         for (int i = 0; i < len; i++) a->host_positions[cu_seqlens[s] + i] = kv->used[slot] + i;
         a->host_cu_k[s] = kv->slab_start[slot] - kv->slab_start[slots[0]];
         a->host_seqused[s] = kv->used[slot] + len;

@@ -1,7 +1,8 @@
 /* test_attention.c — packed varlen attention against float64 torch: several sequences of
  * different lengths, GQA ratios 1, 2 and 3, causal and not, forward (out, lse) and backward
  * (dq, dk, dv summed over the query heads of a group); a decode / chunked-prefill case with
- * KV slabs longer than seqused_k and 1 or 3 queries aligned bottom-right; sequences of up to
+ * KV slabs longer than seqused_k and 1 or 3 queries aligned bottom-right, also with the slabs
+ * starting after row 0 of k/v; sequences of up to
  * 180 keys (several query tiles); finite differences; bad arguments. fp32 tolerance: 2e-5
  * relative to max(|ref|, 0.1) (dot products over head_dim <= 13, softmax sums in double,
  * O(1) data), also for the long cases whose dK/dV sum over up to 150 queries. */
@@ -95,6 +96,31 @@ Test(attention, long_causal_gqa2) { run_case("long_causal_gqa2", 1, 2e-5); }
 Test(attention, long_noncausal_gqa2) { run_case("long_full_gqa2", 1, 2e-5); }
 Test(attention, long_prefill_with_seqused_k) { run_case("long_prefill_seqused", 0, 2e-5); }
 
+/* Key rows are absolute (ops.h): the decode case with k/v shifted down by 5 NaN rows and
+ * cu_seqlens_k shifted by 5 gives the same result; the NaN rows are never read. */
+Test(attention, key_slabs_after_row_zero)
+{
+    enum { SHIFT = 5 };
+    rl_ctx ctx = fx_cpu();
+    rl_safetensors *st = fx_open("attention");
+    att_case c = load_case(st, "decode_seqused");
+    cr_assert_not_null(c.seqused, "decode_seqused has no seqused_k");
+    size_t kv_row = (size_t)c.n_kv * c.head_dim, nq = c.total_q * c.n_heads * c.head_dim;
+    float *k = fx_alloc_poisoned((c.total_k + SHIFT) * kv_row), *v = fx_alloc_poisoned((c.total_k + SHIFT) * kv_row);
+    memcpy(k + SHIFT * kv_row, c.k, c.total_k * kv_row * sizeof(float));
+    memcpy(v + SHIFT * kv_row, c.v, c.total_k * kv_row * sizeof(float));
+    for (int s = 0; s <= c.n_seqs; s++) c.cu_k[s] += SHIFT;
+    float *out = fx_alloc_poisoned(nq), *lse = fx_alloc_poisoned(c.total_q * c.n_heads);
+    cr_assert_eq(rl_attention_fwd(&ctx, out, lse, c.q, k, v, c.cu_q, c.cu_k, c.seqused, c.n_seqs, c.max_q,
+                                  c.max_k, c.n_heads, c.n_kv, c.head_dim, c.scale, c.causal),
+                 0, "%s", ctx.err.msg);
+    fx_expect_close("shifted slabs out", out, c.out, nq, 2e-5, 0.1);
+    fx_expect_close("shifted slabs lse", lse, c.lse, c.total_q * c.n_heads, 2e-5, 0.1);
+    free(k), free(v), free(out), free(lse);
+    free_case(&c);
+    rl_safetensors_close(st);
+}
+
 /* A query with no visible key (len_q > len_k, causal) gets out = 0 and lse = -inf. */
 Test(attention, query_without_keys)
 {
@@ -159,6 +185,10 @@ Test(attention, bad_arguments)
               "message: %s", ctx.err.msg);
     cr_expect_eq(rl_attention_fwd(&ctx, a, lse, a, a, a, cu, cu, used, 2, 4, 9, 2, 1, 2, 1.0f, 1), -1);
     cr_expect(strstr(ctx.err.msg, "seqused_k[1] = 9") != NULL, "message: %s", ctx.err.msg);
+    int32_t cu_back[3] = {0, 4, 3}, used_ok[2] = {2, 0};
+    cr_expect_eq(rl_attention_fwd(&ctx, a, lse, a, a, a, cu, cu_back, used_ok, 2, 4, 9, 2, 1, 2, 1.0f, 1), -1);
+    cr_expect(strstr(ctx.err.msg, "key slab 1 has length -1 in cu_seqlens_k") != NULL, "message: %s",
+              ctx.err.msg);
     cr_expect_eq(rl_attention_bwd(&ctx, a, a, NULL, a, a, lse, a, a, a, cu, 2, 4, 2, 1, 2, 1.0f, 1), -1);
     cr_expect(strstr(ctx.err.msg, "attention_bwd: dv is NULL") != NULL, "message: %s", ctx.err.msg);
 }

@@ -2,7 +2,8 @@
  *
  * Semantics are flash-attention's varlen API (ops.h): sequence s has queries
  * cu_seqlens_q[s] .. cu_seqlens_q[s+1] and keys cu_seqlens_k[s] .. cu_seqlens_k[s] + len_k,
- * len_k = seqused_k ? seqused_k[s] : cu_seqlens_k[s+1] - cu_seqlens_k[s]. With causal masking,
+ * len_k = seqused_k ? seqused_k[s] : cu_seqlens_k[s+1] - cu_seqlens_k[s] (the key rows are
+ * absolute: cu_seqlens_k[0] may be above 0). With causal masking,
  * bottom-right aligned, query i sees keys j < n_keys(i) = len_k - len_q + i + 1. A query that
  * sees no key gets out = 0 and lse = -inf (the log of an empty sum).
  *
@@ -50,6 +51,27 @@ static int check_cu(rl_ctx *ctx, const char *op, const int32_t *cu, int n_seqs, 
     return 0;
 }
 
+/* Key slabs (ops.h): cu_seqlens_k[0] >= 0 and non-decreasing (rows before cu_seqlens_k[0] are
+ * not read); each used length len_k (seqused_k[s], at most the slab's length, or the slab's
+ * length) is at most max_seqlen_k. */
+static int check_kv(rl_ctx *ctx, const char *op, const int32_t *cu_k, const int32_t *used, int n_seqs,
+                    int max_len)
+{
+    if (cu_k[0] < 0) return rl_err_set(&ctx->err, "%s: cu_seqlens_k[0] = %d is negative", op, cu_k[0]);
+    for (int s = 0; s < n_seqs; s++) {
+        int slab = cu_k[s + 1] - cu_k[s];
+        if (slab < 0)
+            return rl_err_set(&ctx->err, "%s: key slab %d has length %d in cu_seqlens_k", op, s, slab);
+        if (used && (used[s] < 0 || used[s] > slab || used[s] > max_len))
+            return rl_err_set(&ctx->err, "%s: seqused_k[%d] = %d outside [0, min(slab %d, max_seqlen_k %d)]",
+                              op, s, used[s], slab, max_len);
+        if (!used && slab > max_len)
+            return rl_err_set(&ctx->err, "%s: sequence %d has length %d in cu_seqlens_k (max_seqlen %d)", op,
+                              s, slab, max_len);
+    }
+    return 0;
+}
+
 /* Keys query i of a sequence sees: bottom-right causal alignment, clamped to [0, len_k]. */
 static int n_visible(int causal, int len_q, int len_k, int i)
 {
@@ -69,18 +91,7 @@ int rl_cpu_attention_fwd(rl_ctx *ctx, void *out, float *lse, const void *q, cons
     RL_OP(cpu_need(ctx, op, cu_seqlens_q, "cu_seqlens_q"));
     RL_OP(cpu_need(ctx, op, cu_seqlens_k, "cu_seqlens_k"));
     RL_OP(check_cu(ctx, op, cu_seqlens_q, n_seqs, max_seqlen_q, "cu_seqlens_q"));
-    if (seqused_k) {
-        if (cu_seqlens_k[0] != 0)
-            return rl_err_set(&ctx->err, "%s: cu_seqlens_k[0] = %d, must be 0", op, cu_seqlens_k[0]);
-        for (int s = 0; s < n_seqs; s++) {
-            int cap = cu_seqlens_k[s + 1] - cu_seqlens_k[s];
-            if (seqused_k[s] < 0 || seqused_k[s] > cap || seqused_k[s] > max_seqlen_k)
-                return rl_err_set(&ctx->err, "%s: seqused_k[%d] = %d outside [0, min(%d, max_seqlen_k %d)]",
-                                  op, s, seqused_k[s], cap, max_seqlen_k);
-        }
-    } else {
-        RL_OP(check_cu(ctx, op, cu_seqlens_k, n_seqs, max_seqlen_k, "cu_seqlens_k"));
-    }
+    RL_OP(check_kv(ctx, op, cu_seqlens_k, seqused_k, n_seqs, max_seqlen_k));
     if (cu_seqlens_q[n_seqs] == 0) return 0;
     RL_OP(cpu_need(ctx, op, out, "out"));
     RL_OP(cpu_need(ctx, op, lse, "lse"));

@@ -45,8 +45,10 @@ static float philox_uniform(uint64_t seed, uint64_t step, int row)
 static int check_params(rl_ctx *ctx, const rl_sample_params *p)
 {
     static const char op[] = "sample";
-    if (!(p->temperature >= 0.0f) || isinf(p->temperature))
-        return rl_err_set(&ctx->err, "%s: temperature = %g, must be finite and >= 0", op, p->temperature);
+    if (!(p->temperature >= 0.0f) || isinf(p->temperature) ||
+        (p->temperature > 0.0f && isinf(1.0f / p->temperature)))
+        return rl_err_set(&ctx->err, "%s: temperature = %g, must be 0 or finite with a finite inverse", op,
+                          p->temperature);
     if (p->top_k < 0) return rl_err_set(&ctx->err, "%s: top_k = %d, must be >= 0", op, p->top_k);
     if (!(p->top_p > 0.0f && p->top_p <= 1.0f))
         return rl_err_set(&ctx->err, "%s: top_p = %g, must be in (0, 1]", op, p->top_p);
@@ -134,7 +136,8 @@ int rl_cpu_sample(rl_ctx *ctx, int32_t *tokens, float *logp, float *logits, int 
     RL_OP(cpu_need(ctx, op, logp, "logp"));
     RL_OP(cpu_need(ctx, op, logits, "logits"));
     int n_threads = cpu_threads(ctx, 8.0 * n_rows * vocab);
-    size_t per_thread = (size_t)vocab * (sizeof(cand) + 1);
+    /* rounded up so that every thread's cand array stays aligned (vocab may be odd) */
+    size_t align = _Alignof(cand), per_thread = ((size_t)vocab * (sizeof(cand) + 1) + align - 1) / align * align;
     char *scratch = malloc((size_t)n_threads * per_thread);
     if (!scratch) return rl_err_oom(&ctx->err, "sample scratch", (size_t)n_threads * per_thread);
 #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
