@@ -13,8 +13,10 @@
 #include <string.h>
 
 #include "backend/ctx.h"
+#include "cli/backend_opt.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/train_common.h"
 #include "cli/train_loop.h"
 #include "core/file.h"
 #include "core/timer.h"
@@ -26,7 +28,7 @@
 #include "train/sft.h"
 
 typedef struct demo_opts {
-    const char *out, *tokenizer;
+    const char *out, *tokenizer, *device;
     int seed, threads, lo, hi, held_out;
     int hidden, layers, heads, kv_heads, head_dim, ffn;
     int sft_steps, sft_batch, grpo_steps, prompts, group, max_new;
@@ -139,13 +141,14 @@ static int evaluate(rl_model *m, const rl_tokenizer *tok, rl_reward *reward, con
 
 int rl_cmd_demo(int argc, char **argv)
 {
-    demo_opts o = {"runs/demo", "examples/demo/tokenizer.json", 1, 0, 0, 19, 80,
+    demo_opts o = {"runs/demo", "examples/demo/tokenizer.json", "auto", 1, 0, 0, 19, 80,
                    128, 4, 4, 2, 32, 384, 220, 32, 500, 8, 8, 6, 3e-3, 3e-4, 0.7};
     rl_opt opts[] = {
         {"out", RL_OPT_STRING, &o.out, "output directory (sft/ and grpo/ checkpoints, metrics)", 0},
         {"tokenizer", RL_OPT_STRING, &o.tokenizer, "tokenizer.json (its directory's tokenizer files are copied)", 0},
         {"seed", RL_OPT_INT, &o.seed, "seed for the model, the data split, sampling", 0},
         {"threads", RL_OPT_INT, &o.threads, "CPU threads (0 = OpenMP default)", 0},
+        {"device", RL_OPT_STRING, &o.device, RL_BACKEND_OPT_HELP_SHORT, 0},
         {"lo", RL_OPT_INT, &o.lo, "smallest operand", 0},
         {"hi", RL_OPT_INT, &o.hi, "largest operand", 0},
         {"held-out", RL_OPT_INT, &o.held_out, "problems held out for evaluation", 0},
@@ -191,8 +194,7 @@ int rl_cmd_demo(int argc, char **argv)
     else snprintf(tok_dir, sizeof tok_dir, ".");
     snprintf(sft_dir, sizeof sft_dir, "%s/sft", o.out);
     snprintf(grpo_dir, sizeof grpo_dir, "%s/grpo", o.out);
-    if (rl_ctx_create(&ctx, RL_BACKEND_CPU, 0, &err) != 0) return fail(err.msg);
-    ctx.n_threads = o.threads;
+    if (rl_cli_ctx("demo", &ctx, o.device, o.threads) != 0) return 1;
     if (rl_tok_load(&tok, o.tokenizer, &err) || rl_reward_create(&reward, "math", NULL, &err) ||
         rl_mkdir_p(o.out, &err))
         goto done;
@@ -226,9 +228,9 @@ int rl_cmd_demo(int argc, char **argv)
         write_jsonl(o.out, "train.jsonl", probs, n_held, n_probs, &err))
         goto done;
     fprintf(stderr,
-            "rlc demo: Qwen3 model with %.2fM parameters (%d layers, hidden %d), vocabulary %d\n"
+            "rlc demo: Qwen3 model with %.2fM parameters (%d layers, hidden %d), vocabulary %d, on %s\n"
             "rlc demo: task \"%s\" -> \"%s\": %d training problems, %d held out\n",
-            (double)model.n_elems / 1e6, o.layers, o.hidden, cfg.vocab_size, probs[0].prompt, probs[0].answer,
+            (double)model.n_elems / 1e6, o.layers, o.hidden, cfg.vocab_size, rl_backend_name(&ctx), probs[0].prompt, probs[0].answer,
             n_train, n_held);
 
     /* ---- SFT ---- */

@@ -1,4 +1,5 @@
-/* cmd_generate.c — `rlc generate`: completions for prompts read as JSON lines, on the CPU.
+/* cmd_generate.c — `rlc generate`: completions for prompts read as JSON lines, on the CPU or a
+ * GPU (--device).
  *
  * Each stdin line is one request: {"prompt_ids": [...]}, {"prompt": "text"} or {"messages":
  * [{"role": ..., "content": ...}, ...]} (rendered with the Qwen chat format and the assistant
@@ -8,10 +9,12 @@
  * with seed --seed + k, so outputs do not depend on how the input is split into runs. A bad
  * line gets {"request": k, "error": ...}, is reported on stderr with its line number, and
  * makes the exit status 1. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/backend_opt.h"
 #include "cli/commands.h"
 #include "core/file.h"
 #include "engine/generate.h"
@@ -23,7 +26,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: rlc generate --model DIR [options] < requests.jsonl\n\n"
-            "Generates completions with a Hugging Face model on the CPU. Each input line is one of\n"
+            "Generates completions with a Hugging Face model. Each input line is one of\n"
             "  {\"prompt_ids\": [token ids]}   {\"prompt\": \"text\"}   {\"messages\": [{\"role\": .., \"content\": ..}]}\n"
             "(messages use the Qwen chat format plus the assistant prompt). Each completion is one\n"
             "output line {\"request\", \"sample\", \"ids\", \"text\", \"logprobs\", \"finish_reason\"}.\n\n"
@@ -38,13 +41,13 @@ static void usage(FILE *out)
             "  --seed S           request k samples with seed S + k (default 0)\n"
             "  --stop STR         stop when STR appears in the text; the text ends before it\n"
             "                     (repeatable, up to %d)\n"
-            "  --n N              completions per request (default 1)\n"
+            "  --n N              completions per request (default 1)\n" RL_BACKEND_OPT_HELP
             "  --help             this text\n",
             MAX_STOP);
 }
 
 typedef struct options {
-    const char *model_dir, *tokenizer;
+    const char *model_dir, *tokenizer, *device;
     rl_gen_params params;
     const char *stop[MAX_STOP];
     int n_samples;
@@ -86,10 +89,12 @@ static int parse_args(options *o, int argc, char **argv)
         i++;
         if (!strcmp(a, "--model")) o->model_dir = val;
         else if (!strcmp(a, "--tokenizer")) o->tokenizer = val;
+        else if (!strcmp(a, "--device")) o->device = val;
         else if (!strcmp(a, "--temperature")) {
             if (number_arg(a, val, 0, 1e6, 0, &x)) return 2;
             if (x > 0 && x < 1e-4) {
-                fprintf(stderr, "rlc generate: --temperature must be 0 (greedy) or at least 0.0001, got '%s'\n", val);
+                fprintf(stderr, "rlc generate: --temperature must be 0 (greedy) or at least 0.0001, got '%s'\n",
+                        val);
                 return 2;
             }
             o->params.sample.temperature = (float)x;
@@ -270,9 +275,9 @@ int rl_cmd_generate(int argc, char **argv)
     rl_model model;
     rl_tokenizer *tok = NULL;
     rl_engine *engine = NULL;
-    if (rl_ctx_create(&ctx, RL_BACKEND_CPU, 0, &err)) {
+    if (rl_backend_opt_ctx(&ctx, o.device, &err)) {
         fprintf(stderr, "rlc generate: %s\n", err.msg);
-        return 1;
+        return 2;
     }
     if (rl_model_load(&model, &ctx, o.model_dir, &err)) {
         fprintf(stderr, "rlc generate: %s\n", err.msg);
@@ -301,6 +306,10 @@ int rl_cmd_generate(int argc, char **argv)
         }
         request++;
         fflush(stdout);
+    }
+    if (ferror(stdin)) {
+        fprintf(stderr, "rlc generate: cannot read stdin: %s\n", strerror(errno));
+        status = 1;
     }
     free(line);
 done:

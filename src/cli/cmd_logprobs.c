@@ -2,14 +2,17 @@
  *
  * Reads one JSON object {"ids": [...]} per stdin line and writes one {"logprobs": [...]} per
  * line: the log-prob of each token after the first given the tokens before it (n - 1 values,
- * from the model's fp32 forward, logits divided by --temperature). A bad line gets
+ * from the model's forward, logits divided by --temperature; fp32 on the CPU, bf16 activations
+ * with fp32 log-softmax on CUDA, chosen by --device). A bad line gets
  * {"error": ...} in its place (output lines stay aligned with input lines), is reported on
  * stderr with its line number, and makes the exit status 1. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/ctx.h"
+#include "cli/backend_opt.h"
 #include "cli/commands.h"
 #include "io/json.h"
 #include "model/model.h"
@@ -17,13 +20,13 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: rlc logprobs --model DIR [--temperature T] < requests.jsonl\n\n"
-            "Scores token sequences with a Hugging Face model (config.json + safetensors) on the CPU.\n"
+            "usage: rlc logprobs --model DIR [--temperature T] [--device D] < requests.jsonl\n\n"
+            "Scores token sequences with a Hugging Face model (config.json + safetensors).\n"
             "Each input line is {\"ids\": [token ids]}; each output line is {\"logprobs\": [...]}, the\n"
             "log-prob of every token after the first given the ones before it.\n\n"
             "  --model DIR        model directory (required)\n"
             "  --temperature T    divide the logits by T before the softmax, T in [0.0001, 1e6]\n"
-            "                     (default 1)\n"
+            "                     (default 1)\n" RL_BACKEND_OPT_HELP
             "  --help             this text\n");
 }
 
@@ -62,7 +65,8 @@ typedef struct scorer {
     rl_model *model;
     rl_acts *acts; /* grown to the longest line so far */
     int capacity;
-    float *logp;
+    float *logp;   /* host */
+    float *d_logp; /* backend */
     float inv_temperature;
 } scorer;
 
@@ -73,13 +77,22 @@ static int score_line(scorer *s, const char *line, size_t len, rl_err *err)
     int32_t *ids = NULL;
     int n = 0, rc = -1;
     if (parse_ids(in, &ids, &n, err)) goto done;
+    /* before the activations grow to n tokens */
+    if (n > s->model->config.max_position_embeddings) {
+        rl_err_set(err, "\"ids\" has %d tokens, more than the model's max_position_embeddings = %d", n,
+                   s->model->config.max_position_embeddings);
+        goto done;
+    }
     if (n > s->capacity) {
+        rl_ctx *ctx = s->model->ctx;
         rl_acts_free(s->acts);
         free(s->logp);
+        rl_free(ctx, s->d_logp);
         s->acts = NULL;
         s->capacity = 0;
         s->logp = malloc((size_t)n * sizeof(float));
-        if (!s->logp) {
+        s->d_logp = rl_alloc(ctx, (size_t)n * sizeof(float));
+        if (!s->logp || !s->d_logp) {
             rl_err_oom(err, "log-probs", (size_t)n * sizeof(float));
             goto done;
         }
@@ -87,7 +100,11 @@ static int score_line(scorer *s, const char *line, size_t len, rl_err *err)
         s->capacity = n;
     }
     int32_t cu[2] = {0, n};
-    if (rl_model_forward(s->model, s->acts, ids, cu, 1, s->inv_temperature, s->logp, NULL, err)) goto done;
+    if (rl_model_forward(s->model, s->acts, ids, cu, 1, s->inv_temperature, s->d_logp, NULL, err)) goto done;
+    if (rl_memcpy(s->model->ctx, s->logp, s->d_logp, (size_t)n * sizeof(float), RL_D2H)) {
+        rl_err_set(err, "%s", s->model->ctx->err.msg);
+        goto done;
+    }
     print_line("logprobs", cJSON_CreateFloatArray(s->logp + 1, n - 1));
     rc = 0;
 done:
@@ -98,7 +115,7 @@ done:
 
 int rl_cmd_logprobs(int argc, char **argv)
 {
-    const char *dir = NULL;
+    const char *dir = NULL, *device = NULL;
     double temperature = 1.0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -106,6 +123,8 @@ int rl_cmd_logprobs(int argc, char **argv)
             return 0;
         } else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
             dir = argv[++i];
+        } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+            device = argv[++i];
         } else if (!strcmp(argv[i], "--temperature") && i + 1 < argc) {
             char *end;
             temperature = strtod(argv[++i], &end);
@@ -128,8 +147,13 @@ int rl_cmd_logprobs(int argc, char **argv)
     rl_err err = {{0}};
     rl_ctx ctx;
     rl_model model;
-    if (rl_ctx_create(&ctx, RL_BACKEND_CPU, 0, &err) || rl_model_load(&model, &ctx, dir, &err)) {
+    if (rl_backend_opt_ctx(&ctx, device, &err)) {
         fprintf(stderr, "rlc logprobs: %s\n", err.msg);
+        return 2;
+    }
+    if (rl_model_load(&model, &ctx, dir, &err)) {
+        fprintf(stderr, "rlc logprobs: %s\n", err.msg);
+        rl_ctx_free(&ctx);
         return 1;
     }
     scorer s = {.model = &model, .inv_temperature = (float)(1.0 / temperature)};
@@ -147,8 +171,13 @@ int rl_cmd_logprobs(int argc, char **argv)
         }
         fflush(stdout);
     }
+    if (ferror(stdin)) {
+        fprintf(stderr, "rlc logprobs: cannot read stdin: %s\n", strerror(errno));
+        status = 1;
+    }
     free(line);
     free(s.logp);
+    rl_free(&ctx, s.d_logp);
     rl_acts_free(s.acts);
     rl_model_free(&model);
     rl_ctx_free(&ctx);

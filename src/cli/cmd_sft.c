@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/backend_opt.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/train_common.h"
@@ -65,7 +66,7 @@ int rl_cmd_sft(int argc, char **argv)
         {"shuffle", RL_OPT_FLAG, &shuffle, "shuffle the data every epoch (--no-shuffle: file order)", 0},
         {"recompute", RL_OPT_FLAG, &recompute, "activation checkpointing (less memory, more compute)", 0},
         {"save-every", RL_OPT_INT, &save_every, "checkpoint every N steps (0 = at the end only)", 0},
-        {"device", RL_OPT_STRING, &device, "auto, cpu or cuda", 0},
+        {"device", RL_OPT_STRING, &device, RL_BACKEND_OPT_HELP_SHORT, 0},
         {"threads", RL_OPT_INT, &threads, "CPU threads (0 = OpenMP default)", 0},
         {NULL, 0, NULL, NULL, 0},
     };

@@ -5,6 +5,7 @@
  * writes one {"ids": [...], "decoded": ...} per line; a bad line gets {"error": ...} in its
  * place (so output lines stay aligned with input lines), is reported on stderr with its line
  * number, and makes the exit status 1. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ static void usage(FILE *out)
 static char *read_stdin(size_t *len)
 {
     size_t cap = 1 << 16, n = 0;
+    errno = 0;
     char *buf = malloc(cap);
     while (buf) {
         n += fread(buf + n, 1, cap - n, stdin);
@@ -39,6 +41,10 @@ static char *read_stdin(size_t *len)
         char *bigger = realloc(buf, cap *= 2);
         if (!bigger) free(buf);
         buf = bigger;
+    }
+    if (buf && ferror(stdin)) {
+        free(buf);
+        return NULL;
     }
     *len = n;
     return buf;
@@ -108,6 +114,10 @@ static int run_jsonl(const rl_tokenizer *tok)
             status = 1;
         }
     }
+    if (ferror(stdin)) {
+        fprintf(stderr, "rlc tokenize: cannot read stdin: %s\n", strerror(errno));
+        status = 1;
+    }
     free(line);
     return status;
 }
@@ -129,6 +139,10 @@ int rl_cmd_tokenize(int argc, char **argv)
             return 2;
         }
     }
+    if (json && jsonl) {
+        fprintf(stderr, "rlc tokenize: --json and --jsonl exclude each other\n");
+        return 2;
+    }
     if (!path) {
         fprintf(stderr, "rlc tokenize: --tokenizer FILE is required\n");
         usage(stderr);
@@ -148,7 +162,7 @@ int rl_cmd_tokenize(int argc, char **argv)
         int32_t *ids = NULL;
         int n_ids;
         if (!text) {
-            fprintf(stderr, "rlc tokenize: out of memory reading stdin\n");
+            fprintf(stderr, "rlc tokenize: cannot read stdin: %s\n", errno ? strerror(errno) : "out of memory");
             status = 1;
         } else if (rl_tok_encode(tok, text, len, &ids, &n_ids, &err)) {
             fprintf(stderr, "rlc tokenize: %s\n", err.msg);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/backend_opt.h"
 #include "core/file.h"
 #include "io/json.h"
 
@@ -34,16 +35,8 @@ int rl_cli_resume_options(const char *cmd, rl_opt *opts, const char *dir)
 
 int rl_cli_ctx(const char *cmd, rl_ctx *ctx, const char *device, int threads)
 {
-    rl_backend_kind kind;
-    if (!strcmp(device, "cpu")) kind = RL_BACKEND_CPU;
-    else if (!strcmp(device, "cuda")) kind = RL_BACKEND_CUDA;
-    else if (!strcmp(device, "auto")) kind = rl_cuda_available() ? RL_BACKEND_CUDA : RL_BACKEND_CPU;
-    else {
-        fprintf(stderr, "rlc %s: --device must be auto, cpu or cuda, got '%s'\n", cmd, device);
-        return -1;
-    }
     rl_err err;
-    if (rl_ctx_create(ctx, kind, 0, &err) != 0) {
+    if (rl_backend_opt_ctx(ctx, device, &err) != 0) {
         fprintf(stderr, "rlc %s: %s\n", cmd, err.msg);
         return -1;
     }

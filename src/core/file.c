@@ -36,11 +36,11 @@ int rl_file_read_all(const char *path, char **data, size_t *len, rl_err *err)
         n += got;
         if (got == 0) break;
     }
-    int failed = ferror(fp);
+    int failed = ferror(fp), saved = errno;
     fclose(fp);
     if (failed) {
         free(buf);
-        return rl_err_set(err, "%s: read error", path);
+        return rl_err_set(err, "%s: read error: %s", path, strerror(saved));
     }
     buf[n] = '\0';
     *data = buf;

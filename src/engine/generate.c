@@ -382,10 +382,10 @@ int rl_engine_generate(rl_engine *e, const rl_gen_prompt *prompts, int n,
     for (int i = 0; i < n; i++) memset(&results[i], 0, sizeof results[i]);
     if (check_request(e, prompts, n, params, err)) return -1;
     for (int i = 0; i < n; i++) {
-        results[i].ids = malloc((size_t)params->max_new_tokens * sizeof(int32_t));
-        results[i].logprobs = malloc((size_t)params->max_new_tokens * sizeof(float));
-        if (!results[i].ids || !results[i].logprobs)
-            return rl_err_oom(err, "generate results", (size_t)params->max_new_tokens * 8);
+        size_t limit = (size_t)seq_limit(&e->model->config, prompts[i].n_ids, params->max_new_tokens);
+        results[i].ids = malloc(limit * sizeof(int32_t));
+        results[i].logprobs = malloc(limit * sizeof(float));
+        if (!results[i].ids || !results[i].logprobs) return rl_err_oom(err, "generate results", limit * 8);
     }
     run r;
     int rc = -1;

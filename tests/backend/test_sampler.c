@@ -180,6 +180,9 @@ Test(sampler, bad_parameters)
     p.temperature = -1.0f;
     cr_expect_eq(rl_sample(&ctx, tok, logp, logits, 1, 3, &p, 1, 1), -1);
     cr_expect(strstr(ctx.err.msg, "temperature = -1") != NULL, "message: %s", ctx.err.msg);
+    p.temperature = 1e-39f; /* positive, but 1 / temperature overflows to inf */
+    cr_expect_eq(rl_sample(&ctx, tok, logp, logits, 1, 3, &p, 1, 1), -1);
+    cr_expect(strstr(ctx.err.msg, "must be 0 or finite with a finite inverse") != NULL, "message: %s", ctx.err.msg);
     p.temperature = 1.0f;
     p.top_k = -2;
     cr_expect_eq(rl_sample(&ctx, tok, logp, logits, 1, 3, &p, 1, 1), -1);

@@ -112,6 +112,8 @@ Test(file, atomic_write_and_errors)
     snprintf(path, sizeof path, "%s/missing", dir);
     cr_assert_eq(rl_file_read_all(path, &data, &len, &err), -1);
     cr_assert(strstr(err.msg, path) && strstr(err.msg, "No such file"), "%s", err.msg);
+    cr_assert_eq(rl_file_read_all(dir, &data, &len, &err), -1, "a directory is not a readable file");
+    cr_assert(strstr(err.msg, "read error: Is a directory"), "%s", err.msg);
 }
 
 Test(arena, measure_then_allocate)

@@ -1,6 +1,8 @@
 /* test_cli.c — `rlc logprobs` and `rlc generate` end to end (the binary in $BUILD, default
  * build/): log-probs and greedy completions equal transformers' (the model fixtures), bad
- * lines are reported with their line number and keep the output aligned. */
+ * lines (malformed JSON, ids outside the vocabulary, sequences longer than
+ * max_position_embeddings) are reported with their line number and keep the output aligned,
+ * bad options and unreadable stdin are refused, completions stop at max_position_embeddings. */
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -168,5 +170,112 @@ Test(cli, usage_errors)
     errors = read_text(err_path);
     cr_assert(strstr(errors, "rlc logprobs: ") && strstr(errors, "no-such-model"), "%s", errors);
     free(errors);
+    unlink(err_path);
+}
+
+/* Writes `count` ids (i % 500, all in the tiny models' vocabulary) as a JSON array. */
+static int ids_text(char *buf, size_t cap, int count)
+{
+    int at = snprintf(buf, cap, "[");
+    for (int i = 0; i < count; i++) at += snprintf(buf + at, cap - (size_t)at, i ? ",%d" : "%d", i % 500);
+    return at + snprintf(buf + at, cap - (size_t)at, "]");
+}
+
+Test(cli, logprobs_bad_lines_name_the_line)
+{
+    /* qwen3-tiny-tied: vocab 512, max_position_embeddings 1024 */
+    static char input[16384];
+    int at = snprintf(input, sizeof input, "{\"ids\": [1, 2, 3]}\n{\"ids\": [1, 512]}\n\n{\"ids\": [1, -4]}\n"
+                                           "{\"ids\": [1, 2\n{\"ids\": ");
+    at += ids_text(input + at, sizeof input - (size_t)at, 1025);
+    snprintf(input + at, sizeof input - (size_t)at, "}\n{\"ids\": []}\n");
+    int status;
+    char err_path[64];
+    snprintf(err_path, sizeof err_path, "/tmp/rlc-test-cli-%d.err", (int)getpid());
+    char *out = run_rlc("logprobs --model tests/fixtures/models/qwen3-tiny-tied", input, err_path, &status);
+    cr_assert_eq(status, 1);
+    char *errors = read_text(err_path);
+    const char *want[] = {"stdin line 2: model: token 512 at position 1 is outside the vocabulary [0, 512)",
+                          "stdin line 4: \"ids\"[1] is not a token id", "stdin line 5: input: invalid JSON",
+                          "stdin line 6: \"ids\" has 1025 tokens, more than the model's max_position_embeddings = 1024",
+                          "stdin line 7: \"ids\" is empty"};
+    for (int i = 0; i < 5; i++) cr_expect(strstr(errors, want[i]), "missing '%s' in stderr: %s", want[i], errors);
+    cJSON *good = output_line(out, 0);
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(good, "logprobs")), 2);
+    cJSON_Delete(good);
+    for (int line = 1; line < 6; line++) {
+        cJSON *bad = output_line(out, line);
+        cr_expect(cJSON_IsString(cJSON_GetObjectItem(bad, "error")), "output line %d is not an error", line);
+        cJSON_Delete(bad);
+    }
+    free(errors);
+    free(out);
+    unlink(err_path);
+}
+
+Test(cli, generate_stops_at_max_position_embeddings)
+{
+    static char input[16384];
+    int at = snprintf(input, sizeof input, "{\"prompt_ids\": ");
+    at += ids_text(input + at, sizeof input - (size_t)at, 1020);
+    at += snprintf(input + at, sizeof input - (size_t)at, "}\n{\"prompt_ids\": ");
+    at += ids_text(input + at, sizeof input - (size_t)at, 1024);
+    snprintf(input + at, sizeof input - (size_t)at, "}\n{\"prompt_ids\": [7, 512]}\n");
+    int status;
+    char err_path[64];
+    snprintf(err_path, sizeof err_path, "/tmp/rlc-test-cli-%d.err", (int)getpid());
+    char *out = run_rlc("generate --model tests/fixtures/models/qwen3-tiny-tied --temperature 0 --max-tokens 30", input,
+                        err_path, &status);
+    cr_assert_eq(status, 1);
+    cJSON *obj = output_line(out, 0);
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(obj, "ids")), 4, "1020 + 4 = max_position_embeddings 1024");
+    cr_expect_str_eq(cJSON_GetObjectItem(obj, "finish_reason")->valuestring, "length");
+    cJSON_Delete(obj);
+    char *errors = read_text(err_path);
+    cr_expect(strstr(errors, "stdin line 2: generate: prompt 0 has 1024 tokens, leaving no room for new ones"),
+              "stderr: %s", errors);
+    cr_expect(strstr(errors, "stdin line 3: generate: prompt 0: token 512 at position 1 is outside the vocabulary"),
+              "stderr: %s", errors);
+    free(errors);
+    free(out);
+    unlink(err_path);
+}
+
+Test(cli, bad_options_and_stdin_are_refused)
+{
+    const char *cases[][2] = {
+        {"generate --model tests/fixtures/models/qwen3-tiny-tied --max-tokens 0", "--max-tokens must be an integer in [1, "},
+        {"generate --model tests/fixtures/models/qwen3-tiny-tied --n 1.5", "--n must be an integer"},
+        {"generate --model tests/fixtures/models/qwen3-tiny-tied --top-p 0", "--top-p must be above 0"},
+        {"generate --model tests/fixtures/models/qwen3-tiny-tied --temperature 1e-30", "--temperature must be 0 (greedy)"},
+        {"generate --model tests/fixtures/models/qwen3-tiny-tied --bogus 1", "unknown option '--bogus'"},
+        {"logprobs --model tests/fixtures/models/qwen3-tiny-tied --temperature 1e-300", "--temperature must be a number"},
+        {"logprobs --model tests/fixtures/models/qwen3-tiny-tied --temperature inf", "--temperature must be a number"},
+        {"tokenize --tokenizer tests/fixtures/tokenizer/flags_tokenizer.json --json --jsonl", "exclude each other"},
+    };
+    int status;
+    char err_path[64];
+    snprintf(err_path, sizeof err_path, "/tmp/rlc-test-cli-%d.err", (int)getpid());
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        free(run_rlc(cases[i][0], "", err_path, &status));
+        char *errors = read_text(err_path);
+        cr_expect_eq(status, 2, "%s: status %d", cases[i][0], status);
+        cr_expect(strstr(errors, cases[i][1]), "%s: stderr: %s", cases[i][0], errors);
+        free(errors);
+    }
+    /* stdin that cannot be read (a directory) is an error, not an empty input */
+    const char *cmds[] = {"logprobs --model tests/fixtures/models/qwen3-tiny-tied",
+                          "generate --model tests/fixtures/models/qwen3-tiny-tied",
+                          "tokenize --tokenizer tests/fixtures/tokenizer/flags_tokenizer.json"};
+    const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+    for (int i = 0; i < 3; i++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "%s/rlc %s < tests > /dev/null 2> %s", build, cmds[i], err_path);
+        int rc = system(cmd);
+        char *errors = read_text(err_path);
+        cr_expect(WIFEXITED(rc) && WEXITSTATUS(rc) == 1, "%s: status %d", cmds[i], rc);
+        cr_expect(strstr(errors, "cannot read stdin: Is a directory"), "%s: stderr: %s", cmds[i], errors);
+        free(errors);
+    }
     unlink(err_path);
 }

@@ -39,6 +39,11 @@ Test(gpu_rmsnorm, one_row) { run(1, 64, 0, 21); }
 Test(gpu_rmsnorm, odd_dim_add) { run(37, 1000, 1, 22); }
 Test(gpu_rmsnorm, many_rows) { run(300, 2048, 0, 23); }
 Test(gpu_rmsnorm, wide) { run(65, 15000, 1, 24); }
+/* The warp-per-row path: head-dim rows (q/k norms), more rows than the backward grid has warps
+ * (each warp strides over several rows), and a dim that leaves some lanes without a chunk. */
+Test(gpu_rmsnorm, head_dim_rows) { run(5003, 128, 0, 25); }
+Test(gpu_rmsnorm, hidden_rows_add) { run(4099, 1024, 1, 26); }
+Test(gpu_rmsnorm, partial_lanes) { run(77, 1544, 1, 27); }
 
 Test(gpu_rmsnorm, too_wide_is_refused)
 {

@@ -38,3 +38,5 @@ static void run(int n_rows, int dim, int fused, uint64_t seed)
 
 Test(gpu_swiglu, separate_odd) { run(37, 101, 0, 41); }
 Test(gpu_swiglu, fused) { run(129, 768, 1, 42); }
+Test(gpu_swiglu, separate_wide) { run(1000, 3072, 0, 43); } /* the 8-wide path, as the models call it */
+Test(gpu_swiglu, fused_odd_rows) { run(333, 1032, 1, 44); }

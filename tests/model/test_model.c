@@ -203,6 +203,12 @@ Test(model, bad_batches_are_refused)
     int32_t empty[3] = {0, 2, 2};
     cr_assert_eq(rl_model_forward(&s.m, s.acts, tokens, empty, 2, 1.0f, logp, NULL, &err), -1);
     cr_assert(strstr(err.msg, "sequence 1 has length 0"), "%s", err.msg);
+    int32_t long_cu[3] = {0, 1, 4};
+    int max_pos = s.m.config.max_position_embeddings;
+    s.m.config.max_position_embeddings = 2; /* positions past it were never trained */
+    cr_assert_eq(rl_model_forward(&s.m, s.acts, tokens, long_cu, 2, 1.0f, logp, NULL, &err), -1);
+    cr_assert(strstr(err.msg, "sequence 1 has 3 tokens, more than max_position_embeddings = 2"), "%s", err.msg);
+    s.m.config.max_position_embeddings = max_pos;
     int32_t big[2] = {0, s.f.n_tokens + 1};
     cr_assert_eq(rl_model_forward(&s.m, s.acts, s.f.tokens, big, 1, 1.0f, logp, NULL, &err), -1);
     cr_assert(strstr(err.msg, "more than"), "%s", err.msg);

@@ -1,15 +1,160 @@
 /* rmsnorm.cu — RMSNorm forward and backward, statistics in fp32.
  *
- * Forward: one block per row; sum of squares reduced over the block, rstd saved.
  * Backward, with r = rstd and g = dout * weight:
  *   dx = r * g - x * r^3 * mean(g * x)      dweight += sum over rows of dout * x * r
- * Each block handles a run of rows and keeps its dweight partial sums in shared memory (one
- * column per thread slot, no races), then adds them to dweight with one atomicAdd per column:
- * n_rows / ROWS_PER_BLOCK atomics per column instead of n_rows. */
+ * Fast path (dim a multiple of 8, at most VEC_MAX_DIM, 16-byte aligned tensors: every hidden
+ * and head-dim norm of the models): one warp per row with 16-byte loads, so that the many short
+ * rows of the q/k head norms (T * heads rows of head_dim) keep every lane busy. The backward
+ * runs a grid of a few blocks per multiprocessor; each warp strides over rows keeping its
+ * dweight partial sums in registers (columns lane*8.. + 256 k), the block adds its warps' sums
+ * in shared memory and then to dweight with one atomicAdd per column.
+ * General path (any dim): forward one block per row; backward blocks of ROWS_PER_BLOCK rows with
+ * the dweight partials in shared memory. */
 #include "backend/cuda/common.cuh"
 
 #define THREADS 256
 #define ROWS_PER_BLOCK 32
+#define VEC_WARPS 8                 /* warps per block on the fast path */
+#define VEC_MAX_CHUNKS 8            /* 8-element chunks per lane */
+#define VEC_MAX_DIM (32 * 8 * VEC_MAX_CHUNKS)
+#define VEC_BLOCKS_PER_SM 2         /* backward grid */
+
+__device__ __forceinline__ void unpack8(uint4 u, float *f)
+{
+    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        float2 t = __bfloat1622float2(h[j]);
+        f[2 * j] = t.x;
+        f[2 * j + 1] = t.y;
+    }
+}
+
+__device__ __forceinline__ uint4 pack8(const float *f)
+{
+    uint4 u;
+    __nv_bfloat162 *h = (__nv_bfloat162 *)&u;
+#pragma unroll
+    for (int j = 0; j < 4; j++) h[j] = __floats2bfloat162_rn(f[2 * j], f[2 * j + 1]);
+    return u;
+}
+
+/* One warp per row; C = chunks of 8 elements per lane (dim <= 256 * C). */
+template <int C>
+__global__ void rmsnorm_fwd_vec_kernel(bf16 *out, float *rstd, const bf16 *x, const bf16 *weight, int n_rows,
+                                       int dim, float eps)
+{
+    int row = blockIdx.x * VEC_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= n_rows) return;
+    int n_chunks = dim >> 3;
+    const uint4 *xr = (const uint4 *)(x + (size_t)row * dim);
+    const uint4 *wr = (const uint4 *)weight;
+    uint4 xu[C];
+    float ss = 0.0f;
+#pragma unroll
+    for (int k = 0; k < C; k++) {
+        int c = lane + 32 * k;
+        if (c < n_chunks) {
+            float v[8];
+            xu[k] = xr[c];
+            unpack8(xu[k], v);
+#pragma unroll
+            for (int j = 0; j < 8; j++) ss += v[j] * v[j];
+        }
+    }
+    ss = rl_warp_sum(ss);
+    float r = rsqrtf(ss / dim + eps);
+    if (lane == 0) rstd[row] = r;
+    uint4 *o = (uint4 *)(out + (size_t)row * dim);
+#pragma unroll
+    for (int k = 0; k < C; k++) {
+        int c = lane + 32 * k;
+        if (c < n_chunks) {
+            float v[8], w[8];
+            unpack8(xu[k], v);
+            unpack8(wr[c], w);
+#pragma unroll
+            for (int j = 0; j < 8; j++) v[j] = v[j] * r * w[j];
+            o[c] = pack8(v);
+        }
+    }
+}
+
+template <int C>
+__global__ void rmsnorm_bwd_vec_kernel(bf16 *dx, float *dweight, const bf16 *dout, const bf16 *x,
+                                       const bf16 *weight, const float *rstd, int n_rows, int dim,
+                                       int accumulate_dx)
+{
+    extern __shared__ float dw_block[];
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) dw_block[i] = 0.0f;
+    __syncthreads();
+    int lane = threadIdx.x & 31, n_chunks = dim >> 3;
+    int n_warps = gridDim.x * VEC_WARPS;
+    const uint4 *wr = (const uint4 *)weight;
+    float dw[C][8];
+#pragma unroll
+    for (int k = 0; k < C; k++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) dw[k][j] = 0.0f;
+    for (int row = blockIdx.x * VEC_WARPS + (threadIdx.x >> 5); row < n_rows; row += n_warps) {
+        const uint4 *xr = (const uint4 *)(x + (size_t)row * dim), *gr = (const uint4 *)(dout + (size_t)row * dim);
+        uint4 *dxr = (uint4 *)(dx + (size_t)row * dim);
+        float r = rstd[row], dot = 0.0f;
+        uint4 xu[C], gu[C];
+#pragma unroll
+        for (int k = 0; k < C; k++) {
+            int c = lane + 32 * k;
+            if (c < n_chunks) {
+                float xv[8], gv[8], w[8];
+                xu[k] = xr[c];
+                gu[k] = gr[c];
+                unpack8(xu[k], xv);
+                unpack8(gu[k], gv);
+                unpack8(wr[c], w);
+#pragma unroll
+                for (int j = 0; j < 8; j++) dot += gv[j] * w[j] * xv[j];
+            }
+        }
+        dot = rl_warp_sum(dot);
+        float cc = dot / dim * r * r * r;
+#pragma unroll
+        for (int k = 0; k < C; k++) {
+            int c = lane + 32 * k;
+            if (c < n_chunks) {
+                float xv[8], gv[8], w[8], d[8], old[8];
+                unpack8(xu[k], xv);
+                unpack8(gu[k], gv);
+                unpack8(wr[c], w);
+                if (accumulate_dx) unpack8(dxr[c], old);
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    d[j] = r * gv[j] * w[j] - xv[j] * cc;
+                    if (accumulate_dx) d[j] += old[j];
+                    dw[k][j] += gv[j] * xv[j] * r;
+                }
+                dxr[c] = pack8(d);
+            }
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < C; k++) {
+        int c = lane + 32 * k;
+        if (c < n_chunks)
+#pragma unroll
+            for (int j = 0; j < 8; j++) atomicAdd(&dw_block[8 * c + j], dw[k][j]);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) atomicAdd(dweight + i, dw_block[i]);
+}
+
+/* Chunks per lane for the fast path, or 0 when it does not apply. */
+static int vec_chunks(int dim, const void *a, const void *b, const void *c, const void *d)
+{
+    if (dim % 8 || dim > VEC_MAX_DIM) return 0;
+    if (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d) & 15) return 0;
+    int chunks = (dim / 8 + 31) / 32;
+    return chunks <= 1 ? 1 : chunks <= 2 ? 2 : chunks <= 4 ? 4 : 8;
+}
 
 __global__ void rmsnorm_fwd_kernel(bf16 *out, float *rstd, const bf16 *x, const bf16 *weight, int dim,
                                    float eps)
@@ -60,8 +205,18 @@ extern "C" int rl_cuda_rmsnorm_fwd(rl_ctx *ctx, void *out, float *rstd, const vo
 {
     ARG_CHECK(n_rows >= 0 && dim > 0, "rl_cuda_rmsnorm_fwd: bad shape n_rows=%d dim=%d", n_rows, dim);
     if (n_rows == 0) return 0;
-    rmsnorm_fwd_kernel<<<n_rows, THREADS, 0, rl_cuda_st(ctx)->stream>>>((bf16 *)out, rstd, (const bf16 *)x,
-                                                                     (const bf16 *)weight, dim, eps);
+    cudaStream_t st = rl_cuda_st(ctx)->stream;
+    int chunks = vec_chunks(dim, out, x, weight, x);
+    unsigned blocks = (unsigned)((n_rows + VEC_WARPS - 1) / VEC_WARPS);
+    bf16 *o = (bf16 *)out;
+    const bf16 *xi = (const bf16 *)x, *w = (const bf16 *)weight;
+    switch (chunks) {
+    case 1: rmsnorm_fwd_vec_kernel<1><<<blocks, 32 * VEC_WARPS, 0, st>>>(o, rstd, xi, w, n_rows, dim, eps); break;
+    case 2: rmsnorm_fwd_vec_kernel<2><<<blocks, 32 * VEC_WARPS, 0, st>>>(o, rstd, xi, w, n_rows, dim, eps); break;
+    case 4: rmsnorm_fwd_vec_kernel<4><<<blocks, 32 * VEC_WARPS, 0, st>>>(o, rstd, xi, w, n_rows, dim, eps); break;
+    case 8: rmsnorm_fwd_vec_kernel<8><<<blocks, 32 * VEC_WARPS, 0, st>>>(o, rstd, xi, w, n_rows, dim, eps); break;
+    default: rmsnorm_fwd_kernel<<<n_rows, THREADS, 0, st>>>(o, rstd, xi, w, dim, eps);
+    }
     LAUNCH_CHECK();
     return 0;
 }
@@ -74,10 +229,29 @@ extern "C" int rl_cuda_rmsnorm_bwd(rl_ctx *ctx, void *dx, float *dweight, const 
     size_t smem = (size_t)dim * sizeof(float);
     ARG_CHECK(smem <= 200 * 1024, "rl_cuda_rmsnorm_bwd: dim=%d is larger than this kernel supports (51200)", dim);
     if (n_rows == 0) return 0;
+    cudaStream_t st = rl_cuda_st(ctx)->stream;
+    int chunks = vec_chunks(dim, dx, dout, x, weight);
+    if (chunks) {
+        int dev = 0, n_sm = 0;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
+        unsigned blocks = rl_cuda_blocks((size_t)n_rows, VEC_WARPS, (unsigned)(n_sm * VEC_BLOCKS_PER_SM));
+        bf16 *d = (bf16 *)dx;
+        const bf16 *g = (const bf16 *)dout, *xi = (const bf16 *)x, *w = (const bf16 *)weight;
+        int acc = accumulate_dx;
+        switch (chunks) {
+        case 1: rmsnorm_bwd_vec_kernel<1><<<blocks, 32 * VEC_WARPS, smem, st>>>(d, dweight, g, xi, w, rstd, n_rows, dim, acc); break;
+        case 2: rmsnorm_bwd_vec_kernel<2><<<blocks, 32 * VEC_WARPS, smem, st>>>(d, dweight, g, xi, w, rstd, n_rows, dim, acc); break;
+        case 4: rmsnorm_bwd_vec_kernel<4><<<blocks, 32 * VEC_WARPS, smem, st>>>(d, dweight, g, xi, w, rstd, n_rows, dim, acc); break;
+        default: rmsnorm_bwd_vec_kernel<8><<<blocks, 32 * VEC_WARPS, smem, st>>>(d, dweight, g, xi, w, rstd, n_rows, dim, acc);
+        }
+        LAUNCH_CHECK();
+        return 0;
+    }
     if (smem > 48 * 1024)
         CUDA_CHECK(cudaFuncSetAttribute(rmsnorm_bwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int blocks = (n_rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
-    rmsnorm_bwd_kernel<<<blocks, THREADS, smem, rl_cuda_st(ctx)->stream>>>(
+    rmsnorm_bwd_kernel<<<blocks, THREADS, smem, st>>>(
         (bf16 *)dx, dweight, (const bf16 *)dout, (const bf16 *)x, (const bf16 *)weight, rstd, n_rows, dim,
         accumulate_dx);
     LAUNCH_CHECK();
