@@ -3,7 +3,7 @@
 # benchmarks; ends with a short summary table (the last lines of the output).
 #
 # usage: sh scripts/gpu-check.sh [--no-build]
-#   SECTIONS="tests attention step grpo parity" (the default: all) selects what runs.
+#   SECTIONS="tests attention step grpo parity kenv train" (the default: all) selects what runs.
 #   --no-build   use the binaries already in $BUILD (built where the dev packages are, by
 #                scripts/gpu-prepare.sh, and carried to the GPU machine with .devlibs/:
 #                LD_LIBRARY_PATH=$PWD/.devlibs BUILD=build/cudah sh scripts/gpu-check.sh --no-build)
@@ -22,10 +22,10 @@ SUMMARY=$LOGDIR/summary.txt
 : >"$LOG"
 : >"$SUMMARY"
 STATUS=0
-SECTIONS=${SECTIONS:-tests attention step grpo parity}
+SECTIONS=${SECTIONS:-tests attention step grpo parity kenv train}
 CONFIG=bench/configs/qwen3-0.6b.json
 
-row() { printf '%-40s %s\n' "$1" "$2" >>"$SUMMARY"; }
+row() { printf '%-50s %s\n' "$1" "$2" >>"$SUMMARY"; }
 
 section_build() {
     if [ "${1:-}" = "--no-build" ]; then
@@ -190,7 +190,38 @@ section_parity() {
     for which in rlc-cuda-bf16_vs_hf-fp32 hf-bf16_vs_hf-fp32 rlc-cpu-fp32_vs_hf-fp32; do
         row "parity logp $which" "max $(field "$res" "^parity logp $which " max) mean $(field "$res" "^parity logp $which " mean)"
     done
+    ours=$(field "$res" "^parity logp rlc-cuda-bf16_vs_hf-fp32 " mean)
+    ref=$(field "$res" "^parity logp hf-bf16_vs_hf-fp32 " mean)
+    verdict=$(awk -v a="$ours" -v b="$ref" 'BEGIN { if (a == "" || b == "") print "missing"; else if (a + 0 <= b + 0) print "yes"; else print "NO" }')
+    [ "$verdict" = yes ] || STATUS=1
+    row "parity rlc-bf16 mean logp err <= hf-bf16's" "$verdict ($ours vs $ref)"
     row "parity grad rel err (rlc-cuda vs hf-fp32)" "median $(field "$res" '^parity grad median' median), worst $(field "$res" '^parity grad worst1 ' rel) ($(grep -m 1 '^parity grad worst1 ' "$res" | awk '{ print $4 }'))"
+}
+
+# The kernel environment's cheat and honest suites (scripts/kernel-env-check.sh): every cheat
+# rejected or without speedup, every honest kernel accepted and faster.
+section_kenv() {
+    res=$LOGDIR/kernel-env-check.txt
+    BUILD=$BUILD KENV_RESULTS=$LOGDIR/kernel-env-check.jsonl sh scripts/kernel-env-check.sh >"$res" 2>&1
+    rc=$?
+    cat "$res" >>"$LOG"
+    [ $rc -eq 0 ] || STATUS=1
+    row "kernel env cheats + honest" "$(tail -n 1 "$res")"
+}
+
+# The trainers on the GPU (scripts/gpu-train-check.sh): SFT loss curve cpu vs cuda, the demo on
+# cuda, a few SFT steps on the Qwen3-0.6B of the parity section when it exists.
+section_train() {
+    res=$LOGDIR/gpu-train-check.txt
+    dir=${PARITY_DIR:-/tmp/rlc-qwen3-0p6b}
+    qwen=""
+    [ -f "$dir/model/config.json" ] && qwen="$dir/model"
+    [ -z "$qwen" ] && [ -f "$dir/config.json" ] && qwen="$dir"
+    BUILD=$BUILD OUT=$LOGDIR/train QWEN_DIR=$qwen sh scripts/gpu-train-check.sh >"$res" 2>&1
+    rc=$?
+    cat "$res" >>"$LOG"
+    [ $rc -eq 0 ] || STATUS=1
+    while IFS= read -r line; do row "train" "$line"; done <"$res"
 }
 
 section_build "$@"
@@ -199,6 +230,8 @@ want attention && section_bench_attention "$@"
 want step && section_bench_model_step "$@"
 want grpo && section_bench_grpo "$@"
 want parity && section_parity "$@"
+want kenv && section_kenv
+want train && section_train
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 echo "== gpu-check summary (full log: $LOG)"

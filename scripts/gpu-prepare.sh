@@ -14,7 +14,7 @@ BUILD=build/cudah
 command -v nvcc >/dev/null 2>&1 || { echo "gpu-prepare: nvcc not found" >&2; exit 1; }
 bins=$(ls tests/gpu/test_*.c | sed "s|^tests/\(.*\)\.c$|$BUILD/tests/\1|")
 # shellcheck disable=SC2086
-make "$jobs" CUDA=1 BUILD=$BUILD $BUILD/rlc $bins
+make "$jobs" CUDA=1 BUILD=$BUILD $BUILD/rlc $BUILD/rlc-kernel-worker $bins
 cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
 mkdir -p $BUILD/bench
 for prog in bench_attention bench_model_step bench_grpo_update compare_qwen3; do
@@ -24,7 +24,7 @@ for prog in bench_attention bench_model_step bench_grpo_update compare_qwen3; do
 done
 mkdir -p .devlibs
 # shellcheck disable=SC2086
-for lib in $(ldd $bins $BUILD/rlc $BUILD/bench/* | awk '/=>/ { print $3 }' | sort -u); do
+for lib in $(ldd $bins $BUILD/rlc $BUILD/rlc-kernel-worker $BUILD/bench/* | awk '/=>/ { print $3 }' | sort -u); do
     case $(basename "$lib") in
     # The C runtime and the libraries every distribution ships stay the machine's own.
     libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | librt.so.* | ld-linux* | libstdc++.so.* | libgcc_s.so.* | \

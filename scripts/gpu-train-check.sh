@@ -38,7 +38,7 @@ sys.exit(0 if worst <= 3e-2 else 1)
 PY
 
 start=$(date +%s)
-if $RLC demo --device cuda --out "$OUT/demo" > "$OUT/demo.log" 2>&1; then
+if timeout 300 $RLC demo --device cuda --out "$OUT/demo" > "$OUT/demo.log" 2>&1; then
     echo "demo on cuda ($(( $(date +%s) - start )) s):"; grep -E "accuracy" "$OUT/demo.log" | tail -3
 else
     echo "demo --device cuda FAILED"; tail -5 "$OUT/demo.log"; status=1
