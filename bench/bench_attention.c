@@ -32,7 +32,7 @@ static void *random_bf16(rl_ctx *ctx, size_t n, uint64_t seed)
     rl_rng rng;
     rl_rng_init(&rng, seed);
     for (size_t i = 0; i < n; i++) h[i] = rl_rng_uniform(&rng) * 2 - 1;
-    int rc = rl_upload_f32(ctx, d, h, n);
+    int rc = rl_upload_act(ctx, d, h, n);
     free(h);
     return rc ? NULL : d;
 }

@@ -34,7 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (int d = 0; d < t->rank; d++) check(t->shape[d] > 0 || -t->shape[d] - 1 < spec.n_dims);
         }
         static char plan[16384];
-        check(rl_kspec_write_plan(&spec, plan, sizeof plan, &err) == 0);
+        static const rl_ktol tol = {{1e-5, 1e-3, 1e-2, 0}, {1e-5, 1e-3, 1e-2, 0}};
+        check(rl_kspec_write_plan(&spec, &tol, plan, sizeof plan, &err) == 0);
         check(strncmp(plan, "rlplan 1\n", 9) == 0);
     }
     rl_kstatic_check((const char *)data, size, 15, 3, &st);

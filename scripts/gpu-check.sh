@@ -3,7 +3,7 @@
 # benchmarks; ends with a short summary table (the last lines of the output).
 #
 # usage: sh scripts/gpu-check.sh [--no-build]
-#   SECTIONS="tests attention step grpo parity kenv train" (the default: all) selects what runs.
+#   SECTIONS="tests attention step grpo parity kenv ktasks train" (the default: all) selects what runs.
 #   --no-build   use the binaries already in $BUILD (built where the dev packages are, by
 #                scripts/gpu-prepare.sh, and carried to the GPU machine with .devlibs/:
 #                LD_LIBRARY_PATH=$PWD/.devlibs BUILD=build/cudah sh scripts/gpu-check.sh --no-build)
@@ -22,7 +22,7 @@ SUMMARY=$LOGDIR/summary.txt
 : >"$LOG"
 : >"$SUMMARY"
 STATUS=0
-SECTIONS=${SECTIONS:-tests attention step grpo parity kenv train}
+SECTIONS=${SECTIONS:-tests attention step grpo parity kenv ktasks train}
 CONFIG=bench/configs/qwen3-0.6b.json
 
 row() { printf '%-50s %s\n' "$1" "$2" >>"$SUMMARY"; }
@@ -209,6 +209,17 @@ section_kenv() {
     row "kernel env cheats + honest" "$(tail -n 1 "$res")"
 }
 
+# The native task suite (scripts/kernel-tasks-check.sh): references against torch, and through
+# the evaluator as candidates.
+section_ktasks() {
+    res=$LOGDIR/kernel-tasks-check.txt
+    BUILD=$BUILD OUT=$LOGDIR/ktasks sh scripts/kernel-tasks-check.sh >"$res" 2>&1
+    rc=$?
+    cat "$res" >>"$LOG"
+    [ $rc -eq 0 ] || STATUS=1
+    while IFS= read -r line; do row "kernel tasks" "$line"; done <"$res"
+}
+
 # The trainers on the GPU (scripts/gpu-train-check.sh): SFT loss curve cpu vs cuda, the demo on
 # cuda, a few SFT steps on the Qwen3-0.6B of the parity section when it exists.
 section_train() {
@@ -231,6 +242,7 @@ want step && section_bench_model_step "$@"
 want grpo && section_bench_grpo "$@"
 want parity && section_parity "$@"
 want kenv && section_kenv
+want ktasks && section_ktasks
 want train && section_train
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'

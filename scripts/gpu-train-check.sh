@@ -1,7 +1,8 @@
 #!/bin/sh
 # gpu-train-check.sh — the trainers end to end on the GPU (needs a CUDA build and a GPU).
-#  1. `rlc sft` on a tiny fixture model, --device cpu and --device cuda, same data and seed:
-#     the per-step loss curves must agree within 3% (bf16 activations on the GPU, fp32 on the CPU).
+#  1. `rlc sft` on a tiny model with the demo tokenizer (made by one CPU step of `rlc demo`),
+#     --device cpu and --device cuda, same data and seed: the per-step loss curves must agree
+#     within 3% (bf16 activations on the GPU, fp32 on the CPU).
 #  2. `rlc demo --device cuda`: SFT then GRPO on the GPU; prints both held-out accuracies.
 #  3. With QWEN_DIR set (an HF Qwen3 checkpoint, e.g. the random Qwen3-0.6B that
 #     tools/make_qwen3_0p6b.py writes): a few `rlc sft` steps on it on the GPU.
@@ -20,10 +21,12 @@ while [ $i -lt 96 ]; do
     i=$((i + 1))
 done > "$OUT/sft.jsonl"
 
+rm -rf "$OUT/init"
+$RLC demo --device cpu --out "$OUT/init" --sft-steps 1 --grpo-steps 0 --held-out 1 > "$OUT/init.log" 2>&1 ||
+    { echo "rlc demo (model for the sft check) FAILED"; tail -5 "$OUT/init.log"; status=1; }
 for dev in cpu cuda; do
     rm -rf "$OUT/sft-$dev"
-    $RLC sft --model tests/fixtures/models/qwen3-tiny-untied --tokenizer examples/demo/tokenizer.json \
-        --data "$OUT/sft.jsonl" --out "$OUT/sft-$dev" --steps 40 --lr 1e-3 --max-tokens 512 \
+    $RLC sft --model "$OUT/init/sft" --data "$OUT/sft.jsonl" --out "$OUT/sft-$dev" --steps 40 --lr 1e-3 --max-tokens 512 \
         --device $dev > "$OUT/sft-$dev.log" 2>&1 || { echo "sft --device $dev FAILED"; tail -5 "$OUT/sft-$dev.log"; status=1; }
 done
 python3 - "$OUT/sft-cpu/metrics.jsonl" "$OUT/sft-cuda/metrics.jsonl" <<'PY' || status=1

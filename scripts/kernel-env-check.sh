@@ -9,17 +9,31 @@
 # the GPU protocol even after a fatal static finding, so the table shows what the dynamic
 # checks alone make of each cheat (column "dynamic").
 #
-# Needs build/rlc and build/rlc-kernel-worker (make), nvcc and a GPU.
+# KernelBench step: every candidate in tests/fixtures/kernelbench/candidates/ (a ModelNew file
+# whose first line is "# expect: STATUS  (PROBLEM) ...") goes through the same
+# `rlc kernel-eval --batch --keep-going` against tests/fixtures/kernelbench/problems/PROBLEM.py
+# (kernelbench_worker.py under KENV_PYTHON); a row fails when its status differs from the
+# expected one. A Python that is missing, cannot import torch or sees no GPU is reported on one
+# line and counted as a failure.
+#
+# Needs build/rlc and build/rlc-kernel-worker (make), nvcc, a GPU, and Python with torch.
 # Env: BUILD (default build), KENV_CACHE (module cache, default /tmp/rlc-kenv-cache),
-#      KENV_RESULTS (result lines, default /tmp/rlc-kenv-check.jsonl). Extra arguments go to
+#      KENV_RESULTS (result lines, default /tmp/rlc-kenv-check.jsonl; the KernelBench step's go
+#      to the same name with -kernelbench), KENV_PYTHON (default python3). Extra arguments go to
 #      rlc kernel-eval (e.g. --timed 20).
 set -u
 BUILD=${BUILD:-build}
 KE=src/reward/kernel_env
 CACHE=${KENV_CACHE:-/tmp/rlc-kenv-cache}
 RESULTS=${KENV_RESULTS:-/tmp/rlc-kenv-check.jsonl}
+KB=tests/fixtures/kernelbench
+KB_RESULTS=${RESULTS%.jsonl}-kernelbench.jsonl
+PY=${KENV_PYTHON:-python3}
 REQ=$(mktemp)
-trap 'rm -f "$REQ"' EXIT
+KB_REQ=$(mktemp)
+KB_EXPECT=$(mktemp)
+ROWS=$(mktemp)
+trap 'rm -f "$REQ" "$KB_REQ" "$KB_EXPECT" "$ROWS"' EXIT
 
 for kind in cheats honest; do
     for f in "$KE/$kind"/*.cu; do
@@ -35,13 +49,47 @@ rc=$?
 t1=$(date +%s)
 [ $rc -eq 0 ] || { echo "kernel-env-check: rlc kernel-eval --batch failed (exit $rc)"; exit 1; }
 
+# KernelBench step.
+kb_bad=0
+kb_n=0
+for f in "$KB"/candidates/*.py; do
+    name=$(basename "$f" .py)
+    expect=$(sed -n '1s/^# expect: \([a-z_]*\).*/\1/p' "$f")
+    problem=$(sed -n '1s/^# expect: [a-z_]* *(\([^)]*\)).*/\1/p' "$f")
+    if [ -z "$expect" ] || [ ! -f "$KB/problems/$problem.py" ]; then
+        echo "kernel-env-check: $f: first line must be '# expect: STATUS  (PROBLEM) ...' with $KB/problems/PROBLEM.py"
+        kb_bad=$((kb_bad + 1))
+        continue
+    fi
+    printf '{"id":"kernelbench/%s","task":"%s/problems/%s.py","candidate":"%s"}\n' "$name" "$KB" "$problem" "$f" >>"$KB_REQ"
+    printf 'kernelbench/%s %s\n' "$name" "$expect" >>"$KB_EXPECT"
+    kb_n=$((kb_n + 1))
+done
+kb_t0=$(date +%s)
+if ! command -v "$PY" >/dev/null 2>&1; then
+    echo "kernel-env-check: KernelBench step: '$PY' not found (set KENV_PYTHON to a Python with torch); counted as a failure"
+    kb_bad=$((kb_bad + 1))
+    : >"$KB_RESULTS"
+elif ! torch_msg=$("$PY" -c 'import sys, torch; ok = torch.cuda.is_available(); print(torch.__version__, "CUDA", ok); sys.exit(0 if ok else 1)' 2>&1); then
+    echo "kernel-env-check: KernelBench step: $PY cannot use torch on a GPU ($(printf '%s' "$torch_msg" | tail -n 1)); counted as a failure"
+    kb_bad=$((kb_bad + 1))
+    : >"$KB_RESULTS"
+else
+    "$BUILD/rlc" kernel-eval --batch --keep-going --python "$PY" "$@" <"$KB_REQ" >"$KB_RESULTS"
+    rc=$?
+    if [ $rc -ne 0 ]; then
+        echo "kernel-env-check: KernelBench step: rlc kernel-eval --batch failed (exit $rc); counted as a failure"
+        kb_bad=$((kb_bad + 1))
+    fi
+fi
+kb_t1=$(date +%s)
+
 field() { # field NAME LINE: a string or number field of a compact JSON line
     printf '%s' "$2" | sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[-0-9.eE+]*\|null\|true\|false\).*/\1/p" | tr -d '"'
 }
 
-ROWS=$(mktemp)
-trap 'rm -f "$REQ" "$ROWS"' EXIT
-while IFS= read -r line; do
+cat "$RESULTS" "$KB_RESULTS" | while IFS= read -r line; do
+    [ -n "$line" ] || continue
     id=$(field id "$line")
     status=$(field status "$line")
     dyn=$(field dynamic_status "$line")
@@ -57,12 +105,26 @@ while IFS= read -r line; do
     honest/*)
         if [ "$status" != ok ] || ! awk "BEGIN{exit !(${speed:-0} > 1.0)}"; then verdict=FAIL; fi
         ;;
+    kernelbench/*)
+        expect=$(awk -v id="$id" '$1 == id {print $2}' "$KB_EXPECT")
+        if [ "$status" != "$expect" ]; then
+            verdict=FAIL
+            fail="expected $expect; $fail"
+        fi
+        ;;
     esac
     printf '%-34s %-14s %-14s %-9s %-8s %s\n' "$id" "$status" "$dyn" "${speed:--}" "$verdict" "$fail" >>"$ROWS"
-done <"$RESULTS"
+done
+# A KernelBench candidate without a result line (the step did not run, or rlc lost it) fails.
+if [ -s "$KB_RESULTS" ]; then
+    while read -r id expect; do
+        grep -q "^$id " "$ROWS" || printf '%-34s %-14s %-14s %-9s %-8s %s\n' "$id" "-" "-" "-" "FAIL" "no result (expected $expect)" >>"$ROWS"
+    done <"$KB_EXPECT"
+fi
 printf '%-34s %-14s %-14s %-9s %-8s %s\n' "candidate" "status" "dynamic" "speedup" "verdict" "failure"
 sort "$ROWS"
 n=$(wc -l <"$ROWS")
 bad=$(awk '$5 == "FAIL"' "$ROWS" | wc -l)
-echo "$n candidates in $((t1 - t0)) s; $bad failed"
+bad=$((bad + kb_bad))
+echo "$n candidates in $((t1 - t0)) s (native) + $((kb_t1 - kb_t0)) s (KernelBench, $kb_n candidates); $bad failed"
 [ "$bad" -eq 0 ]

@@ -91,7 +91,7 @@ int rl_sync(rl_ctx *ctx)
     return 0;
 }
 
-int rl_upload_f32(rl_ctx *ctx, void *dst, const float *src, size_t n)
+int rl_upload_act(rl_ctx *ctx, void *dst, const float *src, size_t n)
 {
     if (ctx->act_dtype == RL_F32) return rl_memcpy(ctx, dst, src, n * sizeof(float), RL_H2D);
     size_t bytes = n * rl_dtype_size(ctx->act_dtype);
@@ -103,7 +103,7 @@ int rl_upload_f32(rl_ctx *ctx, void *dst, const float *src, size_t n)
     return rc;
 }
 
-int rl_download_f32(rl_ctx *ctx, float *dst, const void *src, size_t n)
+int rl_download_act(rl_ctx *ctx, float *dst, const void *src, size_t n)
 {
     if (ctx->act_dtype == RL_F32) return rl_memcpy(ctx, dst, src, n * sizeof(float), RL_D2H);
     size_t bytes = n * rl_dtype_size(ctx->act_dtype);

@@ -46,9 +46,11 @@ int rl_memzero(rl_ctx *ctx, void *ptr, size_t bytes);
 /* Waits for all queued work (a no-op on the CPU). */
 int rl_sync(rl_ctx *ctx);
 
-/* Convenience for tests and loaders: fp32 host array <-> backend array of ctx->act_dtype. */
-int rl_upload_f32(rl_ctx *ctx, void *dst, const float *src, size_t n);
-int rl_download_f32(rl_ctx *ctx, float *dst, const void *src, size_t n);
+/* fp32 host array <-> backend array of ctx->act_dtype (bf16 on CUDA), converting: for activations
+ * and working weights. Buffers that are fp32 on every backend (log-probs, advantages, loss
+ * gradients) go through rl_memcpy. */
+int rl_upload_act(rl_ctx *ctx, void *dst, const float *src, size_t n);
+int rl_download_act(rl_ctx *ctx, float *dst, const void *src, size_t n);
 
 /* Ops return 0 or -1; RL_OP(expr) propagates a failure from a function returning int. */
 #define RL_OP(expr)                                                                          \

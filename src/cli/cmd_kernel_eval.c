@@ -1,12 +1,15 @@
-/* cmd_kernel_eval.c — `rlc kernel-eval`: scores CUDA kernel candidates against a task
- * (docs/kernel-env.md).
+/* cmd_kernel_eval.c — `rlc kernel-eval`: scores kernel candidates against a task
+ * (docs/kernel-env.md): a native task directory with a CUDA candidate, or a KernelBench
+ * problem file (*.py) with a Python candidate defining ModelNew.
  *
- *   rlc kernel-eval TASK_DIR CANDIDATE.cu [--json] [options]
+ *   rlc kernel-eval TASK CANDIDATE [--json] [options]
  *   rlc kernel-eval --batch [options] < requests.jsonl > results.jsonl
  *
- * Batch mode runs --jobs threads; each takes the next request line, compiles it, then waits
- * for a free GPU of the pool (one worker per GPU at a time, pinned by CUDA_VISIBLE_DEVICES)
- * and writes one result line (the request's "id" echoed) as soon as it is done. */
+ * The protocol's parameters come from protocol.json (--protocol FILE), single ones overridden
+ * by flags. Batch mode runs --jobs threads; each takes the next request line, compiles it
+ * (native tasks), then waits for a free GPU of the pool (one worker per GPU at a time, pinned
+ * by CUDA_VISIBLE_DEVICES) and writes one result line (the request's "id" echoed) as soon as
+ * it is done. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,28 +23,38 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: rlc kernel-eval TASK_DIR CANDIDATE.cu [--json] [options]\n"
+            "usage: rlc kernel-eval TASK CANDIDATE [--json] [options]\n"
             "       rlc kernel-eval --batch [options] < requests.jsonl\n\n"
-            "Compiles the candidate, runs the evaluation protocol against the task's reference on a\n"
-            "GPU and prints the result (status, checks, times, speedup, reward). Batch requests are\n"
-            "JSON lines {\"id\", \"task\": DIR, \"candidate\": PATH | \"source\": TEXT}; one result line\n"
-            "each, candidates spread over the visible GPUs.\n\n"
+            "Runs the evaluation protocol for one candidate against the task's reference on a GPU and\n"
+            "prints the result (status, checks, times, speedup, reward). TASK is either a task directory\n"
+            "(spec.json, reference.cu; CANDIDATE is a .cu defining rl_kernel, compiled with nvcc and run\n"
+            "by rlc-kernel-worker) or a KernelBench problem file PROBLEM.py (Model, get_inputs,\n"
+            "get_init_inputs; CANDIDATE is a .py defining ModelNew, run by kernelbench_worker.py under\n"
+            "--python, which needs torch). Batch requests are JSON lines {\"id\", \"task\": DIR | FILE.py,\n"
+            "\"candidate\": PATH | \"source\": TEXT}; one result line each, candidates spread over the\n"
+            "visible GPUs.\n\n"
             "options:\n"
             "  --json               print the result as JSON (single mode)\n"
             "  --gpus N             GPUs to use in batch mode (default: all the worker sees)\n"
             "  --jobs N             batch requests in flight (compiles overlap; default 2 per GPU)\n"
+            "  --protocol FILE      protocol parameters (default: src/reward/kernel_env/protocol.json,\n"
+            "                       found from the rlc binary); the flags below override single values\n"
             "  --worker PATH        rlc-kernel-worker (default: beside rlc)\n"
+            "  --python PATH        Python with torch for KernelBench tasks (default: python3)\n"
+            "  --kb-worker PATH     kernelbench_worker.py (default: beside protocol.json)\n"
             "  --nvcc PATH          CUDA compiler (default: $CUDA_HOME/bin/nvcc or nvcc)\n"
             "  --cache DIR          compiled modules (default: ~/.cache/rlc/kernels)\n"
             "  --include DIR        directory of rl_kernel.h\n"
             "  --arch A             GPU architecture (default 90a)\n"
-            "  --timeout S          worker wall time per candidate (default 120)\n"
-            "  --compile-timeout S  nvcc wall time (default 120)\n"
-            "  --trials N           extra random trials at the timed size (default 2)\n"
-            "  --timed N            timed runs per side (default 30)\n"
-            "  --warmup N           warm-up runs per side (default 3)\n"
-            "  --watchdog-ms MS     limit for one call plus synchronize (default 5000)\n"
-            "  --mem-cap MB         GPU memory a candidate may keep (default 4096)\n"
+            "  --timeout S          worker wall time per candidate (protocol: timeout_s; KernelBench\n"
+            "                       workers get timeout_s + compile_timeout_s, load_inline builds inside)\n"
+            "  --compile-timeout S  nvcc wall time (protocol: compile_timeout_s)\n"
+            "  --trials N           random trials at the timed size (protocol: random_trials)\n"
+            "  --timed N            timed runs per side (protocol: timed)\n"
+            "  --warmup N           warm-up runs per side (protocol: warmup)\n"
+            "  --copies K           input copies rotated in timing (protocol: input_copies)\n"
+            "  --watchdog-ms MS     limit for one call plus synchronize (protocol: watchdog_ms)\n"
+            "  --mem-cap MB         GPU memory a candidate may keep (protocol: mem_cap_mb)\n"
             "  --keep-going         run the GPU protocol even after a fatal static finding\n");
 }
 
@@ -168,7 +181,8 @@ static int batch_run(const rl_kenv_opts *o, int gpus, int jobs)
 {
     if (gpus <= 0) gpus = rl_kenv_count_gpus(o);
     if (gpus <= 0) {
-        fprintf(stderr, "rlc kernel-eval: the worker (%s) sees no GPU\n", o->worker);
+        fprintf(stderr, "rlc kernel-eval: no GPU found: neither %s --count-devices nor %s with torch sees one "
+                        "(--gpus N skips the query)\n", o->worker, o->python);
         return 1;
     }
     if (gpus > 16) gpus = 16;
@@ -227,36 +241,58 @@ static void print_human(const cJSON *res)
     if (cJSON_IsString(st) && !strcmp(st->valuestring, "compile_error") && cJSON_IsString(log)) printf("%s", log->valuestring);
 }
 
+/* Prints the protocol that a run with these options would use (for --help). */
+static void print_protocol(rl_kenv_opts *o)
+{
+    rl_err err;
+    if (rl_kenv_load_protocol(o, &err)) {
+        printf("\nprotocol: not loaded (%s)\n", err.msg);
+        return;
+    }
+    const rl_kproto *p = &o->proto;
+    printf("\nprotocol: %s\n  random_trials %d, warmup %d, timed %d, input_copies %d, l2_flush_factor %g,\n"
+           "  max_spread %g, spread_repeats %d, ref_slowdown_limit %g (+%g ms), watchdog_ms %d, mem_cap_mb %d,\n"
+           "  timeout_s %g, compile_timeout_s %g; tolerance atol/rtol f32 %g/%g, f16 %g/%g, bf16 %g/%g, i32 %g/%g\n",
+           o->protocol_path, p->random_trials, p->warmup, p->timed, p->input_copies, p->l2_flush_factor,
+           p->max_spread, p->spread_repeats, p->ref_slowdown_limit, p->ref_slowdown_min_ms, p->watchdog_ms,
+           p->mem_cap_mb, p->timeout_s, p->compile_timeout_s, p->tol.atol[0], p->tol.rtol[0], p->tol.atol[1],
+           p->tol.rtol[1], p->tol.atol[2], p->tol.rtol[2], p->tol.atol[3], p->tol.rtol[3]);
+}
+
 int rl_cmd_kernel_eval(int argc, char **argv)
 {
     rl_kenv_opts o;
     rl_kenv_opts_default(&o);
-    int json = 0, batch_mode = 0, gpus = 0, jobs = 0;
+    int json = 0, batch_mode = 0, gpus = 0, jobs = 0, help = 0;
+    /* Overrides of protocol values, applied once the file is loaded; < 0: not given. */
+    double timeout = -1, compile_timeout = -1, trials = -1, timed = -1, warmup = -1, copies = -1, watchdog = -1, mem_cap = -1;
     const char *pos[2] = {NULL, NULL};
     int n_pos = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--json")) json = 1;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) help = 1;
+        else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--batch")) batch_mode = 1;
         else if (!strcmp(a, "--keep-going")) o.keep_going = 1;
         else if (!strcmp(a, "--worker") && v) o.worker = argv[++i];
+        else if (!strcmp(a, "--python") && v) o.python = argv[++i];
+        else if (!strcmp(a, "--kb-worker") && v) o.kb_worker = argv[++i];
+        else if (!strcmp(a, "--protocol") && v) o.protocol_path = argv[++i];
         else if (!strcmp(a, "--nvcc") && v) o.nvcc = argv[++i];
         else if (!strcmp(a, "--cache") && v) o.cache_dir = argv[++i];
         else if (!strcmp(a, "--include") && v) o.include_dir = argv[++i];
         else if (!strcmp(a, "--arch") && v) o.arch = argv[++i];
         else if (!strcmp(a, "--gpus")) { if (parse_num(a, v, 1, 16, &x)) return 2; gpus = (int)x; i++; }
         else if (!strcmp(a, "--jobs")) { if (parse_num(a, v, 1, 64, &x)) return 2; jobs = (int)x; i++; }
-        else if (!strcmp(a, "--timeout")) { if (parse_num(a, v, 1, 86400, &o.timeout_s)) return 2; i++; }
-        else if (!strcmp(a, "--compile-timeout")) { if (parse_num(a, v, 1, 86400, &o.compile_timeout_s)) return 2; i++; }
-        else if (!strcmp(a, "--trials")) { if (parse_num(a, v, 1, 100, &x)) return 2; o.trials = (int)x; i++; }
-        else if (!strcmp(a, "--timed")) { if (parse_num(a, v, 3, 10000, &x)) return 2; o.timed = (int)x; i++; }
-        else if (!strcmp(a, "--warmup")) { if (parse_num(a, v, 0, 1000, &x)) return 2; o.warmup = (int)x; i++; }
-        else if (!strcmp(a, "--watchdog-ms")) { if (parse_num(a, v, 10, 600000, &x)) return 2; o.watchdog_ms = (int)x; i++; }
-        else if (!strcmp(a, "--mem-cap")) { if (parse_num(a, v, 1, 1 << 20, &x)) return 2; o.mem_cap_mb = (int)x; i++; }
+        else if (!strcmp(a, "--timeout")) { if (parse_num(a, v, 1, 86400, &timeout)) return 2; i++; }
+        else if (!strcmp(a, "--compile-timeout")) { if (parse_num(a, v, 1, 86400, &compile_timeout)) return 2; i++; }
+        else if (!strcmp(a, "--trials")) { if (parse_num(a, v, 1, 100, &trials)) return 2; i++; }
+        else if (!strcmp(a, "--timed")) { if (parse_num(a, v, 3, 10000, &timed)) return 2; i++; }
+        else if (!strcmp(a, "--warmup")) { if (parse_num(a, v, 0, 1000, &warmup)) return 2; i++; }
+        else if (!strcmp(a, "--copies")) { if (parse_num(a, v, 1, RL_KPROTO_MAX_COPIES, &copies)) return 2; i++; }
+        else if (!strcmp(a, "--watchdog-ms")) { if (parse_num(a, v, 10, 600000, &watchdog)) return 2; i++; }
+        else if (!strcmp(a, "--mem-cap")) { if (parse_num(a, v, 1, 1 << 20, &mem_cap)) return 2; i++; }
         else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "rlc kernel-eval: unknown option or missing value: %s\n", a);
             usage(stderr);
@@ -267,9 +303,28 @@ int rl_cmd_kernel_eval(int argc, char **argv)
             return 2;
         }
     }
+    if (help) {
+        usage(stdout);
+        print_protocol(&o);
+        return 0;
+    }
+    rl_err err;
+    if (rl_kenv_load_protocol(&o, &err)) {
+        fprintf(stderr, "rlc kernel-eval: %s\n", err.msg);
+        return 1;
+    }
+    rl_kproto *p = &o.proto;
+    if (timeout >= 0) p->timeout_s = timeout;
+    if (compile_timeout >= 0) p->compile_timeout_s = compile_timeout;
+    if (trials >= 0) p->random_trials = (int)trials;
+    if (timed >= 0) p->timed = (int)timed;
+    if (warmup >= 0) p->warmup = (int)warmup;
+    if (copies >= 0) p->input_copies = (int)copies;
+    if (watchdog >= 0) p->watchdog_ms = (int)watchdog;
+    if (mem_cap >= 0) p->mem_cap_mb = (int)mem_cap;
     if (batch_mode) {
         if (n_pos) {
-            fprintf(stderr, "rlc kernel-eval: --batch reads requests from stdin and takes no TASK_DIR/CANDIDATE\n");
+            fprintf(stderr, "rlc kernel-eval: --batch reads requests from stdin and takes no TASK/CANDIDATE\n");
             return 2;
         }
         return batch_run(&o, gpus, jobs);
@@ -280,7 +335,6 @@ int rl_cmd_kernel_eval(int argc, char **argv)
     }
     char *text = NULL;
     size_t len = 0;
-    rl_err err;
     if (rl_file_read_all(pos[1], &text, &len, &err)) {
         fprintf(stderr, "rlc kernel-eval: %s\n", err.msg);
         return 1;

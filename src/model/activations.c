@@ -21,28 +21,45 @@ static void *act(planner *p, size_t n) { return rl_arena_alloc(&p->arena, n * p-
 static float *f32(planner *p, size_t n) { return rl_arena_alloc(&p->arena, n * sizeof(float), ACT_ALIGN); }
 static int32_t *i32(planner *p, size_t n) { return rl_arena_alloc(&p->arena, n * sizeof(int32_t), ACT_ALIGN); }
 
-static void plan_layer(planner *p, rl_layer_acts *s, const rl_model_config *c, size_t T, int own_h)
+/* What the backward reads and cannot cheaply recompute: the attention's inputs before QK-norm
+ * (q_raw, k_raw; q, k themselves when there is no QK-norm, since RoPE rotates them in place),
+ * v, its output and log-sum-exp, the residual h (unless it is the stream itself) and the MLP's
+ * gate and up. */
+static void plan_kept(planner *p, rl_layer_acts *s, const rl_model_config *c, size_t T, int own_h)
+{
+    size_t D = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
+    size_t qd = (size_t)c->n_heads * (size_t)c->head_dim, kd = (size_t)c->n_kv_heads * (size_t)c->head_dim;
+    if (c->qk_norm) {
+        s->q_raw = act(p, T * qd);
+        s->k_raw = act(p, T * kd);
+    } else {
+        s->q = act(p, T * qd);
+        s->k = act(p, T * kd);
+    }
+    s->v = act(p, T * kd);
+    s->attn = act(p, T * qd);
+    s->lse = f32(p, T * (size_t)c->n_heads);
+    if (own_h) s->h = act(p, T * D);
+    s->gate = act(p, T * I);
+    s->up = act(p, T * I);
+}
+
+/* What one forward op remakes from the kept set: the RMSNorm outputs with their rstd, q and k
+ * after QK-norm + RoPE, and silu(gate) * up. */
+static void plan_recomputed(planner *p, rl_layer_acts *s, const rl_model_config *c, size_t T)
 {
     size_t D = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
     size_t qd = (size_t)c->n_heads * (size_t)c->head_dim, kd = (size_t)c->n_kv_heads * (size_t)c->head_dim;
     s->xn1 = act(p, T * D);
     s->rstd1 = f32(p, T);
     if (c->qk_norm) {
-        s->q_raw = act(p, T * qd);
-        s->k_raw = act(p, T * kd);
+        s->q = act(p, T * qd);
+        s->k = act(p, T * kd);
         s->q_rstd = f32(p, T * (size_t)c->n_heads);
         s->k_rstd = f32(p, T * (size_t)c->n_kv_heads);
     }
-    s->q = act(p, T * qd);
-    s->k = act(p, T * kd);
-    s->v = act(p, T * kd);
-    s->attn = act(p, T * qd);
-    s->lse = f32(p, T * (size_t)c->n_heads);
-    if (own_h) s->h = act(p, T * D);
     s->xn2 = act(p, T * D);
     s->rstd2 = f32(p, T);
-    s->gate = act(p, T * I);
-    s->up = act(p, T * I);
     s->act = act(p, T * I);
 }
 
@@ -57,17 +74,26 @@ static void plan(planner *p, rl_acts *a)
     if (a->mode == RL_ACTS_INFER) {
         void *stream = act(p, T * D); /* the residual stream, updated in place */
         for (int l = 0; l <= L; l++) a->x[l] = stream;
-        plan_layer(p, &a->layers[0], c, T, 0);
+        plan_kept(p, &a->layers[0], c, T, 0);
+        plan_recomputed(p, &a->layers[0], c, T);
         a->layers[0].h = stream;
         for (int l = 1; l < L; l++) a->layers[l] = a->layers[0];
         a->gather = act(p, T * D);
     } else if (a->mode == RL_ACTS_TRAIN_CHECKPOINT) {
         for (int l = 0; l <= L; l++) a->x[l] = act(p, T * D);
-        plan_layer(p, &a->layers[0], c, T, 1);
+        plan_kept(p, &a->layers[0], c, T, 1);
+        plan_recomputed(p, &a->layers[0], c, T);
         for (int l = 1; l < L; l++) a->layers[l] = a->layers[0];
     } else {
+        /* Each layer keeps its own set; the recomputed pieces are one set that every layer's
+         * forward overwrites and its backward remakes (layer_bwd in qwen3.c). */
+        rl_layer_acts shared = {0};
+        plan_recomputed(p, &shared, c, T);
         for (int l = 0; l <= L; l++) a->x[l] = act(p, T * D);
-        for (int l = 0; l < L; l++) plan_layer(p, &a->layers[l], c, T, 1);
+        for (int l = 0; l < L; l++) {
+            a->layers[l] = shared; /* plan_kept sets only the fields plan_recomputed left */
+            plan_kept(p, &a->layers[l], c, T, 1);
+        }
     }
     a->xf = act(p, T * D);
     a->rstd_f = f32(p, T);

@@ -163,7 +163,7 @@ static int store_f32(rl_model *m, size_t offset, const float *src, size_t n)
     RL_OP(rl_memcpy(ctx, m->master + offset, src, n * sizeof(float), RL_H2D));
     if (m->working == (void *)m->master) return 0;
     char *working = (char *)m->working + offset * rl_dtype_size(ctx->act_dtype);
-    return rl_upload_f32(ctx, working, src, n);
+    return rl_upload_act(ctx, working, src, n);
 }
 
 static size_t largest_param(const rl_model *m)
@@ -317,7 +317,7 @@ int rl_model_refresh_working(rl_model *m, rl_err *err)
     float *host = malloc(m->n_elems * sizeof(float));
     if (!host) return rl_err_oom(err, "working-copy staging", m->n_elems * sizeof(float));
     int rc = rl_memcpy(m->ctx, host, m->master, m->n_elems * sizeof(float), RL_D2H);
-    if (!rc) rc = rl_upload_f32(m->ctx, m->working, host, m->n_elems);
+    if (!rc) rc = rl_upload_act(m->ctx, m->working, host, m->n_elems);
     free(host);
     if (rc) *err = m->ctx->err;
     return rc;

@@ -10,7 +10,9 @@
  *
  * The residual additions are matmuls with accumulate (out += in W^T) into a copy of the stream,
  * so no separate add op runs. The backward walks the same steps in reverse with one gradient
- * buffer for the residual stream (dres), into which each RMSNorm backward adds its dx.
+ * buffer for the residual stream (dres), into which each RMSNorm backward adds its dx. In TRAIN
+ * mode it first remakes, with the forward's own ops, what the layers do not keep (the norm
+ * outputs, q and k after QK-norm + RoPE, silu(gate) * up; see acts_internal.h).
  * The lm_head op scores row t against token t + 1 (targets = -1 at each sequence's last row);
  * forward/backward shift by one to give the token-aligned log-probs model.h documents.
  * The cached forward (generation) runs the same layer, but appends each run's new keys and
@@ -65,6 +67,53 @@ static int copy_act(rl_model *m, void *dst, const void *src, size_t n, rl_err *e
     return 0;
 }
 
+/* The steps whose outputs TRAIN mode does not keep per layer (acts_internal.h): the forward
+ * runs them, and the backward runs them again, the same ops on the same inputs, so the
+ * recomputed values are bit-identical to the forward's. */
+static int attn_norm_fwd(rl_model *m, rl_acts *a, int l, int T, rl_err *err)
+{
+    const rl_model_config *c = &m->config;
+    rl_layer_acts *s = &a->layers[l];
+    CK(rl_rmsnorm_fwd(m->ctx, s->xn1, s->rstd1, a->x[l], weight(m, m->layers[l].attn_norm), T,
+                      c->hidden_size, (float)c->rms_norm_eps));
+    return 0;
+}
+
+/* QK-norm (from q_raw, k_raw) then RoPE; without QK-norm RoPE rotates the projections in place,
+ * so only the QK-norm form can be recomputed. */
+static int qk_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, rl_err *err)
+{
+    const rl_model_config *c = &m->config;
+    const rl_layer_offsets *W = &m->layers[l];
+    rl_layer_acts *s = &a->layers[l];
+    int T = b->n_tokens, H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
+    float eps = (float)c->rms_norm_eps;
+    if (c->qk_norm) {
+        CK(rl_rmsnorm_fwd(m->ctx, s->q, s->q_rstd, s->q_raw, weight(m, W->q_norm), T * H, hd, eps));
+        CK(rl_rmsnorm_fwd(m->ctx, s->k, s->k_rstd, s->k_raw, weight(m, W->k_norm), T * KV, hd, eps));
+    }
+    CK(rl_rope_fwd(m->ctx, s->q, b->positions, m->inv_freq, T, H, hd));
+    CK(rl_rope_fwd(m->ctx, s->k, b->positions, m->inv_freq, T, KV, hd));
+    return 0;
+}
+
+static int mlp_norm_fwd(rl_model *m, rl_acts *a, int l, int T, rl_err *err)
+{
+    const rl_model_config *c = &m->config;
+    rl_layer_acts *s = &a->layers[l];
+    CK(rl_rmsnorm_fwd(m->ctx, s->xn2, s->rstd2, s->h, weight(m, m->layers[l].mlp_norm), T,
+                      c->hidden_size, (float)c->rms_norm_eps));
+    return 0;
+}
+
+static int swiglu_fwd(rl_model *m, rl_acts *a, int l, int T, rl_err *err)
+{
+    int I = m->config.intermediate_size;
+    rl_layer_acts *s = &a->layers[l];
+    CK(rl_swiglu_fwd(m->ctx, s->act, s->gate, s->up, T, I, I));
+    return 0;
+}
+
 /* Layer l from a->x[l] into a->layers[l]; the output a->x[l + 1] only when write_output (the
  * checkpoint recompute needs the layer's insides, not its output). */
 static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int write_output, rl_err *err)
@@ -75,21 +124,15 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
     rl_layer_acts *s = &a->layers[l];
     int T = b->n_tokens, D = c->hidden_size, I = c->intermediate_size;
     int H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
-    float eps = (float)c->rms_norm_eps;
     const void *x = a->x[l];
 
-    CK(rl_rmsnorm_fwd(ctx, s->xn1, s->rstd1, x, weight(m, W->attn_norm), T, D, eps));
+    if (attn_norm_fwd(m, a, l, T, err)) return -1;
     void *q = c->qk_norm ? s->q_raw : s->q;
     void *k = c->qk_norm ? s->k_raw : s->k;
     CK(rl_matmul_fwd(ctx, q, s->xn1, weight(m, W->q), weight(m, W->q_bias), T, H * hd, D, 0));
     CK(rl_matmul_fwd(ctx, k, s->xn1, weight(m, W->k), weight(m, W->k_bias), T, KV * hd, D, 0));
     CK(rl_matmul_fwd(ctx, s->v, s->xn1, weight(m, W->v), weight(m, W->v_bias), T, KV * hd, D, 0));
-    if (c->qk_norm) {
-        CK(rl_rmsnorm_fwd(ctx, s->q, s->q_rstd, s->q_raw, weight(m, W->q_norm), T * H, hd, eps));
-        CK(rl_rmsnorm_fwd(ctx, s->k, s->k_rstd, s->k_raw, weight(m, W->k_norm), T * KV, hd, eps));
-    }
-    CK(rl_rope_fwd(ctx, s->q, b->positions, m->inv_freq, T, H, hd));
-    CK(rl_rope_fwd(ctx, s->k, b->positions, m->inv_freq, T, KV, hd));
+    if (qk_fwd(m, a, l, b, err)) return -1;
 
     float scale = 1.0f / sqrtf((float)hd);
     if (b->kv) {
@@ -115,10 +158,10 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
 
     if (copy_act(m, s->h, x, (size_t)T * D, err)) return -1;
     CK(rl_matmul_fwd(ctx, s->h, s->attn, weight(m, W->o), NULL, T, D, H * hd, 1));
-    CK(rl_rmsnorm_fwd(ctx, s->xn2, s->rstd2, s->h, weight(m, W->mlp_norm), T, D, eps));
+    if (mlp_norm_fwd(m, a, l, T, err)) return -1;
     CK(rl_matmul_fwd(ctx, s->gate, s->xn2, weight(m, W->gate), NULL, T, I, D, 0));
     CK(rl_matmul_fwd(ctx, s->up, s->xn2, weight(m, W->up), NULL, T, I, D, 0));
-    CK(rl_swiglu_fwd(ctx, s->act, s->gate, s->up, T, I, I));
+    if (swiglu_fwd(m, a, l, T, err)) return -1;
     if (!write_output) return 0;
     void *out = a->x[l + 1];
     if (copy_act(m, out, s->h, (size_t)T * D, err)) return -1;
@@ -126,7 +169,9 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
     return 0;
 }
 
-/* On entry a->dres holds d loss / d(layer l output); on return d loss / d(layer l input). */
+/* On entry a->dres holds d loss / d(layer l output); on return d loss / d(layer l input).
+ * In TRAIN mode the norm outputs, q and k and act live in one set shared by all layers, so each
+ * is remade just before its first use here (CHECKPOINT mode has re-run the whole layer). */
 static int layer_bwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, rl_err *err)
 {
     rl_ctx *ctx = m->ctx;
@@ -135,16 +180,20 @@ static int layer_bwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, rl_err
     const rl_layer_acts *s = &a->layers[l];
     int T = b->n_tokens, D = c->hidden_size, I = c->intermediate_size;
     int H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
+    int remake = a->mode == RL_ACTS_TRAIN;
 
     /* MLP: x' = h + act Wd^T; the residual passes dres through to h unchanged. */
+    if (remake && swiglu_fwd(m, a, l, T, err)) return -1;
     CK(rl_matmul_bwd(ctx, a->dact, grad(m, W->down), NULL, a->dres, s->act, weight(m, W->down), T, D, I, 0));
     CK(rl_swiglu_bwd(ctx, a->dgate, a->dup, a->dact, s->gate, s->up, T, I, I));
+    if (remake && mlp_norm_fwd(m, a, l, T, err)) return -1;
     CK(rl_matmul_bwd(ctx, a->dxn, grad(m, W->gate), NULL, a->dgate, s->xn2, weight(m, W->gate), T, I, D, 0));
     CK(rl_matmul_bwd(ctx, a->dxn, grad(m, W->up), NULL, a->dup, s->xn2, weight(m, W->up), T, I, D, 1));
     CK(rl_rmsnorm_bwd(ctx, a->dres, grad(m, W->mlp_norm), a->dxn, s->h, weight(m, W->mlp_norm), s->rstd2, T, D, 1));
 
     /* Attention: h = x + attn Wo^T. */
     CK(rl_matmul_bwd(ctx, a->dattn, grad(m, W->o), NULL, a->dres, s->attn, weight(m, W->o), T, D, H * hd, 0));
+    if (remake && c->qk_norm && qk_fwd(m, a, l, b, err)) return -1;
     float scale = 1.0f / sqrtf((float)hd);
     CK(rl_attention_bwd(ctx, a->dq, a->dk, a->dv, a->dattn, s->attn, s->lse, s->q, s->k, s->v,
                         b->cu_q, b->n_seqs, b->max_seqlen_q, H, KV, hd, scale, 1));
@@ -157,6 +206,7 @@ static int layer_bwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, rl_err
         dq = a->dq_raw;
         dk = a->dk_raw;
     }
+    if (remake && attn_norm_fwd(m, a, l, T, err)) return -1;
     CK(rl_matmul_bwd(ctx, a->dxn, grad(m, W->q), grad(m, W->q_bias), dq, s->xn1, weight(m, W->q), T, H * hd, D, 0));
     CK(rl_matmul_bwd(ctx, a->dxn, grad(m, W->k), grad(m, W->k_bias), dk, s->xn1, weight(m, W->k), T, KV * hd, D, 1));
     CK(rl_matmul_bwd(ctx, a->dxn, grad(m, W->v), grad(m, W->v_bias), a->dv, s->xn1, weight(m, W->v), T, KV * hd, D, 1));

@@ -77,7 +77,7 @@ static inline float *gu_rand(gu *g, size_t n, float lo, float hi, uint64_t seed)
 static inline void *gu_up_bf16(gu *g, const float *h, size_t n)
 {
     void *d = gu_dev(g, n * 2);
-    cr_assert_eq(rl_upload_f32(&g->gpu, d, h, n), 0, "%s", g->gpu.err.msg);
+    cr_assert_eq(rl_upload_act(&g->gpu, d, h, n), 0, "%s", g->gpu.err.msg);
     return d;
 }
 
@@ -107,7 +107,7 @@ static inline float *gu_nan_f32(gu *g, size_t n)
 static inline float *gu_get_bf16(gu *g, const void *d, size_t n)
 {
     float *h = gu_host(g, n * sizeof(float));
-    cr_assert_eq(rl_download_f32(&g->gpu, h, d, n), 0, "%s", g->gpu.err.msg);
+    cr_assert_eq(rl_download_act(&g->gpu, h, d, n), 0, "%s", g->gpu.err.msg);
     return h;
 }
 

@@ -1,8 +1,9 @@
 /* test_model.c — the model's forward and backward against transformers (fp32, eager attention)
  * on the tiny checkpoints: logits, token log-probs, entropies, and the gradient of every
  * parameter of a weighted log-prob loss (tools/make_model_fixtures.py). Also: gradient
- * checkpointing gives the same gradients, gradients accumulate, inference-mode forward agrees
- * with training mode, and bad batches are refused with a message. */
+ * checkpointing gives the same gradients, training mode keeps only what is costly to remake,
+ * gradients accumulate, inference-mode forward agrees with training mode, and bad batches are
+ * refused with a message. */
 #include "model/acts_internal.h"
 #include "backend/ops.h"
 #include "model_fixture.h"
@@ -136,18 +137,69 @@ Test(model, gradients_match_transformers) { check_grads(RL_ACTS_TRAIN); }
 
 Test(model, gradients_match_with_checkpointing) { check_grads(RL_ACTS_TRAIN_CHECKPOINT); }
 
+/* TRAIN remakes the norm outputs, q, k and act in the backward, and CHECKPOINT re-runs the whole
+ * layer, both with the forward's own ops on the same inputs: the gradients must be the same
+ * numbers, not merely close. */
 Test(model, checkpointing_gives_the_same_gradients)
 {
-    setup a, b;
-    open_setup(&a, "qwen3-tiny-untied", RL_ACTS_TRAIN);
-    open_setup(&b, "qwen3-tiny-untied", RL_ACTS_TRAIN_CHECKPOINT);
-    loss_grads(&a);
-    loss_grads(&b);
-    double e = mf_scaled_err(b.m.grads, a.m.grads, a.m.n_elems);
-    cr_assert(e <= 1e-6, "checkpointed gradients differ: %.3e", e);
-    cr_assert_lt(rl_acts_bytes(b.acts), rl_acts_bytes(a.acts), "checkpointing must keep less");
-    close_setup(&a);
-    close_setup(&b);
+    for (size_t i = 0; i < N_MODELS; i++) {
+        setup a, b;
+        open_setup(&a, MODELS[i], RL_ACTS_TRAIN);
+        open_setup(&b, MODELS[i], RL_ACTS_TRAIN_CHECKPOINT);
+        loss_grads(&a);
+        loss_grads(&b);
+        double e = mf_scaled_err(b.m.grads, a.m.grads, a.m.n_elems);
+        cr_expect(memcmp(b.m.grads, a.m.grads, a.m.n_elems * sizeof(float)) == 0,
+                  "%s: checkpointed gradients differ from train mode's (error %.3e)", MODELS[i], e);
+        cr_expect_lt(rl_acts_bytes(b.acts), rl_acts_bytes(a.acts), "%s: checkpointing must keep less", MODELS[i]);
+        close_setup(&a);
+        close_setup(&b);
+    }
+}
+
+static size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/* TRAIN keeps per layer, besides the input x, only what is costly to remake: q_raw and k_raw
+ * (q and k without QK-norm), v, the attention output and its lse, h, gate and up; the norm
+ * outputs (and rstd), q and k after QK-norm + RoPE, and act are one set shared by all layers,
+ * as in CHECKPOINT mode. So the two plans differ by exactly n_layers - 1 kept sets (each piece
+ * starts on a 256-byte boundary). */
+Test(model, train_mode_keeps_only_what_is_costly_to_remake)
+{
+    for (size_t i = 0; i < N_MODELS; i++) {
+        setup a, b;
+        open_setup(&a, MODELS[i], RL_ACTS_TRAIN);
+        open_setup(&b, MODELS[i], RL_ACTS_TRAIN_CHECKPOINT);
+        const rl_model_config *c = &a.m.config;
+        size_t T = (size_t)a.f.n_tokens, e = rl_dtype_size(a.ctx.act_dtype);
+        size_t D = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
+        size_t qd = (size_t)c->n_heads * c->head_dim, kd = (size_t)c->n_kv_heads * c->head_dim;
+        size_t kept = aligned(T * qd * e) + 2 * aligned(T * kd * e) + aligned(T * qd * e) +
+                      aligned(T * c->n_heads * sizeof(float)) + aligned(T * D * e) + 2 * aligned(T * I * e);
+        size_t train = rl_acts_bytes(a.acts), ckpt = rl_acts_bytes(b.acts);
+        cr_log_info("%s: train %zu bytes, checkpoint %zu, kept per layer %zu", MODELS[i], train, ckpt, kept);
+        cr_expect_eq(train - ckpt, (size_t)(c->n_layers - 1) * kept,
+                     "%s: train mode holds %zu bytes more than checkpoint mode, expected %d x %zu", MODELS[i],
+                     train - ckpt, c->n_layers - 1, kept);
+        const rl_layer_acts *first = &a.acts->layers[0];
+        for (int l = 1; l < c->n_layers; l++) {
+            const rl_layer_acts *s = &a.acts->layers[l];
+            cr_expect(s->xn1 == first->xn1 && s->xn2 == first->xn2 && s->act == first->act &&
+                          s->rstd1 == first->rstd1 && s->rstd2 == first->rstd2,
+                      "%s: layer %d must share the remade norm outputs and act", MODELS[i], l);
+            cr_expect(s->gate != first->gate && s->up != first->up && s->h != first->h &&
+                          s->v != first->v && s->attn != first->attn && s->lse != first->lse,
+                      "%s: layer %d must keep its own gate, up, h, v, attn, lse", MODELS[i], l);
+            if (c->qk_norm)
+                cr_expect(s->q == first->q && s->k == first->k && s->q_raw != first->q_raw &&
+                              s->k_raw != first->k_raw,
+                          "%s: layer %d must keep q_raw, k_raw and share q, k", MODELS[i], l);
+            else
+                cr_expect(s->q != first->q && s->k != first->k, "%s: layer %d must keep q, k", MODELS[i], l);
+        }
+        close_setup(&a);
+        close_setup(&b);
+    }
 }
 
 Test(model, gradients_accumulate)

@@ -27,10 +27,11 @@ __global__ void __launch_bounds__(FWD_THREADS) attn_fwd_mma_kernel(bf16 *out, fl
     bf16 *qs = (bf16 *)smem_raw;
     bf16 *ks = qs + BM * D; /* [2][BN * D] */
     bf16 *vs = ks + 2 * BN * D;
-    int s = blockIdx.z, h = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int h = blockIdx.x, s = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int qb = cu_q[s], len_q = cu_q[s + 1] - qb;
-    /* Last query tiles first: under the causal mask they carry the most keys (shorter tail). */
-    int row0 = (gridDim.x - 1 - blockIdx.x) * BM;
+    /* Last query tiles first, over all heads and sequences (the tile index is the slowest grid
+     * dimension): under the causal mask they carry the most keys, so the tail is short. */
+    int row0 = (gridDim.z - 1 - blockIdx.z) * BM;
     if (row0 >= len_q) return;
     int kb = cu_k[s];
     int len_k = used_k ? used_k[s] : cu_k[s + 1] - kb;
@@ -177,7 +178,7 @@ int rl_cuda_attention_fwd_mma(rl_ctx *ctx, void *out, float *lse, const void *q,
     *ran = 0;
     uintptr_t align = (uintptr_t)out | (uintptr_t)q | (uintptr_t)k | (uintptr_t)v;
     if ((head_dim != 64 && head_dim != 128) || (align & 15)) return 0;
-    dim3 grid((max_seqlen_q + BM - 1) / BM, n_heads, n_seqs);
+    dim3 grid(n_heads, n_seqs, (max_seqlen_q + BM - 1) / BM);
     size_t smem = (size_t)(BM + 4 * BN) * head_dim * sizeof(bf16);
     cudaStream_t st = rl_cuda_st(ctx)->stream;
     float scale_log2 = scale * 1.4426950408889634f;

@@ -30,9 +30,10 @@ __global__ void __launch_bounds__(BWD_THREADS) attn_bwd_dq_mma_kernel(bf16 *dq, 
 {
     extern __shared__ __align__(128) unsigned char smem_raw[];
     bf16 *qs = (bf16 *)smem_raw, *dos = qs + QB * D, *ks = dos + QB * D, *vs = ks + 2 * KB * D;
-    int s = blockIdx.z, h = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    /* Last query tiles first: under the causal mask they see the most keys. */
-    int base = cu[s], len = cu[s + 1] - base, row0 = (gridDim.x - 1 - blockIdx.x) * QB;
+    int h = blockIdx.x, s = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    /* Last query tiles first, over all heads and sequences: under the causal mask they see the
+     * most keys. */
+    int base = cu[s], len = cu[s + 1] - base, row0 = (gridDim.z - 1 - blockIdx.z) * QB;
     if (row0 >= len) return;
     int hk = h / (n_heads / n_kv_heads);
     size_t q_stride = (size_t)n_heads * D, kv_stride = (size_t)n_kv_heads * D;
@@ -120,8 +121,9 @@ __global__ void __launch_bounds__(BWD_THREADS) attn_bwd_dkv_mma_kernel(bf16 *dk,
     extern __shared__ __align__(128) unsigned char smem_raw[];
     bf16 *ks = (bf16 *)smem_raw, *vs = ks + KBLK * D, *qs = vs + KBLK * D, *dos = qs + 2 * QT * D;
     float *lse2s = (float *)(dos + 2 * QT * D), *dds = lse2s + 2 * QT;
-    int s = blockIdx.z, hk = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    int base = cu[s], len = cu[s + 1] - base, key0 = blockIdx.x * KBLK;
+    /* First key tiles first, over all heads and sequences: the most queries see them. */
+    int hk = blockIdx.x, s = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int base = cu[s], len = cu[s + 1] - base, key0 = blockIdx.z * KBLK;
     if (key0 >= len) return;
     int group = n_heads / n_kv_heads;
     size_t q_stride = (size_t)n_heads * D, kv_stride = (size_t)n_kv_heads * D;
@@ -214,7 +216,7 @@ static int launch_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dou
     size_t smem_k = (size_t)(2 * KBLK + 4 * QT) * D * sizeof(bf16) + 4 * QT * sizeof(float);
     CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_dq_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_q));
     CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_dkv_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_k));
-    dim3 grid_q((max_seqlen + QB - 1) / QB, n_heads, n_seqs), grid_k((max_seqlen + KBLK - 1) / KBLK, n_kv_heads, n_seqs);
+    dim3 grid_q(n_heads, n_seqs, (max_seqlen + QB - 1) / QB), grid_k(n_kv_heads, n_seqs, (max_seqlen + KBLK - 1) / KBLK);
     attn_bwd_dq_mma_kernel<D><<<grid_q, BWD_THREADS, smem_q, st>>>((bf16 *)dq, (const bf16 *)dout, lse, dsum,
                                                                    (const bf16 *)q, (const bf16 *)k, (const bf16 *)v,
                                                                    cu, n_heads, n_kv_heads, scale, causal);

@@ -1,9 +1,13 @@
-/* kenv.c — see kenv.h. The worker's JSON is trusted only as far as the last line of its
- * stdout that carries this run's nonce (given in the plan on stdin, which the worker closes
- * after reading), so text a candidate prints cannot pass for a result. */
+/* kenv.c — see kenv.h. A worker's JSON is trusted only as far as the last line of its stdout
+ * that carries this run's nonce (given on stdin, which the worker closes after reading), so
+ * text a candidate prints cannot pass for a result; that line must also hold a known status
+ * and, for "ok", the timings, or the candidate fails ("crash": the worker did not finish
+ * properly, whatever the reason). */
 #include "reward/kernel_env/kenv.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -21,36 +25,67 @@
 #include "reward/kernel_env/kstatic.h"
 
 #define LOG_KEEP 8192
+/* KernelBench problems have no spec: what the native default forbids, less the library rule
+ * (a ModelNew may call torch, which calls cuBLAS). */
+#define KB_FORBID (RL_KFORBID_STREAMS | RL_KFORBID_GRAPHS | RL_KFORBID_THREADS)
 
 static char g_worker[PATH_MAX + 64], g_include[PATH_MAX + 64], g_cache[PATH_MAX + 64], g_nvcc[PATH_MAX + 64];
+static char g_protocol[PATH_MAX + 64], g_kb_worker[PATH_MAX + 64];
+
+/* src/reward/kernel_env seen from the executable's directory (build/rlc: one level up,
+ * build/<flavour>/rlc: two), canonical; else relative to the working directory. */
+static void find_kenv_dir(const char *exe_dir, char *out, size_t size)
+{
+    static const char *const ups[] = {"/..", "/../..", "/../../.."};
+    for (int i = 0; i < 3 && exe_dir[0]; i++) {
+        char dir[PATH_MAX + 128], probe[PATH_MAX + 160], real[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s%s/src/reward/kernel_env", exe_dir, ups[i]);
+        snprintf(probe, sizeof probe, "%s/protocol.json", dir);
+        if (rl_file_exists(probe) && realpath(dir, real)) {
+            snprintf(out, size, "%s", real);
+            return;
+        }
+    }
+    snprintf(out, size, "src/reward/kernel_env");
+}
 
 void rl_kenv_opts_default(rl_kenv_opts *o)
 {
     memset(o, 0, sizeof *o);
-    char exe[PATH_MAX] = "";
+    char exe[PATH_MAX] = "", kdir[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = 0;
     char *slash = strrchr(exe, '/');
     if (slash) *slash = 0;
+    find_kenv_dir(exe, kdir, sizeof kdir);
     snprintf(g_worker, sizeof g_worker, "%s/rlc-kernel-worker", exe);
-    snprintf(g_include, sizeof g_include, "%s/../src/reward/kernel_env/include", exe);
-    if (!rl_file_exists(g_include)) snprintf(g_include, sizeof g_include, "src/reward/kernel_env/include");
+    snprintf(g_include, sizeof g_include, "%s/include", kdir);
+    snprintf(g_protocol, sizeof g_protocol, "%s/protocol.json", kdir);
+    snprintf(g_kb_worker, sizeof g_kb_worker, "%s/kernelbench_worker.py", kdir);
     const char *home = getenv("HOME");
     snprintf(g_cache, sizeof g_cache, "%s/.cache/rlc/kernels", home && *home ? home : "/tmp");
     const char *cuda = getenv("CUDA_HOME");
     snprintf(g_nvcc, sizeof g_nvcc, "%s%s", cuda && *cuda ? cuda : "", cuda && *cuda ? "/bin/nvcc" : "nvcc");
     o->worker = g_worker;
+    o->python = "python3";
+    o->kb_worker = g_kb_worker;
+    o->protocol_path = g_protocol;
     o->include_dir = g_include;
     o->cache_dir = g_cache;
     o->nvcc = g_nvcc;
     o->arch = "90a";
-    o->timeout_s = 120;
-    o->compile_timeout_s = 120;
-    o->trials = 2;
-    o->timed = 30;
-    o->warmup = 3;
-    o->watchdog_ms = 5000;
-    o->mem_cap_mb = 4096;
+}
+
+int rl_kenv_load_protocol(rl_kenv_opts *o, rl_err *err)
+{
+    o->proto_loaded = rl_kproto_load(&o->proto, o->protocol_path, err) == 0;
+    return o->proto_loaded ? 0 : -1;
+}
+
+int rl_kenv_is_kernelbench(const char *task)
+{
+    size_t n = strlen(task);
+    return n > 3 && !strcmp(task + n - 3, ".py");
 }
 
 int rl_kenv_reward(const char *status, double speedup, int noisy, double *reward)
@@ -120,25 +155,68 @@ static void add_static(cJSON *res, const rl_kstatic *st)
     }
 }
 
-/* The last stdout line holding "nonce":"<nonce>", parsed; NULL if none. */
+/* The last stdout line that parses as an object whose "nonce" is ours; NULL if none. Python
+ * and C write the field with or without a space after the colon, so the value is searched. */
 static cJSON *find_worker_json(const char *out, const char *nonce)
 {
     char key[64];
-    snprintf(key, sizeof key, "\"nonce\":\"%s\"", nonce);
-    const char *best = NULL;
-    for (const char *p = out; (p = strstr(p, key)) != NULL; p++) best = p;
-    if (!best) return NULL;
-    const char *start = best;
-    while (start > out && start[-1] != '\n') start--;
-    const char *end = strchr(best, '\n');
-    size_t len = end ? (size_t)(end - start) : strlen(start);
-    rl_err e;
-    cJSON *j = rl_json_parse(start, len, "worker output", &e);
-    if (j && !cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        j = NULL;
+    snprintf(key, sizeof key, "\"%s\"", nonce);
+    cJSON *best = NULL;
+    for (const char *p = out; (p = strstr(p, key)) != NULL;) {
+        const char *start = p;
+        while (start > out && start[-1] != '\n') start--;
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - start) : strlen(start);
+        rl_err e;
+        cJSON *j = rl_json_parse(start, len, "worker output", &e);
+        const cJSON *n = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "nonce") : NULL;
+        if (cJSON_IsString(n) && !strcmp(n->valuestring, nonce)) {
+            cJSON_Delete(best);
+            best = j;
+        } else {
+            cJSON_Delete(j);
+        }
+        if (!end) break;
+        p = end;
     }
-    return j;
+    return best;
+}
+
+/* A positive finite number. */
+static int positive(const cJSON *v)
+{
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble > 0;
+}
+
+/* What the result line must hold; fills why and returns -1 when it does not. */
+static int check_worker_json(const cJSON *w, char *why, size_t size)
+{
+    static const char *const statuses[] = {"ok", "compile_error", "incorrect", "cheat", "crash", "timeout", "error"};
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(w, "status");
+    int known = 0;
+    for (size_t i = 0; i < sizeof statuses / sizeof statuses[0] && cJSON_IsString(st); i++)
+        known |= !strcmp(st->valuestring, statuses[i]);
+    if (!known) {
+        snprintf(why, size, "status %s%.40s%s is not one of ok, compile_error, incorrect, cheat, crash, timeout, error",
+                 cJSON_IsString(st) ? "'" : "", cJSON_IsString(st) ? st->valuestring : "missing", cJSON_IsString(st) ? "'" : "");
+        return -1;
+    }
+    const cJSON *fa = cJSON_GetObjectItemCaseSensitive(w, "failure");
+    if (fa && !cJSON_IsString(fa) && !cJSON_IsNull(fa)) return snprintf(why, size, "'failure' is not a string"), -1;
+    const cJSON *ck = cJSON_GetObjectItemCaseSensitive(w, "checks");
+    if (ck && !cJSON_IsObject(ck)) return snprintf(why, size, "'checks' is not an object"), -1;
+    if (strcmp(st->valuestring, "ok")) return 0;
+    static const char *const times[] = {"ref_ms", "cand_ms"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(w, times[i]);
+        if (!cJSON_IsObject(t) || !positive(cJSON_GetObjectItemCaseSensitive(t, "median")))
+            return snprintf(why, size, "status ok without '%s' {\"median\": > 0}", times[i]), -1;
+    }
+    if (!positive(cJSON_GetObjectItemCaseSensitive(w, "speedup")))
+        return snprintf(why, size, "status ok without a positive 'speedup'"), -1;
+    const cJSON *no = cJSON_GetObjectItemCaseSensitive(w, "noisy");
+    if (no && !cJSON_IsBool(no)) return snprintf(why, size, "'noisy' is not true or false"), -1;
+    return 0;
 }
 
 static void tail_of(const char *s, size_t len, char *out, size_t size)
@@ -150,111 +228,148 @@ static void tail_of(const char *s, size_t len, char *out, size_t size)
         if (out[i] == '\n') out[i] = ' ';
 }
 
-static void run_worker(const rl_kenv_opts *o, const rl_kspec *spec, const char *ref_so, const char *cand_so,
-                       cJSON *res, rl_err *err)
+/* Turns a finished child into the result: its verdict and measurements, or a failure of the
+ * candidate when it was killed, crashed, flooded or printed no valid result line. what names
+ * the program in messages ("the worker", "the Python worker"). */
+static void read_worker(cJSON *res, const rl_kproc_result *pr, const rl_kproc_opts *po, const char *nonce,
+                        const char *program, const char *what)
 {
-    char plan[16384], nonce[40], seed[32], trials[16], timed[16], warmup[16], wd[16], cap[16], gpu_env[64];
-    snprintf(nonce, sizeof nonce, "%016" PRIx64, urandom64());
-    int n = snprintf(plan, sizeof plan, "%s\n", nonce);
-    if (rl_kspec_write_plan(spec, plan + n, sizeof plan - n, err)) {
-        set_status(res, "error", err->msg);
-        return;
-    }
-    snprintf(seed, sizeof seed, "%" PRIu64, o->seed);
-    snprintf(trials, sizeof trials, "%d", o->trials);
-    snprintf(timed, sizeof timed, "%d", o->timed);
-    snprintf(warmup, sizeof warmup, "%d", o->warmup);
-    snprintf(wd, sizeof wd, "%d", o->watchdog_ms);
-    snprintf(cap, sizeof cap, "%d", o->mem_cap_mb);
-    char *argv[] = {(char *)o->worker, "--ref", (char *)ref_so, "--cand", (char *)cand_so, "--seed", seed,
-                    "--trials", trials, "--timed", timed, "--warmup", warmup, "--watchdog-ms", wd,
-                    "--mem-cap-mb", cap, NULL};
-    rl_kproc_opts po = {0};
-    po.timeout_s = o->timeout_s;
-    po.max_stdout = 1 << 20;
-    po.max_stderr = 16384;
-    po.fsize_limit = (size_t)64 << 20;
-    po.stdin_data = plan;
-    po.stdin_len = strlen(plan);
-    const char *dev = o->gpu_acquire ? o->gpu_acquire(o->gpu_ctx) : o->devices;
-    if (dev) {
-        snprintf(gpu_env, sizeof gpu_env, "CUDA_VISIBLE_DEVICES=%s", dev);
-        po.env_set[0] = gpu_env;
-    }
-    rl_kproc_result pr;
-    int run_rc = rl_kproc_run(argv, &po, &pr, err);
-    if (o->gpu_acquire) o->gpu_release(o->gpu_ctx, dev);
-    if (run_rc) {
-        set_status(res, "error", err->msg);
-        return;
-    }
-    cJSON_AddNumberToObject(res, "worker_seconds", pr.seconds);
-    char tail[600], msg[900];
-    tail_of(pr.err, pr.err_len, tail, 400);
-    cJSON *w = pr.truncated ? NULL : find_worker_json(pr.out, nonce);
-    if (pr.timed_out) {
-        snprintf(msg, sizeof msg, "wall-time limit of %.0f s passed (killed); stderr: %s", o->timeout_s, tail);
+    char tail[600], msg[900], why[200];
+    tail_of(pr->err, pr->err_len, tail, 400);
+    cJSON *w = pr->timed_out || pr->truncated ? NULL : find_worker_json(pr->out, nonce);
+    if (pr->timed_out) {
+        snprintf(msg, sizeof msg, "wall-time limit of %.0f s passed (killed); stderr: %s", po->timeout_s, tail);
         set_status(res, "timeout", msg);
-    } else if (pr.truncated) {
-        snprintf(msg, sizeof msg, "wrote more than %zu bytes to stdout (killed)", po.max_stdout);
+    } else if (pr->truncated) {
+        snprintf(msg, sizeof msg, "wrote more than %zu bytes to stdout (killed)", po->max_stdout);
         set_status(res, "crash", msg);
     } else if (!w) {
-        if (pr.exited && pr.exit_code == 127) {
-            snprintf(msg, sizeof msg, "%s: cannot run the worker", o->worker);
+        if (pr->exited && pr->exit_code == 127) {
+            snprintf(msg, sizeof msg, "%s: cannot run %s (not found or not executable)", program, what);
             set_status(res, "error", msg);
-        } else if (pr.signaled) {
-            snprintf(msg, sizeof msg, "worker killed by signal %d (%s); stderr: %s", pr.signal, strsignal(pr.signal), tail);
+        } else if (pr->signaled) {
+            snprintf(msg, sizeof msg, "%s killed by signal %d (%s); stderr: %s", what, pr->signal, strsignal(pr->signal), tail);
             set_status(res, "crash", msg);
         } else {
-            snprintf(msg, sizeof msg, "worker exited with status %d and no result; stderr: %s", pr.exit_code, tail);
+            snprintf(msg, sizeof msg, "%s exited with status %d and no result; stderr: %s", what, pr->exit_code, tail);
             set_status(res, "crash", msg);
         }
+    } else if (check_worker_json(w, why, sizeof why)) {
+        snprintf(msg, sizeof msg, "%s printed a malformed result (%s); stderr: %s", what, why, tail);
+        set_status(res, "crash", msg);
     } else {
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(w, "status");
         const cJSON *fa = cJSON_GetObjectItemCaseSensitive(w, "failure");
-        set_status(res, cJSON_IsString(st) ? st->valuestring : "error", cJSON_IsString(fa) ? fa->valuestring : NULL);
+        set_status(res, st->valuestring, cJSON_IsString(fa) ? fa->valuestring : NULL);
         static const char *copy[] = {"checks", "trials", "max_err_ratio", "max_abs_err", "ref_ms", "cand_ms",
-                                     "speedup", "noisy", "device"};
+                                     "speedup", "noisy", "ref_solo_ms", "device"};
         for (size_t i = 0; i < sizeof copy / sizeof copy[0]; i++) {
             cJSON *item = cJSON_DetachItemFromObjectCaseSensitive(w, copy[i]);
             if (item) cJSON_AddItemToObject(res, copy[i], item);
         }
-        cJSON_Delete(w);
     }
+    cJSON_Delete(w);
+}
+
+/* Runs one worker (native or Python) in a limited child on a GPU of the pool, with input on
+ * stdin (its first line the nonce) and up to two more environment entries (NULL-terminated
+ * list, or NULL), and reads its verdict into res. */
+static void run_worker(const rl_kenv_opts *o, char *const argv[], const char *input, const char *nonce,
+                       double timeout_s, const char *const *extra_env, const char *what, cJSON *res)
+{
+    char gpu_env[64];
+    rl_kproc_opts po = {0};
+    po.timeout_s = timeout_s;
+    po.max_stdout = 1 << 20;
+    po.max_stderr = 16384;
+    po.fsize_limit = (size_t)64 << 20;
+    po.stdin_data = input;
+    po.stdin_len = strlen(input);
+    int n_env = 0;
+    for (int i = 0; extra_env && extra_env[i] && i < 2; i++) po.env_set[n_env++] = extra_env[i];
+    const char *dev = o->gpu_acquire ? o->gpu_acquire(o->gpu_ctx) : o->devices;
+    if (dev) {
+        snprintf(gpu_env, sizeof gpu_env, "CUDA_VISIBLE_DEVICES=%s", dev);
+        po.env_set[n_env++] = gpu_env;
+    }
+    rl_kproc_result pr;
+    rl_err err;
+    int run_rc = rl_kproc_run(argv, &po, &pr, &err);
+    if (o->gpu_acquire) o->gpu_release(o->gpu_ctx, dev);
+    if (run_rc) {
+        set_status(res, "error", err.msg);
+        return;
+    }
+    cJSON_AddNumberToObject(res, "worker_seconds", pr.seconds);
+    read_worker(res, &pr, &po, nonce, argv[0], what);
     rl_kproc_result_free(&pr);
+}
+
+static void new_nonce(char *out, size_t size)
+{
+    snprintf(out, size, "%016" PRIx64, urandom64());
+}
+
+static void run_native(const rl_kenv_opts *o, const rl_kspec *spec, const char *ref_so, const char *cand_so, cJSON *res)
+{
+    const rl_kproto *p = &o->proto;
+    char plan[16384], nonce[40], seed[32], trials[16], timed[16], warmup[16], copies[16], wd[16], cap[16];
+    char flush[32], spread[32], repeats[16];
+    rl_err err;
+    new_nonce(nonce, sizeof nonce);
+    int n = snprintf(plan, sizeof plan, "%s\n", nonce);
+    if (rl_kspec_write_plan(spec, &p->tol, plan + n, sizeof plan - n, &err)) {
+        set_status(res, "error", err.msg);
+        return;
+    }
+    snprintf(seed, sizeof seed, "%" PRIu64, o->seed);
+    snprintf(trials, sizeof trials, "%d", p->random_trials);
+    snprintf(timed, sizeof timed, "%d", p->timed);
+    snprintf(warmup, sizeof warmup, "%d", p->warmup);
+    snprintf(copies, sizeof copies, "%d", p->input_copies);
+    snprintf(wd, sizeof wd, "%d", p->watchdog_ms);
+    snprintf(cap, sizeof cap, "%d", p->mem_cap_mb);
+    snprintf(flush, sizeof flush, "%.17g", p->l2_flush_factor);
+    snprintf(spread, sizeof spread, "%.17g", p->max_spread);
+    snprintf(repeats, sizeof repeats, "%d", p->spread_repeats);
+    char *argv[] = {(char *)o->worker, "--ref", (char *)ref_so, "--cand", (char *)cand_so, "--seed", seed,
+                    "--trials", trials, "--timed", timed, "--warmup", warmup, "--copies", copies,
+                    "--watchdog-ms", wd, "--mem-cap-mb", cap, "--flush-factor", flush, "--max-spread", spread,
+                    "--spread-repeats", repeats, NULL};
+    run_worker(o, argv, plan, nonce, p->timeout_s, NULL, "the worker", res);
 }
 
 static int compile_file(const rl_kenv_opts *o, const char *src, size_t len, int library, rl_kcompile_result *c,
                         rl_err *err)
 {
-    rl_kcompile_opts co = {o->nvcc, o->cache_dir, o->include_dir, o->arch, o->compile_timeout_s};
+    rl_kcompile_opts co = {o->nvcc, o->cache_dir, o->include_dir, o->arch, o->proto.compile_timeout_s};
     return rl_kcompile(src, len, library, &co, c, err);
 }
 
-static void finish(cJSON *res, double t0)
+/* The first fatal static finding as a failure line; "" when there is none. */
+static void first_fatal(const rl_kstatic *st, char *out, size_t size)
 {
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "status");
-    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(res, "speedup");
-    const cJSON *no = cJSON_GetObjectItemCaseSensitive(res, "noisy");
-    double reward;
-    if (cJSON_IsString(st) &&
-        rl_kenv_reward(st->valuestring, cJSON_IsNumber(sp) ? sp->valuedouble : 0, cJSON_IsTrue(no), &reward) == 0)
-        cJSON_ReplaceItemInObject(res, "reward", cJSON_CreateNumber(reward));
-    cJSON_AddNumberToObject(res, "eval_seconds", rl_time_now() - t0);
+    out[0] = 0;
+    for (int i = 0; i < st->n && !out[0]; i++)
+        if (st->items[i].fatal) snprintf(out, size, "static %s: %s", st->items[i].check, st->items[i].detail);
+    if (!out[0] && st->n_fatal) snprintf(out, size, "static: %d fatal findings", st->n_fatal);
 }
 
-cJSON *rl_kenv_eval(const rl_kenv_opts *o, const char *task_dir, const char *source, size_t len, rl_err *err)
+/* A fatal static finding makes the candidate a cheat; what the worker found (with
+ * --keep-going) stays in dynamic_status / dynamic_failure. */
+static void mark_cheat(cJSON *res, const char *fatal)
 {
-    double t0 = rl_time_now();
-    cJSON *res = cJSON_CreateObject();
-    if (!res) {
-        rl_err_oom(err, "result", 0);
-        return NULL;
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(res, "status");
+    const cJSON *wf = cJSON_GetObjectItemCaseSensitive(res, "failure");
+    if (cJSON_IsString(ws) && strcmp(ws->valuestring, "error")) {
+        cJSON_AddStringToObject(res, "dynamic_status", ws->valuestring);
+        if (cJSON_IsString(wf)) cJSON_AddStringToObject(res, "dynamic_failure", wf->valuestring);
     }
-    cJSON_AddStringToObject(res, "task", task_dir);
-    cJSON_AddStringToObject(res, "status", "error");
-    cJSON_AddNullToObject(res, "failure");
-    cJSON_AddNullToObject(res, "reward");
+    set_status(res, "cheat", fatal);
+}
+
+static void eval_native(const rl_kenv_opts *o, const char *task_dir, const char *source, size_t len, cJSON *res)
+{
     rl_kspec *spec = malloc(sizeof *spec);
     rl_kstatic *st = malloc(sizeof *st);
     char *ref_src = NULL;
@@ -285,36 +400,164 @@ cJSON *rl_kenv_eval(const rl_kenv_opts *o, const char *task_dir, const char *sou
         goto done;
     }
     add_compile(res, "compile", &cc);
-    char fatal[300] = "";
-    for (int i = 0; i < st->n && !fatal[0]; i++)
-        if (st->items[i].fatal) snprintf(fatal, sizeof fatal, "static %s: %s", st->items[i].check, st->items[i].detail);
-    if (!fatal[0] && st->n_fatal) snprintf(fatal, sizeof fatal, "static: %d fatal findings", st->n_fatal);
+    char fatal[300];
+    first_fatal(st, fatal, sizeof fatal);
     if (!cc.ok) set_status(res, "compile_error", "the candidate does not compile (see compile.log)");
-    else if (!fatal[0] || o->keep_going) run_worker(o, spec, rc.so_path, cc.so_path, res, &e);
-    if (fatal[0]) {
-        const cJSON *ws = cJSON_GetObjectItemCaseSensitive(res, "status");
-        const cJSON *wf = cJSON_GetObjectItemCaseSensitive(res, "failure");
-        if (cJSON_IsString(ws) && strcmp(ws->valuestring, "error")) {
-            cJSON_AddStringToObject(res, "dynamic_status", ws->valuestring);
-            if (cJSON_IsString(wf)) cJSON_AddStringToObject(res, "dynamic_failure", wf->valuestring);
-        }
-        set_status(res, "cheat", fatal);
-    }
+    else if (!fatal[0] || o->keep_going) run_native(o, spec, rc.so_path, cc.so_path, res);
+    if (fatal[0]) mark_cheat(res, fatal);
 done:
-    finish(res, t0);
     rl_kcompile_result_free(&rc);
     rl_kcompile_result_free(&cc);
     free(ref_src);
     free(spec);
     free(st);
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* The candidate goes to a fresh private directory (the worker imports a file; a batch request
+ * may carry only the source), removed afterwards with whatever the candidate left there. */
+static int write_candidate(const char *source, size_t len, char *dir, size_t dir_size, char *path, size_t path_size,
+                           rl_err *err)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, dir_size, "%s/rlc-kb-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) return rl_err_set(err, "%s: cannot create a directory for the candidate: %s", dir, strerror(errno));
+    snprintf(path, path_size, "%s/candidate.py", dir);
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(source, 1, len, f) == len;
+    if (f && fclose(f)) ok = 0;
+    if (!ok) {
+        rl_err_set(err, "%s: cannot write the candidate: %s", path, strerror(errno));
+        nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        return -1;
+    }
+    return 0;
+}
+
+/* dir: the candidate's private directory; load_inline builds there too (TORCH_EXTENSIONS_DIR),
+ * so candidates of a batch whose extensions share a name cannot load each other's modules. */
+static void run_python(const rl_kenv_opts *o, const char *problem, const char *dir, const char *cand_path, cJSON *res)
+{
+    const rl_kproto *p = &o->proto;
+    char nonce[40], input[48], num[9][32], tol[4][2][32];
+    new_nonce(nonce, sizeof nonce);
+    snprintf(input, sizeof input, "%s\n", nonce);
+    snprintf(num[0], 32, "%d", p->random_trials);
+    snprintf(num[1], 32, "%d", p->timed);
+    snprintf(num[2], 32, "%d", p->warmup);
+    snprintf(num[3], 32, "%d", p->input_copies);
+    snprintf(num[4], 32, "%.17g", p->l2_flush_factor);
+    snprintf(num[5], 32, "%.17g", p->max_spread);
+    snprintf(num[6], 32, "%d", p->spread_repeats);
+    snprintf(num[7], 32, "%.17g", p->ref_slowdown_limit);
+    snprintf(num[8], 32, "%.17g", p->ref_slowdown_min_ms);
+    static const char *const flags[9] = {"--trials", "--timed", "--warmup", "--copies", "--flush-factor",
+                                         "--max-spread", "--spread-repeats", "--ref-slowdown-limit",
+                                         "--ref-slowdown-min-ms"};
+    static const char *const dtypes[4] = {"f32", "f16", "bf16", "i32"};
+    char *argv[64];
+    int n = 0;
+    argv[n++] = (char *)o->python;
+    argv[n++] = (char *)o->kb_worker;
+    argv[n++] = "--ref", argv[n++] = (char *)problem;
+    argv[n++] = "--cand", argv[n++] = (char *)cand_path;
+    argv[n++] = "--nonce-stdin";
+    for (int i = 0; i < 9; i++) argv[n++] = (char *)flags[i], argv[n++] = num[i];
+    for (int d = 0; d < 4; d++) {
+        snprintf(tol[d][0], 32, "%.17g", p->tol.atol[d]);
+        snprintf(tol[d][1], 32, "%.17g", p->tol.rtol[d]);
+        argv[n++] = "--tol", argv[n++] = (char *)dtypes[d], argv[n++] = tol[d][0], argv[n++] = tol[d][1];
+    }
+    argv[n] = NULL;
+    char ext_env[PATH_MAX + 64];
+    snprintf(ext_env, sizeof ext_env, "TORCH_EXTENSIONS_DIR=%s/torch_extensions", dir);
+    const char *env[] = {"PYTHONDONTWRITEBYTECODE=1", ext_env, NULL};
+    /* load_inline builds the candidate's extension inside the worker: its time counts too. */
+    run_worker(o, argv, input, nonce, p->timeout_s + p->compile_timeout_s, env, "the Python worker", res);
+}
+
+static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const char *source, size_t len, cJSON *res)
+{
+    const char *base = strrchr(problem, '/');
+    base = base ? base + 1 : problem;
+    char name[256], msg[PATH_MAX + 200];
+    snprintf(name, sizeof name, "%.*s", (int)(strlen(base) - 3), base);
+    cJSON_ReplaceItemInObject(res, "task", cJSON_CreateString(name));
+    if (!rl_file_exists(problem)) {
+        snprintf(msg, sizeof msg, "%s: no such KernelBench problem file", problem);
+        set_status(res, "error", msg);
+        return;
+    }
+    if (!rl_file_exists(o->kb_worker)) {
+        snprintf(msg, sizeof msg, "%s: no KernelBench worker there (--kb-worker sets it)", o->kb_worker);
+        set_status(res, "error", msg);
+        return;
+    }
+    rl_kstatic *st = malloc(sizeof *st);
+    if (!st) {
+        set_status(res, "error", "out of memory");
+        return;
+    }
+    rl_kstatic_check_py(source, len, KB_FORBID, st);
+    add_static(res, st);
+    char fatal[300];
+    first_fatal(st, fatal, sizeof fatal);
+    free(st);
+    if (!fatal[0] || o->keep_going) {
+        char dir[PATH_MAX], path[PATH_MAX + 32];
+        rl_err e;
+        if (write_candidate(source, len, dir, sizeof dir, path, sizeof path, &e)) {
+            set_status(res, "error", e.msg);
+        } else {
+            run_python(o, problem, dir, path, res);
+            nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        }
+    }
+    if (fatal[0]) mark_cheat(res, fatal);
+}
+
+static void finish(cJSON *res, double t0)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "status");
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(res, "speedup");
+    const cJSON *no = cJSON_GetObjectItemCaseSensitive(res, "noisy");
+    double reward;
+    if (cJSON_IsString(st) &&
+        rl_kenv_reward(st->valuestring, cJSON_IsNumber(sp) ? sp->valuedouble : 0, cJSON_IsTrue(no), &reward) == 0)
+        cJSON_ReplaceItemInObject(res, "reward", cJSON_CreateNumber(reward));
+    cJSON_AddNumberToObject(res, "eval_seconds", rl_time_now() - t0);
+}
+
+cJSON *rl_kenv_eval(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_err *err)
+{
+    double t0 = rl_time_now();
+    cJSON *res = cJSON_CreateObject();
+    if (!res) {
+        rl_err_oom(err, "result", 0);
+        return NULL;
+    }
+    cJSON_AddStringToObject(res, "task", task);
+    cJSON_AddStringToObject(res, "status", "error");
+    cJSON_AddNullToObject(res, "failure");
+    cJSON_AddNullToObject(res, "reward");
+    if (!o->proto_loaded) set_status(res, "error", "no protocol loaded (rl_kenv_load_protocol)");
+    else if (rl_kenv_is_kernelbench(task)) eval_kernelbench(o, task, source, len, res);
+    else eval_native(o, task, source, len, res);
+    finish(res, t0);
     return res;
 }
 
-int rl_kenv_count_gpus(const rl_kenv_opts *o)
+/* Runs argv (a short query) and returns the number it prints, 0 on any failure. */
+static int query_count(char *const argv[])
 {
-    char *argv[] = {(char *)o->worker, "--count-devices", NULL};
     rl_kproc_opts po = {0};
-    po.timeout_s = 60;
+    po.timeout_s = 120;
     po.max_stdout = 64;
     po.max_stderr = 4096;
     rl_kproc_result pr;
@@ -323,4 +566,14 @@ int rl_kenv_count_gpus(const rl_kenv_opts *o)
     int n = pr.exited && pr.exit_code == 0 ? atoi(pr.out) : 0;
     rl_kproc_result_free(&pr);
     return n > 0 ? n : 0;
+}
+
+int rl_kenv_count_gpus(const rl_kenv_opts *o)
+{
+    char *argv[] = {(char *)o->worker, "--count-devices", NULL};
+    int n = query_count(argv);
+    if (n > 0 || !o->python) return n;
+    /* No native worker (a CPU build driving KernelBench tasks): ask torch. */
+    char *py[] = {(char *)o->python, "-c", "import torch; print(torch.cuda.device_count())", NULL};
+    return query_count(py);
 }

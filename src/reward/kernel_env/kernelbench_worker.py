@@ -2,9 +2,10 @@
 """kernelbench_worker.py — score a KernelBench-format candidate under rlc's kernel protocol.
 
 Usage:
-  python3 kernelbench_worker.py --ref PROBLEM.py --cand CANDIDATE.py [--trials N] [--timed N]
-        [--warmup N] [--copies K] [--seed S] [--protocol protocol.json] [--atol A] [--rtol R]
-        [--nonce-stdin]
+  python3 kernelbench_worker.py --ref PROBLEM.py --cand CANDIDATE.py [--protocol protocol.json]
+        [--trials N] [--timed N] [--warmup N] [--copies K] [--flush-factor F] [--max-spread S]
+        [--spread-repeats R] [--ref-slowdown-limit L] [--ref-slowdown-min-ms M]
+        [--tol DTYPE ATOL RTOL]... [--atol A] [--rtol R] [--seed S] [--nonce-stdin]
   PROBLEM.py   a KernelBench problem: class Model, get_inputs(), get_init_inputs()
   CANDIDATE.py defines class ModelNew (same constructor arguments), usually with inline CUDA
                through torch.utils.cpp_extension.load_inline
@@ -14,8 +15,12 @@ max_abs_err, ref_ms, cand_ms, speedup, noisy, device, l2_bytes (+ nonce when --n
 the first stdin line, read before the candidate is imported; stdin is then closed). Whatever
 the candidate prints goes to stderr. Exit status 0 whenever a result was printed.
 
-Protocol (the native worker's, in PyTorch terms; parameters from protocol.json when present,
-then the flags):
+`rlc kernel-eval PROBLEM.py CANDIDATE.py` (and --batch) runs this worker in a limited child
+process and passes every protocol parameter as a flag (the values of protocol.json, which rlc
+loads, with rlc's overrides). Run by hand, the parameters that no flag gives come from
+--protocol (default: protocol.json beside this file); the worker has no defaults of its own.
+
+Protocol (the native worker's, in PyTorch terms):
  1. Before the candidate is imported: the reference Model is built (KernelBench's seeded init),
     the correctness inputs are drawn (torch seeded from os.urandom, so the candidate cannot
     know them) and the reference outputs computed, TF32 off; the reference is timed alone once.
@@ -35,9 +40,10 @@ then the flags):
     buffer is written and the whole device synchronized; a run's time is host wall time to the
     end of torch.cuda.synchronize() after it (work on any stream counts). Every timed candidate
     output is checked against its copy's reference. Median, p10, p90; if (p90 - p10) / median
-    exceeds max_spread on either side the round is repeated once, then `noisy` is set. If the
-    reference's interleaved median exceeds 1.5x its solo median (something slowing the reference
-    down, or noise), `noisy` is set too, which caps the rewarded speedup at 1.
+    exceeds max_spread on either side the round is repeated (up to spread_repeats times), then
+    `noisy` is set. If the reference's interleaved median exceeds ref_slowdown_limit times its
+    solo median (and by ref_slowdown_min_ms; something slowing the reference down, or noise),
+    `noisy` is set too, which caps the rewarded speedup at 1.
  5. Integrity: torch's global numeric flags (TF32, reduced-precision reductions, matmul
     precision) and the identity of torch / torch.nn.functional / torch.Tensor attributes are
     snapshotted before the import and checked after every phase (a candidate that patches them
@@ -52,10 +58,13 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULTS = {"n_correct_trials": 3, "n_warmup": 3, "n_timed": 30, "n_copies": 3, "l2_flush_bytes_factor": 2,
-            "max_spread": 0.25, "ref_slowdown_limit": 1.5,
-            "tolerance": {"f32": {"atol": 1e-5, "rtol": 1e-5}, "f16": {"atol": 1e-3, "rtol": 1e-3},
-                          "bf16": {"atol": 1e-2, "rtol": 1e-2}, "i32": {"atol": 0, "rtol": 0}}}
+# protocol.json key -> (flag destination, type); tolerances come as --tol DTYPE ATOL RTOL.
+PARAMS = {"random_trials": ("trials", int), "timed": ("timed", int), "warmup": ("warmup", int),
+          "input_copies": ("copies", int), "l2_flush_factor": ("flush_factor", float),
+          "max_spread": ("max_spread", float), "spread_repeats": ("spread_repeats", int),
+          "ref_slowdown_limit": ("ref_slowdown_limit", float),
+          "ref_slowdown_min_ms": ("ref_slowdown_min_ms", float)}
+DTYPES = ("f32", "f16", "bf16", "i32")
 STASH_BYTES = 1 << 30
 CHECKS = ["setup", "return_code", "correct_random", "correct_adversarial", "inputs_unchanged", "fresh_output",
           "global_state", "timed_outputs", "reference_speed", "correct_after_timing"]
@@ -85,17 +94,46 @@ class Result:
         self.d["checks"][f.check] = "fail"
 
 
-def load_protocol(path):
-    p = json.loads(json.dumps(DEFAULTS))
-    if path and os.path.exists(path):
-        with open(path) as f:
-            user = json.load(f)
-        for k, v in user.items():
-            if k == "tolerance" and isinstance(v, dict):
-                for dt, tv in v.items():
-                    p["tolerance"].setdefault(dt, {}).update(tv)
-            else:
-                p[k] = v
+def protocol(a):
+    """The protocol's parameters: the flags (rlc passes them all), then protocol.json for the rest."""
+    p = {k: getattr(a, dest) for k, (dest, _) in PARAMS.items()}
+    tol = {}
+    for dt, atol, rtol in a.tol or []:
+        try:
+            tol[dt] = {"atol": float(atol), "rtol": float(rtol)}
+        except ValueError:
+            raise Fail("error", "setup", f"--tol {dt} {atol} {rtol}: not numbers")
+        if dt not in DTYPES or not (tol[dt]["atol"] >= 0 and tol[dt]["rtol"] >= 0):
+            raise Fail("error", "setup", f"--tol {dt} {atol} {rtol}: needs a dtype of {', '.join(DTYPES)} and values >= 0")
+    missing = [k for k, v in p.items() if v is None] + [f"tolerance.{dt}" for dt in DTYPES if dt not in tol]
+    if missing:
+        try:
+            with open(a.protocol) as f:
+                user = json.load(f)
+            if not isinstance(user, dict):
+                raise ValueError("the top level must be an object")
+        except (OSError, ValueError) as e:
+            raise Fail("error", "setup", f"protocol file {a.protocol}: {e} (needed for {', '.join(missing)})")
+        for k, (_, typ) in PARAMS.items():
+            v = user.get(k)
+            if p[k] is None:
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or (typ is int and v != int(v)):
+                    raise Fail("error", "setup", f"{a.protocol}: field '{k}' missing or not "
+                                                 f"{'an integer' if typ is int else 'a number'}")
+                p[k] = typ(v)
+        utol = user.get("tolerance")
+        for dt in DTYPES:
+            if dt in tol:
+                continue
+            t = utol.get(dt) if isinstance(utol, dict) else None
+            if not isinstance(t, dict) or not all(isinstance(t.get(k), (int, float)) and t[k] >= 0 for k in ("atol", "rtol")):
+                raise Fail("error", "setup", f"{a.protocol}: field 'tolerance.{dt}' missing or not {{\"atol\", \"rtol\"}} >= 0")
+            tol[dt] = {"atol": float(t["atol"]), "rtol": float(t["rtol"])}
+    p["tolerance"] = tol
+    if (p["random_trials"] < 1 or p["timed"] < 3 or p["warmup"] < 0 or p["input_copies"] < 1 or
+            p["l2_flush_factor"] < 1 or p["max_spread"] <= 0 or p["spread_repeats"] < 0 or p["ref_slowdown_limit"] < 1):
+        raise Fail("error", "setup", "bad protocol: random_trials >= 1, timed >= 3, warmup >= 0, input_copies >= 1, "
+                                     "l2_flush_factor >= 1, max_spread > 0, spread_repeats >= 0, ref_slowdown_limit >= 1")
     return p
 
 
@@ -177,7 +215,8 @@ class Integrity:
 
 
 def dtype_key(torch, dt):
-    return {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}.get(dt, "i32")
+    """The protocol's tolerance entry for a floating dtype (float64 and others: f32's)."""
+    return {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}.get(dt, "f32")
 
 
 def compare(torch, got, ref, tol, what, check, res):
@@ -252,7 +291,11 @@ def stats(ts):
 
 
 def run(a, res, proto):
-    import torch
+    try:
+        import torch
+    except Exception as e:  # ImportError, or OSError from a broken CUDA install
+        raise Fail("error", "setup", f"PyTorch cannot be imported by {sys.executable} ({type(e).__name__}: {e}); "
+                                     "KernelBench tasks need a Python with torch (rlc kernel-eval --python PATH)")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
@@ -260,7 +303,7 @@ def run(a, res, proto):
         raise Fail("error", "setup", "no CUDA device")
     props = torch.cuda.get_device_properties(0)
     res.d["device"], res.d["l2_bytes"] = props.name, props.L2_cache_size
-    flush = torch.empty(max(int(proto["l2_flush_bytes_factor"] * props.L2_cache_size), 1 << 20) // 4,
+    flush = torch.empty(max(int(proto["l2_flush_factor"] * props.L2_cache_size), 1 << 20) // 4,
                         device="cuda")
     tol = proto["tolerance"]
     if a.atol is not None or a.rtol is not None:
@@ -297,7 +340,7 @@ def run(a, res, proto):
 
     trials = []
     try:
-        for k in range(proto["n_correct_trials"]):
+        for k in range(proto["random_trials"]):
             xs = draw("random")
             trials.append(("random", stash(xs), stash(ref_call(xs))))
         xs = draw("signed")
@@ -307,7 +350,7 @@ def run(a, res, proto):
         first = to_cuda(torch, trials[0][1])
         with torch.no_grad():
             solo = [wall_run(torch, lambda: ref_model(*first), flush)[0]
-                    for _ in range(proto["n_warmup"] + max(5, proto["n_timed"] // 3))][proto["n_warmup"]:]
+                    for _ in range(proto["warmup"] + max(5, proto["timed"] // 3))][proto["warmup"]:]
         solo_median = stats(solo)["median"]
     except Exception as e:
         raise Fail("error", "setup", f"reference run: {type(e).__name__}: {e}")
@@ -379,7 +422,7 @@ def run(a, res, proto):
 
     # 4. timing
     copies = []
-    for _ in range(proto["n_copies"]):
+    for _ in range(proto["input_copies"]):
         xs = draw("random")
         copies.append((xs, ref_call(xs)))
         free, _ = torch.cuda.mem_get_info()
@@ -389,7 +432,7 @@ def run(a, res, proto):
 
     def timing_round():
         tr, tc = [], []
-        for i in range(proto["n_warmup"] + proto["n_timed"]):
+        for i in range(proto["warmup"] + proto["timed"]):
             xs, ref_out = copies[i % len(copies)]
             t_ref, _ = wall_run(torch, lambda: ref_model(*xs), flush)
             try:
@@ -399,22 +442,27 @@ def run(a, res, proto):
             out = as_list(torch, out)
             for j, (o, r) in enumerate(zip(out, ref_out)):
                 compare(torch, o, r, tol, f"timed run {i} output {j}", "timed_outputs", res)
-            if i >= proto["n_warmup"]:
+            if i >= proto["warmup"]:
                 tr.append(t_ref)
                 tc.append(t_cand)
         return stats(tr), stats(tc)
 
+    def spread(s):
+        return (s["p90"] - s["p10"]) / s["median"]
+
     with torch.no_grad():
         ref_s, cand_s = timing_round()
-        spread = lambda s: (s["p90"] - s["p10"]) / s["median"]
-        noisy = False
-        if max(spread(ref_s), spread(cand_s)) > proto["max_spread"]:
+        noisy = max(spread(ref_s), spread(cand_s)) > proto["max_spread"]
+        for _ in range(proto["spread_repeats"]):
+            if not noisy:
+                break
             ref_s, cand_s = timing_round()
             noisy = max(spread(ref_s), spread(cand_s)) > proto["max_spread"]
     res.passed("timed_outputs")
     res.d.update(ref_ms=ref_s, cand_ms=cand_s, speedup=ref_s["median"] / cand_s["median"], noisy=noisy,
                  ref_solo_ms=solo_median)
-    if ref_s["median"] > proto["ref_slowdown_limit"] * solo_median and ref_s["median"] - solo_median > 0.05:
+    if (ref_s["median"] > proto["ref_slowdown_limit"] * solo_median and
+            ref_s["median"] - solo_median > proto["ref_slowdown_min_ms"]):
         # The reference ran slower beside the candidate than alone. Timing noise can do that
         # too, so it is no verdict: the result is marked noisy, which caps the rewarded speedup
         # at 1 (docs/kernel-env.md), and whatever slowed the reference buys nothing.
@@ -435,18 +483,37 @@ def run(a, res, proto):
     guard.check(res, "at the end")
 
 
+def json_safe(x):
+    """JSON has no NaN or infinity: such numbers become null (rlc then rejects an "ok" without them)."""
+    if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [json_safe(v) for v in x]
+    return x
+
+
 def main():
     ap = argparse.ArgumentParser(description="Score a KernelBench candidate (ModelNew) against its problem (Model).")
     ap.add_argument("--ref", required=True)
     ap.add_argument("--cand", required=True)
-    ap.add_argument("--trials", type=int)
+    ap.add_argument("--protocol", default=os.path.join(HERE, "protocol.json"),
+                    help="parameters that no flag gives (default: protocol.json beside this file)")
+    ap.add_argument("--trials", type=int, help="random correctness trials (protocol: random_trials)")
     ap.add_argument("--timed", type=int)
     ap.add_argument("--warmup", type=int)
-    ap.add_argument("--copies", type=int)
+    ap.add_argument("--copies", type=int, help="protocol: input_copies")
+    ap.add_argument("--flush-factor", type=float, help="protocol: l2_flush_factor")
+    ap.add_argument("--max-spread", type=float)
+    ap.add_argument("--spread-repeats", type=int)
+    ap.add_argument("--ref-slowdown-limit", type=float)
+    ap.add_argument("--ref-slowdown-min-ms", type=float)
+    ap.add_argument("--tol", nargs=3, action="append", metavar=("DTYPE", "ATOL", "RTOL"),
+                    help="default tolerance of a dtype (f32, f16, bf16, i32); repeat for each")
+    ap.add_argument("--atol", type=float, help="override every dtype's atol")
+    ap.add_argument("--rtol", type=float, help="override every dtype's rtol")
     ap.add_argument("--seed", type=int, help="KernelBench init seed for Model and ModelNew (default 42)")
-    ap.add_argument("--protocol", default=os.path.join(HERE, "protocol.json"))
-    ap.add_argument("--atol", type=float)
-    ap.add_argument("--rtol", type=float)
     ap.add_argument("--nonce-stdin", action="store_true")
     a = ap.parse_args()
     nonce = sys.stdin.readline().strip() if a.nonce_stdin else None
@@ -455,23 +522,17 @@ def main():
     out_fd = os.dup(1)
     os.dup2(2, 1)  # the candidate's prints go to stderr
     res = Result(nonce)
-    proto = load_protocol(a.protocol)
-    for key, val in (("n_correct_trials", a.trials), ("n_timed", a.timed), ("n_warmup", a.warmup), ("n_copies", a.copies)):
-        if val is not None:
-            proto[key] = val
-    if proto["n_correct_trials"] < 1 or proto["n_timed"] < 3 or proto["n_warmup"] < 0 or proto["n_copies"] < 1:
-        res.fail(Fail("error", "setup", "bad protocol: trials >= 1, timed >= 3, warmup >= 0, copies >= 1"))
-    else:
-        try:
-            run(a, res, proto)
-        except Fail as f:
-            res.fail(f)
-        except Exception as e:
-            traceback.print_exc()
-            res.fail(Fail("crash", "return_code", f"{type(e).__name__}: {str(e)[-800:]}"))
-    os.write(out_fd, (json.dumps(res.d) + "\n").encode())
-    return 0
+    try:
+        run(a, res, protocol(a))
+    except Fail as f:
+        res.fail(f)
+    except Exception as e:
+        traceback.print_exc()
+        res.fail(Fail("crash", "return_code", f"{type(e).__name__}: {str(e)[-800:]}"))
+    os.write(out_fd, (json.dumps(json_safe(res.d), separators=(",", ":")) + "\n").encode())
+    sys.stderr.flush()
+    os._exit(0)  # no interpreter shutdown: a candidate's threads or atexit hooks must not hang the exit
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

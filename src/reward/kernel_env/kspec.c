@@ -247,11 +247,10 @@ int rl_kspec_load(rl_kspec *spec, const char *dir, rl_err *err)
     return 0;
 }
 
-void rl_kspec_tolerance(const rl_kspec *spec, rl_kdtype dtype, double *atol, double *rtol)
+void rl_kspec_tolerance(const rl_kspec *spec, const rl_ktol *def, rl_kdtype dtype, double *atol, double *rtol)
 {
-    static const double def[4] = {1e-5, 1e-3, 1e-2, 0};
-    *atol = spec->atol >= 0 ? spec->atol : def[dtype];
-    *rtol = spec->rtol >= 0 ? spec->rtol : def[dtype];
+    *atol = spec->atol >= 0 ? spec->atol : def->atol[dtype];
+    *rtol = spec->rtol >= 0 ? spec->rtol : def->rtol[dtype];
 }
 
 typedef struct plan_buf {
@@ -278,7 +277,7 @@ static void put_shape(plan_buf *b, const rl_ktensor *t)
     put(b, "\n");
 }
 
-int rl_kspec_write_plan(const rl_kspec *spec, char *buf, size_t size, rl_err *err)
+int rl_kspec_write_plan(const rl_kspec *spec, const rl_ktol *def, char *buf, size_t size, rl_err *err)
 {
     plan_buf b = {buf, size, 0, 0};
     buf[0] = 0;
@@ -298,7 +297,7 @@ int rl_kspec_write_plan(const rl_kspec *spec, char *buf, size_t size, rl_err *er
     for (int i = 0; i < spec->n_outputs; i++) {
         const rl_ktensor *t = &spec->outputs[i];
         double atol, rtol;
-        rl_kspec_tolerance(spec, t->dtype, &atol, &rtol);
+        rl_kspec_tolerance(spec, def, t->dtype, &atol, &rtol);
         put(&b, "%d %.17g %.17g", (int)t->dtype, atol, rtol);
         put_shape(&b, t);
     }

@@ -38,6 +38,11 @@ typedef struct rl_ktensor {
     int mutable_;
 } rl_ktensor;
 
+/* The default tolerance of each dtype (indexed by rl_kdtype), from protocol.json (kproto.h). */
+typedef struct rl_ktol {
+    double atol[4], rtol[4];
+} rl_ktol;
+
 typedef struct rl_kspec {
     char dir[1024];
     char name[128];
@@ -57,9 +62,10 @@ typedef struct rl_kspec {
 int rl_kspec_load(rl_kspec *spec, const char *dir, rl_err *err);
 /* Parses spec text; what names it in messages. */
 int rl_kspec_parse(rl_kspec *spec, const char *text, size_t len, const char *what, rl_err *err);
-/* The tolerance of an output: the spec's, or the dtype default. */
-void rl_kspec_tolerance(const rl_kspec *spec, rl_kdtype dtype, double *atol, double *rtol);
-/* Writes the worker's plan (format in worker/worker.cu) into buf; -1 if it does not fit. */
-int rl_kspec_write_plan(const rl_kspec *spec, char *buf, size_t size, rl_err *err);
+/* The tolerance of an output: the spec's, or the protocol's default for the dtype. */
+void rl_kspec_tolerance(const rl_kspec *spec, const rl_ktol *def, rl_kdtype dtype, double *atol, double *rtol);
+/* Writes the worker's plan (format in worker/worker.cu) into buf, each output with its
+ * tolerance (def: the protocol's defaults by dtype); -1 if it does not fit. */
+int rl_kspec_write_plan(const rl_kspec *spec, const rl_ktol *def, char *buf, size_t size, rl_err *err);
 
 #endif

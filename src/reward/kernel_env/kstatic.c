@@ -67,7 +67,7 @@ static const rule rules[] = {
     {"library_call", RL_KFORBID_LIBRARY, RL_KLIB_CUDNN, 1, {"cudnn", NULL}},
     {"stream_create", RL_KFORBID_STREAMS, 0, 1,
      {"cudaStreamCreate", "cudaEventCreate", "cudaStreamPerThread", "cudaStreamNonBlocking", "cuStreamCreate",
-      "cuEventCreate", "cudaLaunchHostFunc", "cudaStreamAddCallback", NULL}},
+      "cuEventCreate", "cudaLaunchHostFunc", "cudaStreamAddCallback", "getStreamFromPool", NULL}},
     {"graph", RL_KFORBID_GRAPHS, 0, 1, {"cudaGraph", "cuGraph", "cudaStreamBeginCapture", "cudaStreamEndCapture", "cuStreamBeginCapture", NULL}},
     {"host_thread", RL_KFORBID_THREADS, 0, 0,
      {"pthread_create", "fork", "vfork", "posix_spawn", "popen", "system", "thrd_create", NULL}},
@@ -124,9 +124,9 @@ static void check_persistent(const char *t, size_t len, size_t pos, size_t tok_l
     add(out, "static_device_buffer", 0, line, "line %d: persistent buffer '%s' (kept across calls)", t + pos, k - pos);
 }
 
-void rl_kstatic_check(const char *source, size_t len, int forbid, int library, rl_kstatic *out)
+/* The C/CUDA scan; adds to out. */
+static void scan_c(const char *source, size_t len, int forbid, int library, rl_kstatic *out)
 {
-    memset(out, 0, sizeof *out);
     char *t = malloc(len + 1);
     if (!t) return;
     rl_kstatic_strip(source, len, t);
@@ -169,4 +169,157 @@ void rl_kstatic_check(const char *source, size_t len, int forbid, int library, r
         i = j;
     }
     free(t);
+}
+
+void rl_kstatic_check(const char *source, size_t len, int forbid, int library, rl_kstatic *out)
+{
+    memset(out, 0, sizeof *out);
+    scan_c(source, len, forbid, library, out);
+}
+
+/* ---- Python candidates (KernelBench ModelNew) ---- */
+
+/* A string literal's content is treated as C++/CUDA (a load_inline source) when it has one of
+ * these marks, or both a brace and a semicolon: prose in docstrings ("exits early", "the
+ * system") must not trip the C checks. */
+static int looks_like_cxx(const char *s, size_t n)
+{
+    static const char *const marks[] = {"__global__", "__device__", "#include", "<<<", "torch::", "at::", NULL};
+    for (int i = 0; marks[i]; i++)
+        if (memmem(s, n, marks[i], strlen(marks[i]))) return 1;
+    return memchr(s, '{', n) && memchr(s, ';', n);
+}
+
+/* Splits Python source into code (comments and string literals blanked) and cxx (everything
+ * blanked but the contents of literals that look like C++); both keep every newline, so line
+ * numbers match the file. Prefixes (r, b, f, u) need no care: a backslash keeps the next
+ * character inside the literal in raw strings too. */
+static void py_split(const char *s, size_t len, char *code, char *cxx)
+{
+    for (size_t i = 0; i < len; i++) {
+        code[i] = s[i];
+        cxx[i] = s[i] == '\n' ? '\n' : ' ';
+    }
+    code[len] = cxx[len] = 0;
+    size_t i = 0;
+    while (i < len) {
+        char c = s[i];
+        if (c == '#') {
+            while (i < len && s[i] != '\n') code[i++] = ' ';
+            continue;
+        }
+        if (c != '"' && c != '\'') {
+            i++;
+            continue;
+        }
+        int triple = i + 2 < len && s[i + 1] == c && s[i + 2] == c;
+        size_t q = triple ? 3 : 1, start = i + q, j = start;
+        while (j < len) {
+            if (s[j] == '\\' && j + 1 < len) {
+                j += 2;
+                continue;
+            }
+            if (!triple && s[j] == '\n') break;
+            if (s[j] == c && (!triple || (j + 2 < len && s[j + 1] == c && s[j + 2] == c))) break;
+            j++;
+        }
+        size_t end = j < len ? j : len;
+        size_t stop = j < len && s[j] == c ? j + q : end;
+        for (size_t k = i; k < stop; k++)
+            if (s[k] != '\n') code[k] = ' ';
+        if (end > start && looks_like_cxx(s + start, end - start)) memcpy(cxx + start, s + start, end - start);
+        i = stop;
+    }
+}
+
+typedef struct py_rule {
+    const char *check;
+    int when_forbid;   /* 0: always; else an RL_KFORBID_* bit that must be set */
+    const char *after; /* the name must follow "<after>." (NULL: anywhere) */
+    int assigned;      /* only where assigned to (name = ..., not ==) */
+    const char *name;  /* whole identifier */
+    const char *why;
+} py_rule;
+
+static const py_rule py_rules[] = {
+    {"stream_create", RL_KFORBID_STREAMS, NULL, 0, "Stream", "creates a CUDA stream"},
+    {"stream_create", RL_KFORBID_STREAMS, NULL, 0, "ExternalStream", "uses another CUDA stream"},
+    {"stream_create", RL_KFORBID_STREAMS, NULL, 0, "Event", "creates a CUDA event"},
+    {"graph", RL_KFORBID_GRAPHS, NULL, 0, "CUDAGraph", "CUDA graphs"},
+    {"graph", RL_KFORBID_GRAPHS, NULL, 0, "make_graphed_callables", "CUDA graphs"},
+    {"graph", RL_KFORBID_GRAPHS, "cuda", 0, "graph", "CUDA graph capture"},
+    {"global_state", 0, NULL, 1, "allow_tf32", "changes torch's numeric settings, the reference's too"},
+    {"global_state", 0, NULL, 1, "allow_fp16_reduced_precision_reduction", "changes torch's numeric settings"},
+    {"global_state", 0, NULL, 1, "allow_bf16_reduced_precision_reduction", "changes torch's numeric settings"},
+    {"global_state", 0, NULL, 0, "set_float32_matmul_precision", "changes torch's numeric settings"},
+    {"global_state", 0, NULL, 0, "use_deterministic_algorithms", "changes torch's algorithm choice"},
+    {"global_state", 0, "cudnn", 1, "benchmark", "changes cuDNN's algorithm choice for the reference too"},
+    {"global_state", 0, "cudnn", 1, "deterministic", "changes cuDNN's algorithm choice for the reference too"},
+    {"global_state", 0, "cudnn", 1, "enabled", "changes the reference's convolutions"},
+    {"global_state", 0, "cudnn", 0, "flags", "changes cuDNN settings"},
+    {"host_thread", RL_KFORBID_THREADS, NULL, 0, "threading", "host threads"},
+    {"host_thread", RL_KFORBID_THREADS, NULL, 0, "_thread", "host threads"},
+    {"host_thread", RL_KFORBID_THREADS, NULL, 0, "multiprocessing", "other processes"},
+    {"host_thread", RL_KFORBID_THREADS, NULL, 0, "concurrent", "host threads"},
+    {"host_thread", RL_KFORBID_THREADS, NULL, 0, "subprocess", "other processes"},
+    {"host_thread", RL_KFORBID_THREADS, "os", 0, "fork", "other processes"},
+    {"host_thread", RL_KFORBID_THREADS, "os", 0, "system", "other processes"},
+    {"host_thread", RL_KFORBID_THREADS, "os", 0, "popen", "other processes"},
+    {"host_thread", RL_KFORBID_THREADS, "os", 0, "posix_spawn", "other processes"},
+    {"dlopen", 0, NULL, 0, "ctypes", "loads native code outside load_inline"},
+    {"dlopen", 0, NULL, 0, "cffi", "loads native code outside load_inline"},
+};
+
+/* Does the identifier t[i, j) follow "<after>."? */
+static int follows(const char *t, size_t i, const char *after)
+{
+    size_t n = strlen(after);
+    return i >= n + 1 && t[i - 1] == '.' && !strncmp(t + i - 1 - n, after, n) && (i == n + 1 || !is_ident(t[i - 2 - n]));
+}
+
+static int is_assigned(const char *t, size_t len, size_t j)
+{
+    while (j < len && (t[j] == ' ' || t[j] == '\t')) j++;
+    return j + 1 < len && t[j] == '=' && t[j + 1] != '=';
+}
+
+static void scan_py(const char *t, size_t len, int forbid, rl_kstatic *out)
+{
+    int line = 1;
+    for (size_t i = 0; i < len;) {
+        if (t[i] == '\n') line++;
+        if (!is_ident(t[i]) || (i > 0 && is_ident(t[i - 1]))) {
+            i++;
+            continue;
+        }
+        size_t j = i;
+        while (j < len && is_ident(t[j])) j++;
+        for (size_t r = 0; r < sizeof py_rules / sizeof py_rules[0]; r++) {
+            const py_rule *ru = &py_rules[r];
+            if (ru->when_forbid && !(forbid & ru->when_forbid)) continue;
+            if (strlen(ru->name) != j - i || strncmp(t + i, ru->name, j - i)) continue;
+            if (ru->after && !follows(t, i, ru->after)) continue;
+            if (ru->assigned && !is_assigned(t, len, j)) continue;
+            size_t from = i; /* report the dotted name: torch.backends.cuda.matmul.allow_tf32 */
+            while (from > 0 && (is_ident(t[from - 1]) || t[from - 1] == '.') && i - from < 80) from--;
+            char fmt[160];
+            snprintf(fmt, sizeof fmt, "line %%d: '%%s' (%s)", ru->why);
+            add(out, ru->check, 1, line, fmt, t + from, j - from);
+            break;
+        }
+        i = j;
+    }
+}
+
+void rl_kstatic_check_py(const char *source, size_t len, int forbid, rl_kstatic *out)
+{
+    memset(out, 0, sizeof *out);
+    char *code = malloc(len + 1), *cxx = malloc(len + 1);
+    if (code && cxx) {
+        py_split(source, len, code, cxx);
+        scan_c(cxx, len, forbid & ~RL_KFORBID_LIBRARY, 0, out);
+        scan_py(code, len, forbid, out);
+    }
+    free(code);
+    free(cxx);
 }

@@ -6,7 +6,13 @@
  * libraries, control the persisting L2, reset the device or exit; and for global or static
  * buffers that persist across calls. Which findings are fatal is in docs/kernel-env.md: the
  * ones that the task forbids, plus dlopen, L2 persistence and device resets; static buffers
- * are reported only (the dynamic protocol catches their misuse). */
+ * are reported only (the dynamic protocol catches their misuse).
+ *
+ * KernelBench candidates are Python (rl_kstatic_check_py): the Python code, with comments and
+ * string literals blanked, is scanned for creating CUDA streams, events or graphs, changing
+ * torch's numeric settings (TF32, reduced-precision reductions, matmul precision, cuDNN
+ * flags), threads and subprocesses, and ctypes; the string literals that look like C++/CUDA
+ * (load_inline sources) go through the C checks above. All Python findings are fatal. */
 #ifndef RL_REWARD_KENV_KSTATIC_H
 #define RL_REWARD_KENV_KSTATIC_H
 
@@ -30,6 +36,10 @@ typedef struct rl_kstatic {
 
 /* Scans source (len bytes) under the task's forbid / library settings. Never fails. */
 void rl_kstatic_check(const char *source, size_t len, int forbid, int library, rl_kstatic *out);
+
+/* Scans a Python candidate (ModelNew) and the C++/CUDA in its string literals. forbid: as in
+ * the spec (RL_KFORBID_*; library does not apply). Never fails. */
+void rl_kstatic_check_py(const char *source, size_t len, int forbid, rl_kstatic *out);
 
 /* Copies source with comments and string/char literals replaced by spaces (newlines kept).
  * dst has room for len + 1 bytes. Exposed for tests. */

@@ -1,7 +1,8 @@
 /* test_kenv.c — the evaluator's host side with a fake compiler and a fake worker
  * (tests/fixtures/kernel_env/): result JSON for each outcome, the reward function, the compile
  * cache, isolation from crashing / hanging / flooding / forging workers, static findings, the
- * plan the worker receives, and the GPU device given to the child. No GPU needed. */
+ * plan and the protocol parameters the worker receives, and the GPU device given to the child.
+ * No GPU needed. (KernelBench tasks: test_kenv_kernelbench.c.) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "core/file.h"
 #include "core/timer.h"
 #include "reward/kernel_env/kenv.h"
+#include "reward/kernel_env/kspec.h"
 #include "test_util.h"
 
 #define FIX "tests/fixtures/kernel_env"
@@ -21,12 +23,14 @@ static rl_kenv_opts fake_opts(const char *cache)
 {
     rl_kenv_opts o;
     rl_kenv_opts_default(&o);
+    rl_err err;
+    cr_assert_eq(rl_kenv_load_protocol(&o, &err), 0, "%s", err.msg);
     o.nvcc = FIX "/fake_nvcc.sh";
     o.worker = FIX "/fake_worker.sh";
     o.cache_dir = cache;
     o.include_dir = "src/reward/kernel_env/include";
-    o.timeout_s = 3;
-    o.compile_timeout_s = 3;
+    o.proto.timeout_s = 3;
+    o.proto.compile_timeout_s = 3;
     return o;
 }
 
@@ -228,6 +232,53 @@ Test(kenv, plan_and_device_reach_the_worker)
     cJSON_Delete(res);
 }
 
+Test(kenv, protocol_parameters_reach_the_worker)
+{
+    char args_path[96];
+    snprintf(args_path, sizeof args_path, "/tmp/rlc-kenv-args-%d.txt", (int)getpid());
+    setenv("FAKE_WORKER_ARGS", args_path, 1);
+    setenv("FAKE_WORKER_MODE", "args", 1);
+    setenv("FAKE_WORKER_PLAN", "/dev/null", 1);
+    rl_kenv_opts o = fake_opts(cache_dir);
+    o.proto.random_trials = 7;
+    o.proto.timed = 11;
+    o.proto.warmup = 2;
+    o.proto.input_copies = 5;
+    o.proto.watchdog_ms = 1234;
+    o.proto.mem_cap_mb = 99;
+    o.proto.l2_flush_factor = 3;
+    o.proto.max_spread = 0.125;
+    o.proto.spread_repeats = 4;
+    rl_err err;
+    cJSON *res = rl_kenv_eval(&o, TASK, good_src, strlen(good_src), &err);
+    cr_assert_str_eq(str(res, "status"), "ok", "%s", str(res, "failure"));
+    cJSON_Delete(res);
+    char *args;
+    size_t len;
+    cr_assert_eq(rl_file_read_all(args_path, &args, &len, &err), 0, "%s", err.msg);
+    remove(args_path);
+    const char *want[] = {"--trials 7 ", "--timed 11 ", "--warmup 2 ", "--copies 5 ", "--watchdog-ms 1234 ",
+                          "--mem-cap-mb 99 ", "--flush-factor 3 ", "--max-spread 0.125 ", "--spread-repeats 4"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) cr_assert(strstr(args, want[i]), "no '%s' in: %s", want[i], args);
+    free(args);
+}
+
+Test(kenv, plan_tolerance_defaults_come_from_the_protocol)
+{
+    /* A spec without "tolerance": the plan's output line carries the protocol's f32 default. */
+    const char *text = "{\"name\": \"t\", \"dims\": [{\"name\": \"n\", \"value\": 5}], \"inputs\": [],"
+                       " \"outputs\": [{\"name\": \"y\", \"dtype\": \"f32\", \"shape\": [\"n\"]}]}";
+    rl_kspec spec;
+    rl_err err;
+    cr_assert_eq(rl_kspec_parse(&spec, text, strlen(text), "spec.json", &err), 0, "%s", err.msg);
+    rl_kenv_opts o = fake_opts(cache_dir);
+    o.proto.tol.atol[RL_KDT_F32] = 0.25;
+    o.proto.tol.rtol[RL_KDT_F32] = 0.5;
+    char plan[1024];
+    cr_assert_eq(rl_kspec_write_plan(&spec, &o.proto.tol, plan, sizeof plan, &err), 0, "%s", err.msg);
+    cr_assert(strstr(plan, "outputs 1\n0 0.25 0.5 1 -1\n"), "plan:\n%s", plan);
+}
+
 Test(kenv, evaluator_errors_have_no_reward)
 {
     rl_kenv_opts o = fake_opts(cache_dir);
@@ -243,6 +294,13 @@ Test(kenv, evaluator_errors_have_no_reward)
     cr_assert_str_eq(str(res, "status"), "error");
     cr_assert(strstr(str(res, "failure"), "cannot run the worker"), "%s", str(res, "failure"));
     cJSON_Delete(res);
+
+    rl_kenv_opts unloaded;
+    rl_kenv_opts_default(&unloaded);
+    res = rl_kenv_eval(&unloaded, TASK, good_src, strlen(good_src), &err);
+    cr_assert_str_eq(str(res, "status"), "error");
+    cr_assert(strstr(str(res, "failure"), "no protocol"), "%s", str(res, "failure"));
+    cJSON_Delete(res);
 }
 
 Test(kenv, count_gpus)
@@ -251,5 +309,6 @@ Test(kenv, count_gpus)
     setenv("FAKE_WORKER_GPUS", "3", 1);
     cr_assert_eq(rl_kenv_count_gpus(&o), 3);
     o.worker = "/nonexistent/worker";
+    o.python = "/nonexistent/python3";
     cr_assert_eq(rl_kenv_count_gpus(&o), 0);
 }

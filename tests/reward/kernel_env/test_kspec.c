@@ -7,6 +7,10 @@
 #include "reward/kernel_env/kspec.h"
 #include "test_util.h"
 
+/* Dtype defaults as the caller passes them (rlc: from protocol.json; test_kproto checks that
+ * file holds these values). */
+static const rl_ktol tol_def = {{1e-5, 1e-3, 1e-2, 0}, {1e-5, 1e-3, 1e-2, 0}};
+
 static const char *full_spec =
     "{\"name\": \"softmax\", \"category\": \"softmax\", \"description\": \"d\", \"kernelbench\": \"level1/23_Softmax.py\","
     " \"dims\": [{\"name\": \"rows\", \"value\": 4096}, {\"name\": \"cols\", \"value\": 1000}],"
@@ -48,7 +52,7 @@ Test(kspec, full_spec_fields)
     cr_assert_eq(s.forbid, RL_KFORBID_STREAMS | RL_KFORBID_LIBRARY);
     cr_assert_eq(s.library, RL_KLIB_CUBLAS);
     double atol, rtol;
-    rl_kspec_tolerance(&s, RL_KDT_F16, &atol, &rtol);
+    rl_kspec_tolerance(&s, &tol_def, RL_KDT_F16, &atol, &rtol);
     cr_assert(atol == 1e-4 && rtol == 2e-4, "spec tolerance wins: %g %g", atol, rtol);
 }
 
@@ -63,11 +67,11 @@ Test(kspec, defaults)
                  "everything is forbidden by default");
     cr_assert_eq(s.library, 0);
     double atol, rtol;
-    rl_kspec_tolerance(&s, RL_KDT_F32, &atol, &rtol);
+    rl_kspec_tolerance(&s, &tol_def, RL_KDT_F32, &atol, &rtol);
     cr_assert(atol == 1e-5 && rtol == 1e-5, "f32 default %g %g", atol, rtol);
-    rl_kspec_tolerance(&s, RL_KDT_BF16, &atol, &rtol);
+    rl_kspec_tolerance(&s, &tol_def, RL_KDT_BF16, &atol, &rtol);
     cr_assert(atol == 1e-2 && rtol == 1e-2, "bf16 default %g %g", atol, rtol);
-    rl_kspec_tolerance(&s, RL_KDT_I32, &atol, &rtol);
+    rl_kspec_tolerance(&s, &tol_def, RL_KDT_I32, &atol, &rtol);
     cr_assert(atol == 0 && rtol == 0, "i32 exact");
 }
 
@@ -114,13 +118,13 @@ Test(kspec, plan_text)
     rl_err err;
     cr_assert_eq(rl_kspec_parse(&s, full_spec, strlen(full_spec), "spec.json", &err), 0, "%s", err.msg);
     char plan[2048];
-    cr_assert_eq(rl_kspec_write_plan(&s, plan, sizeof plan, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_kspec_write_plan(&s, &tol_def, plan, sizeof plan, &err), 0, "%s", err.msg);
     const char *want = "rlplan 1\ndims 2 dimsets 3\n1 1\n7 33\n4096 1000\n"
                        "inputs 2\n0 1 1 -2 3 20 2 -1 -2\n2 0 0 0 1 0 2 16 -2\n"
                        "outputs 1\n1 0.0001 0.00020000000000000001 2 -1 -2\n";
     cr_assert_str_eq(plan, want);
     char tiny[16];
-    cr_assert_eq(rl_kspec_write_plan(&s, tiny, sizeof tiny, &err), -1);
+    cr_assert_eq(rl_kspec_write_plan(&s, &tol_def, tiny, sizeof tiny, &err), -1);
     cr_assert(strstr(err.msg, "does not fit"), "%s", err.msg);
 }
 

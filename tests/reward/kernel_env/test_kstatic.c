@@ -1,7 +1,9 @@
 /* test_kstatic.c — static checks of candidate sources: each check fires on its pattern, not on
  * mentions in comments or strings, only when the task forbids it; static buffers are reported
  * but not fatal; every honest kernel of the repository has no fatal finding and every cheat
- * that the static layer is meant to catch is caught with the expected check. */
+ * that the static layer is meant to catch is caught with the expected check. Python candidates
+ * (KernelBench ModelNew): the Python rules, the C rules inside load_inline sources, no findings
+ * from comments, docstrings or lookalikes, and the KernelBench fixtures' verdicts. */
 #include <string.h>
 
 #include "core/file.h"
@@ -158,4 +160,102 @@ Test(kstatic, repository_kernels)
     scan_file("src/reward/kernel_env/cheats/cache_across_calls.cu", &st, 0);
     cr_assert_not_null(find(&st, "static_device_buffer"), "the static cache pointer is reported");
     cr_assert_eq(st.n_fatal, 0, "a static buffer alone is not fatal: the dynamic checks decide");
+}
+
+#define KB (RL_KFORBID_STREAMS | RL_KFORBID_GRAPHS | RL_KFORBID_THREADS)
+
+static void scan_py(const char *src, rl_kstatic *st)
+{
+    rl_kstatic_check_py(src, strlen(src), KB, st);
+}
+
+Test(kstatic, python_checks_fire)
+{
+    struct { const char *src; const char *check; int line; } cases[] = {
+        {"import torch\ns = torch.cuda.Stream()\n", "stream_create", 2},
+        {"from torch.cuda import Stream\n", "stream_create", 1},
+        {"e = torch.cuda.Event(enable_timing=True)\n", "stream_create", 1},
+        {"g = torch.cuda.CUDAGraph()\n", "graph", 1},
+        {"with torch.cuda.graph(g):\n    pass\n", "graph", 1},
+        {"f = torch.cuda.make_graphed_callables(f, (x,))\n", "graph", 1},
+        {"class M:\n    def __init__(self):\n        torch.backends.cuda.matmul.allow_tf32 = True\n", "global_state", 3},
+        {"torch.backends.cudnn.allow_tf32=True\n", "global_state", 1},
+        {"torch.set_float32_matmul_precision('high')\n", "global_state", 1},
+        {"torch.backends.cudnn.benchmark = True\n", "global_state", 1},
+        {"torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = True\n", "global_state", 1},
+        {"import threading\n", "host_thread", 1},
+        {"import subprocess\n", "host_thread", 1},
+        {"os.fork()\n", "host_thread", 1},
+        {"from concurrent.futures import ThreadPoolExecutor\n", "host_thread", 1},
+        {"import ctypes\nlib = ctypes.CDLL('libcublas.so')\n", "dlopen", 1},
+        /* the C rules in a load_inline source, with the Python file's line numbers */
+        {"src = r\"\"\"\n#include <torch/extension.h>\nvoid f() {\n  cudaStream_t s;\n  cudaStreamCreate(&s);\n}\n\"\"\"\n",
+         "stream_create", 5},
+        {"src = '''\n__global__ void k() {}\nvoid f() { cudaGraphLaunch(g, 0); }\n'''\n", "graph", 3},
+        {"src = \"\"\"\n#include <thread>\nvoid f() { std::thread t(g); t.detach(); }\n\"\"\"\n", "host_thread", 3},
+        {"cpp = \"at::cuda::CUDAStream s = at::cuda::getStreamFromPool();\"\n", "stream_create", 1},
+        {"cpp = \"void f() { at::cuda::CUDAGraph g; }\"\n", "graph", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rl_kstatic st;
+        scan_py(cases[i].src, &st);
+        const rl_kfinding *f = find(&st, cases[i].check);
+        cr_assert(f, "case %zu: no '%s' finding in:\n%s", i, cases[i].check, cases[i].src);
+        cr_assert(f->fatal, "case %zu: '%s' not fatal", i, cases[i].check);
+        cr_assert_eq(f->line, cases[i].line, "case %zu: line %d, want %d (%s)", i, f->line, cases[i].line, f->detail);
+    }
+    rl_kstatic st;
+    scan_py("torch.backends.cuda.matmul.allow_tf32 = True\n", &st);
+    cr_assert(st.n == 1 && strstr(st.items[0].detail, "'torch.backends.cuda.matmul.allow_tf32'"), "the dotted name: %s",
+              st.n ? st.items[0].detail : "(none)");
+}
+
+Test(kstatic, python_non_findings)
+{
+    const char *clean[] = {
+        "# torch.cuda.Stream() in a comment; import threading\nx = 1\n",
+        "\"\"\"Docstring: we exit early, the system creates no Stream, no fork, abort never.\"\"\"\n",
+        "msg = 'uses torch.cuda.Stream'\n",
+        "if torch.backends.cuda.matmul.allow_tf32 == False:\n    pass\n", /* read, not set */
+        "flag = torch.backends.cuda.matmul.allow_tf32\n",
+        "s = torch.cuda.current_stream()\n",                              /* the current stream is fine */
+        "self.benchmark = True\nmy_graph = 1\nos_fork = 2\nstream = x\n", /* lookalikes */
+        "src = r\"\"\"\n// cudaStreamCreate(&s) in a C comment\n__global__ void k(float *y) { y[0] = 1.f; }\n\"\"\"\n",
+        "s = \"it's \\\" torch.cuda.Stream \\\" quoted\"; t = 'a # b'\n",
+    };
+    for (size_t i = 0; i < sizeof clean / sizeof clean[0]; i++) {
+        rl_kstatic st;
+        scan_py(clean[i], &st);
+        cr_assert_eq(st.n, 0, "case %zu: unexpected finding %s in:\n%s", i, st.n ? st.items[0].detail : "", clean[i]);
+    }
+    rl_kstatic st;
+    rl_kstatic_check_py("import threading\n", 17, RL_KFORBID_STREAMS, &st);
+    cr_assert_eq(st.n, 0, "threads not forbidden: no finding");
+}
+
+Test(kstatic, kernelbench_fixtures)
+{
+    const char *fatal_free[] = {"gelu_inline_ok", "gelu_wrong_formula", "gelu_cached", "diag_ok", "diag_wrong_axis",
+                                "diag_positive_only", "diag_modify_input", "diag_patch_torch", "gemm_ok"};
+    for (size_t i = 0; i < sizeof fatal_free / sizeof fatal_free[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "tests/fixtures/kernelbench/candidates/%s.py", fatal_free[i]);
+        char *text;
+        size_t len;
+        rl_err err;
+        cr_assert_eq(rl_file_read_all(path, &text, &len, &err), 0, "%s", err.msg);
+        rl_kstatic st;
+        rl_kstatic_check_py(text, len, KB, &st);
+        free(text);
+        cr_assert_eq(st.n_fatal, 0, "%s: fatal finding %s", path, st.n ? st.items[0].detail : "");
+    }
+    char *text;
+    size_t len;
+    rl_err err;
+    cr_assert_eq(rl_file_read_all("tests/fixtures/kernelbench/candidates/gemm_tf32.py", &text, &len, &err), 0, "%s", err.msg);
+    rl_kstatic st;
+    rl_kstatic_check_py(text, len, KB, &st);
+    free(text);
+    const rl_kfinding *f = find(&st, "global_state");
+    cr_assert(f && f->fatal && f->line == 9, "gemm_tf32: %s", st.n ? st.items[0].detail : "no finding");
 }

@@ -1,7 +1,7 @@
 /* wk.h — shared declarations of the kernel-environment worker (build/rlc-kernel-worker).
  *
  * The worker is a separate program: the one place outside src/backend/cuda that includes CUDA
- * headers. It reads a flat plan of the task on stdin (written by src/reward/kernel_env/kplan.c
+ * headers. It reads a flat plan of the task on stdin (written by src/reward/kernel_env/kspec.c
  * from spec.json), dlopens the reference and candidate modules, runs the protocol of
  * docs/kernel-env.md and prints one JSON object on stdout. This header holds the plan, the
  * device buffers and the device helpers (wk_kernels.cu); worker.cu holds the protocol. */

@@ -1,0 +1,127 @@
+/* kproto.c — see kproto.h. Ranges are those the workers accept (input copies up to the native
+ * worker's 8 buffer sets, at least 3 timed runs so that p10 and p90 differ from the median). */
+#include "reward/kernel_env/kproto.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/file.h"
+#include "io/json.h"
+
+typedef struct field {
+    const char *key;
+    int is_int;
+    double lo, hi;
+    size_t offset;
+} field;
+
+#define F_INT(k, lo, hi) {#k, 1, lo, hi, offsetof(rl_kproto, k)}
+#define F_NUM(k, lo, hi) {#k, 0, lo, hi, offsetof(rl_kproto, k)}
+
+static const field fields[] = {
+    F_INT(random_trials, 1, 100),
+    F_INT(warmup, 0, 1000),
+    F_INT(timed, 3, 10000),
+    F_INT(input_copies, 1, RL_KPROTO_MAX_COPIES),
+    F_NUM(l2_flush_factor, 1, 16),
+    F_NUM(max_spread, 0.001, 10),
+    F_INT(spread_repeats, 0, 10),
+    F_NUM(ref_slowdown_limit, 1, 100),
+    F_NUM(ref_slowdown_min_ms, 0, 1000),
+    F_INT(watchdog_ms, 10, 600000),
+    F_INT(mem_cap_mb, 1, 1 << 20),
+    F_NUM(timeout_s, 1, 86400),
+    F_NUM(compile_timeout_s, 1, 86400),
+};
+#define N_FIELDS (sizeof fields / sizeof fields[0])
+
+static const char *const dtype_names[4] = {"f32", "f16", "bf16", "i32"}; /* rl_kdtype order */
+
+static int parse_field(rl_kproto *p, const cJSON *root, const field *f, const char *what, rl_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, f->key);
+    if (!v) return rl_err_set(err, "%s: missing field '%s'", what, f->key);
+    int ok = cJSON_IsNumber(v) && isfinite(v->valuedouble) && (!f->is_int || rl_json_is_integer(v)) &&
+             v->valuedouble >= f->lo && v->valuedouble <= f->hi;
+    if (!ok) {
+        char got[64] = "not a number";
+        if (cJSON_IsNumber(v)) snprintf(got, sizeof got, "%g", v->valuedouble);
+        else if (cJSON_IsString(v)) snprintf(got, sizeof got, "a string");
+        return rl_err_set(err, "%s: field '%s' must be %s in [%g, %g], got %s", what, f->key,
+                          f->is_int ? "an integer" : "a number", f->lo, f->hi, got);
+    }
+    char *dst = (char *)p + f->offset;
+    if (f->is_int) *(int *)dst = (int)v->valuedouble;
+    else *(double *)dst = v->valuedouble;
+    return 0;
+}
+
+static int parse_tolerance(rl_kproto *p, const cJSON *root, const char *what, rl_err *err)
+{
+    const cJSON *tol = cJSON_GetObjectItemCaseSensitive(root, "tolerance");
+    if (!cJSON_IsObject(tol))
+        return rl_err_set(err, "%s: field 'tolerance' must be an object {\"f32\": {\"atol\", \"rtol\"}, \"f16\", \"bf16\", \"i32\"}", what);
+    for (const cJSON *e = tol->child; e; e = e->next) {
+        int k = -1;
+        for (int d = 0; d < 4; d++)
+            if (!strcmp(e->string, dtype_names[d])) k = d;
+        if (k < 0) return rl_err_set(err, "%s: tolerance.%s is not a dtype (f32, f16, bf16, i32)", what, e->string);
+    }
+    for (int d = 0; d < 4; d++) {
+        char w[300];
+        snprintf(w, sizeof w, "%s: tolerance.%s", what, dtype_names[d]);
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(tol, dtype_names[d]);
+        if (!cJSON_IsObject(t)) return rl_err_set(err, "%s: missing, or not an object {\"atol\", \"rtol\"}", w);
+        double *dst[2] = {&p->tol.atol[d], &p->tol.rtol[d]};
+        const char *keys[2] = {"atol", "rtol"};
+        for (int i = 0; i < 2; i++) {
+            if (rl_json_double(t, keys[i], dst[i], 1, w, err)) return -1;
+            if (!(*dst[i] >= 0 && *dst[i] <= 1)) return rl_err_set(err, "%s: field '%s' must be in [0, 1], got %g", w, keys[i], *dst[i]);
+        }
+    }
+    return 0;
+}
+
+int rl_kproto_parse(rl_kproto *p, const char *text, size_t len, const char *what, rl_err *err)
+{
+    memset(p, 0, sizeof *p);
+    cJSON *root = rl_json_parse(text, len, what, err);
+    if (!root) return -1;
+    int rc = -1;
+    if (!cJSON_IsObject(root)) {
+        rl_err_set(err, "%s: the top level must be an object", what);
+        goto done;
+    }
+    for (const cJSON *e = root->child; e; e = e->next) {
+        int known = !strcmp(e->string, "tolerance") || !strcmp(e->string, "comment");
+        for (size_t i = 0; i < N_FIELDS && !known; i++) known = !strcmp(e->string, fields[i].key);
+        if (!known) {
+            rl_err_set(err, "%s: field '%s' is not a protocol parameter", what, e->string);
+            goto done;
+        }
+    }
+    const char *comment = NULL;
+    if (rl_json_string(root, "comment", &comment, 0, what, err)) goto done;
+    for (size_t i = 0; i < N_FIELDS; i++)
+        if (parse_field(p, root, &fields[i], what, err)) goto done;
+    if (parse_tolerance(p, root, what, err)) goto done;
+    rc = 0;
+done:
+    cJSON_Delete(root);
+    return rc;
+}
+
+int rl_kproto_load(rl_kproto *p, const char *path, rl_err *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (rl_file_read_all(path, &text, &len, err)) {
+        rl_err_prefix(err, "protocol file: ");
+        return -1;
+    }
+    int rc = rl_kproto_parse(p, text, len, path, err);
+    free(text);
+    return rc;
+}

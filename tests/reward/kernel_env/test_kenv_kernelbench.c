@@ -1,0 +1,423 @@
+/* test_kenv_kernelbench.c — KernelBench tasks (a problem .py, a ModelNew candidate) through
+ * rl_kenv_eval with a fake Python (tests/fixtures/kernel_env/fake_python.sh) standing in for
+ * `python3 kernelbench_worker.py`: each verdict and its reward; a crashing, hanging, flooding,
+ * garbage-printing, nonce-forging or malformed-result worker fails the candidate only; a
+ * missing python, worker, problem or torch is status "error" without reward; the protocol's
+ * parameters, the candidate's text and the GPU reach the child; fatal static findings; and the
+ * GPU count falls back to torch. Also `rlc kernel-eval` itself (--python, --protocol, overrides,
+ * --batch). No GPU or torch needed. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/file.h"
+#include "core/timer.h"
+#include "reward/kernel_env/kenv.h"
+#include "test_util.h"
+
+#define FIX "tests/fixtures/kernel_env"
+#define PROBLEM "tests/fixtures/kernelbench/problems/88_MinGPTNewGelu.py"
+#define CAND "tests/fixtures/kernelbench/candidates/gelu_inline_ok.py"
+
+static const char *cand_src = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n";
+
+static rl_kenv_opts fake_opts(void)
+{
+    rl_kenv_opts o;
+    rl_kenv_opts_default(&o);
+    rl_err err;
+    cr_assert_eq(rl_kenv_load_protocol(&o, &err), 0, "%s", err.msg);
+    o.python = FIX "/fake_python.sh";
+    o.worker = "/nonexistent/rlc-kernel-worker"; /* KernelBench tasks never use it */
+    o.proto.timeout_s = 2;
+    o.proto.compile_timeout_s = 1;
+    return o;
+}
+
+static cJSON *eval_opts(const rl_kenv_opts *o, const char *mode, const char *src)
+{
+    setenv("FAKE_PY_MODE", mode, 1);
+    rl_err err;
+    cJSON *res = rl_kenv_eval(o, PROBLEM, src, strlen(src), &err);
+    cr_assert_not_null(res, "%s", err.msg);
+    return res;
+}
+
+static cJSON *eval(const char *mode)
+{
+    rl_kenv_opts o = fake_opts();
+    return eval_opts(&o, mode, cand_src);
+}
+
+static const char *str(const cJSON *res, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, key);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static double num(const cJSON *res, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+Test(kbench, task_kind)
+{
+    cr_assert(rl_kenv_is_kernelbench("level1/19_ReLU.py"));
+    cr_assert(rl_kenv_is_kernelbench(PROBLEM));
+    cr_assert(!rl_kenv_is_kernelbench("kernel_tasks/softmax"));
+    cr_assert(!rl_kenv_is_kernelbench(".py"));
+    cr_assert(!rl_kenv_is_kernelbench("x.pyc"));
+}
+
+Test(kbench, ok_result)
+{
+    cJSON *res = eval("ok");
+    cr_assert_str_eq(str(res, "status"), "ok", "failure: %s", str(res, "failure"));
+    cr_assert_str_eq(str(res, "task"), "88_MinGPTNewGelu");
+    cr_assert_float_eq(num(res, "speedup"), 2.0, 1e-9);
+    cr_assert_float_eq(num(res, "reward"), 0.4, 1e-9);
+    cr_assert(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(res, "checks")));
+    cr_assert(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(res, "ref_ms")));
+    cr_assert(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(res, "static")));
+    cr_assert_float_eq(num(res, "ref_solo_ms"), 2.0, 1e-9);
+    cr_assert(num(res, "worker_seconds") >= 0);
+    cJSON_Delete(res);
+}
+
+Test(kbench, verdicts_and_rewards)
+{
+    struct { const char *mode, *status; double reward; } cases[] = {
+        {"incorrect", "incorrect", -0.5},
+        {"compile_error", "compile_error", -0.5},
+        {"noisy", "ok", 0.2}, /* speedup 4 but noisy: no credit above 1x */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *res = eval(cases[i].mode);
+        cr_assert_str_eq(str(res, "status"), cases[i].status, "%s: %s", cases[i].mode, str(res, "failure"));
+        cr_assert_float_eq(num(res, "reward"), cases[i].reward, 1e-9, "%s", cases[i].mode);
+        cJSON_Delete(res);
+    }
+    cJSON *res = eval("incorrect");
+    cr_assert(strstr(str(res, "failure"), "correct_adversarial"), "%s", str(res, "failure"));
+    cJSON_Delete(res);
+}
+
+Test(kbench, worker_failures_fail_the_candidate_only)
+{
+    struct { const char *mode, *status, *want; } cases[] = {
+        {"crash", "crash", "signal 11"},
+        {"exit3", "crash", "status 3 and no result; stderr: Traceback"},
+        {"hang", "timeout", "wall-time limit of 3 s"}, /* timeout_s + compile_timeout_s */
+        {"garbage", "crash", "no result"},
+        {"flood", "crash", "more than"},
+        {"wrong_nonce", "crash", "no result"},
+        {"bad_status", "crash", "malformed result (status 'great'"},
+        {"ok_no_timing", "crash", "malformed result (status ok without 'ref_ms'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double t0 = rl_time_now();
+        cJSON *res = eval(cases[i].mode);
+        double dt = rl_time_now() - t0;
+        cr_assert(dt < 10, "%s: took %.1f s", cases[i].mode, dt);
+        cr_assert_str_eq(str(res, "status"), cases[i].status, "%s: status %s (%s)", cases[i].mode, str(res, "status"),
+                         str(res, "failure"));
+        cr_assert(strstr(str(res, "failure"), cases[i].want), "%s: failure '%s' lacks '%s'", cases[i].mode,
+                  str(res, "failure"), cases[i].want);
+        cr_assert_float_eq(num(res, "reward"), -0.5, 1e-12, "%s", cases[i].mode);
+        cr_assert(isnan(num(res, "speedup")), "%s: a speedup from a failed worker", cases[i].mode);
+        cJSON_Delete(res);
+    }
+}
+
+Test(kbench, evaluator_problems_are_errors_without_reward)
+{
+    rl_kenv_opts o = fake_opts();
+    o.python = "/nonexistent/python3";
+    cJSON *res = eval_opts(&o, "ok", cand_src);
+    cr_assert_str_eq(str(res, "status"), "error");
+    cr_assert(strstr(str(res, "failure"), "/nonexistent/python3: cannot run the Python worker"), "%s", str(res, "failure"));
+    cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(res, "reward")));
+    cJSON_Delete(res);
+
+    res = eval("no_torch");
+    cr_assert_str_eq(str(res, "status"), "error");
+    cr_assert(strstr(str(res, "failure"), "PyTorch cannot be imported"), "%s", str(res, "failure"));
+    cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(res, "reward")));
+    cJSON_Delete(res);
+
+    o = fake_opts();
+    o.kb_worker = "/nonexistent/kernelbench_worker.py";
+    res = eval_opts(&o, "ok", cand_src);
+    cr_assert_str_eq(str(res, "status"), "error");
+    cr_assert(strstr(str(res, "failure"), "no KernelBench worker"), "%s", str(res, "failure"));
+    cJSON_Delete(res);
+
+    o = fake_opts();
+    rl_err err;
+    res = rl_kenv_eval(&o, "tests/fixtures/kernelbench/problems/no_such_problem.py", cand_src, strlen(cand_src), &err);
+    cr_assert_str_eq(str(res, "status"), "error");
+    cr_assert(strstr(str(res, "failure"), "no_such_problem.py: no such KernelBench problem file"), "%s", str(res, "failure"));
+    cr_assert_str_eq(str(res, "task"), "no_such_problem");
+    cJSON_Delete(res);
+}
+
+/* The real worker under the real python3, where torch is missing (this machine): a clear
+ * error, not a crash. Skipped where torch is installed (a GPU machine) or python3 is absent. */
+Test(kbench, real_worker_without_torch)
+{
+    if (system("python3 -c 1 >/dev/null 2>&1") != 0) cr_skip_test("no python3");
+    if (system("python3 -c 'import torch' >/dev/null 2>&1") == 0) cr_skip_test("torch is installed here");
+    rl_kenv_opts o = fake_opts();
+    o.python = "python3";
+    char *src;
+    size_t len;
+    rl_err err;
+    cr_assert_eq(rl_file_read_all(CAND, &src, &len, &err), 0, "%s", err.msg);
+    cJSON *res = rl_kenv_eval(&o, PROBLEM, src, len, &err);
+    free(src);
+    cr_assert_str_eq(str(res, "status"), "error", "%s", str(res, "failure"));
+    cr_assert(strstr(str(res, "failure"), "PyTorch cannot be imported"), "%s", str(res, "failure"));
+    cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(res, "reward")));
+    cJSON_Delete(res);
+}
+
+static char *read_text(const char *path)
+{
+    char *text;
+    size_t len;
+    rl_err err;
+    cr_assert_eq(rl_file_read_all(path, &text, &len, &err), 0, "%s", err.msg);
+    return text;
+}
+
+Test(kbench, protocol_candidate_and_device_reach_the_worker)
+{
+    char out[96], path[128];
+    snprintf(out, sizeof out, "/tmp/rlc-kbench-args-%d", (int)getpid());
+    setenv("FAKE_PY_OUT", out, 1);
+    rl_kenv_opts o = fake_opts();
+    o.proto.random_trials = 7;
+    o.proto.timed = 11;
+    o.proto.warmup = 2;
+    o.proto.input_copies = 5;
+    o.proto.l2_flush_factor = 3;
+    o.proto.max_spread = 0.125;
+    o.proto.spread_repeats = 4;
+    o.proto.ref_slowdown_limit = 2.5;
+    o.proto.ref_slowdown_min_ms = 0.5;
+    o.proto.tol.atol[1] = 0.25; /* f16 */
+    o.devices = "5";
+    cJSON *res = eval_opts(&o, "args", cand_src);
+    cr_assert_str_eq(str(res, "status"), "ok", "%s", str(res, "failure"));
+    cJSON_Delete(res);
+
+    char *args = read_text(out);
+    const char *want[] = {"src/reward/kernel_env/kernelbench_worker.py --ref " PROBLEM " --cand ", " --nonce-stdin ",
+                          "--trials 7 ", "--timed 11 ", "--warmup 2 ", "--copies 5 ", "--flush-factor 3 ",
+                          "--max-spread 0.125 ", "--spread-repeats 4 ", "--ref-slowdown-limit 2.5 ",
+                          "--ref-slowdown-min-ms 0.5 ", "--tol f32 1.0000000000000001e-05 1.0000000000000001e-05 ",
+                          "--tol f16 0.25 0.001 ", "--tol bf16 ", "--tol i32 0 0"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) cr_assert(strstr(args, want[i]), "no '%s' in: %s", want[i], args);
+    free(args);
+    snprintf(path, sizeof path, "%s.env", out);
+    char *env = read_text(path);
+    snprintf(path, sizeof path, "%s.cand", out);
+    char *cand = read_text(path);
+    cr_assert_str_eq(cand, cand_src, "the worker must get the candidate's text");
+    free(cand);
+    snprintf(path, sizeof path, "%s.path", out);
+    char *cand_path = read_text(path);
+    cr_assert(!rl_file_exists(cand_path), "the candidate's directory is left behind: %s", cand_path);
+    /* load_inline builds in the candidate's own directory: <dir>/candidate.py -> <dir>/torch_extensions */
+    char want_env[512];
+    snprintf(want_env, sizeof want_env, "devices=5 bytecode=1 ext=%.*storch_extensions\n",
+             (int)(strrchr(cand_path, '/') + 1 - cand_path), cand_path);
+    cr_assert_str_eq(env, want_env);
+    free(env);
+    free(cand_path);
+    const char *suffix[] = {"", ".env", ".cand", ".path"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s%s", out, suffix[i]);
+        remove(path);
+    }
+}
+
+static const char *pool_device;
+static int pool_acquired, pool_released;
+
+static const char *pool_acquire(void *ctx)
+{
+    (void)ctx;
+    pool_acquired++;
+    return "3";
+}
+
+static void pool_release(void *ctx, const char *device)
+{
+    (void)ctx;
+    pool_device = device;
+    pool_released++;
+}
+
+Test(kbench, gpu_pool)
+{
+    char out[96], path[128];
+    snprintf(out, sizeof out, "/tmp/rlc-kbench-pool-%d", (int)getpid());
+    setenv("FAKE_PY_OUT", out, 1);
+    rl_kenv_opts o = fake_opts();
+    o.gpu_acquire = pool_acquire;
+    o.gpu_release = pool_release;
+    cJSON *res = eval_opts(&o, "args", cand_src);
+    cr_assert_str_eq(str(res, "status"), "ok", "%s", str(res, "failure"));
+    cJSON_Delete(res);
+    cr_assert(pool_acquired == 1 && pool_released == 1 && !strcmp(pool_device, "3"));
+    snprintf(path, sizeof path, "%s.env", out);
+    char *env = read_text(path);
+    cr_assert(!strncmp(env, "devices=3 ", 10), "%s", env);
+    free(env);
+    const char *suffix[] = {"", ".env", ".cand", ".path"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s%s", out, suffix[i]);
+        remove(path);
+    }
+}
+
+Test(kbench, fatal_static_finding_is_a_cheat)
+{
+    const char *src = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                      "        torch.backends.cuda.matmul.allow_tf32 = True\n";
+    char out[96];
+    snprintf(out, sizeof out, "/tmp/rlc-kbench-static-%d", (int)getpid());
+    setenv("FAKE_PY_OUT", out, 1);
+    remove(out);
+    rl_kenv_opts o = fake_opts();
+    cJSON *res = eval_opts(&o, "args", src);
+    cr_assert_str_eq(str(res, "status"), "cheat");
+    cr_assert(strstr(str(res, "failure"), "global_state") && strstr(str(res, "failure"), "line 6"), "%s", str(res, "failure"));
+    cr_assert_float_eq(num(res, "reward"), -1.0, 1e-12);
+    cr_assert(!rl_file_exists(out), "the worker ran without --keep-going");
+    cJSON_Delete(res);
+
+    o.keep_going = 1;
+    res = eval_opts(&o, "ok", src);
+    cr_assert_str_eq(str(res, "status"), "cheat");
+    cr_assert_str_eq(str(res, "dynamic_status"), "ok");
+    cr_assert_float_eq(num(res, "speedup"), 2.0, 1e-9, "keep-going runs the worker");
+    cJSON_Delete(res);
+}
+
+Test(kbench, gpu_count_falls_back_to_torch)
+{
+    rl_kenv_opts o = fake_opts();
+    setenv("FAKE_PY_GPUS", "2", 1);
+    cr_assert_eq(rl_kenv_count_gpus(&o), 2);
+    setenv("FAKE_PY_GPUS", "0", 1);
+    cr_assert_eq(rl_kenv_count_gpus(&o), 0);
+}
+
+/* ---- the command line ---- */
+
+/* Runs `rlc kernel-eval <args>` (the binary in $BUILD) with input on stdin; returns stdout
+ * (malloc'd), the exit status and stderr (malloc'd). */
+static char *run_rlc(const char *args, const char *input, int *status, char **err_text)
+{
+    char in_path[64], err_path[64], cmd[2048];
+    snprintf(in_path, sizeof in_path, "/tmp/rlc-kbench-cli-%d.in", (int)getpid());
+    snprintf(err_path, sizeof err_path, "/tmp/rlc-kbench-cli-%d.err", (int)getpid());
+    FILE *f = fopen(in_path, "w");
+    cr_assert(f);
+    fputs(input, f);
+    fclose(f);
+    const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+    snprintf(cmd, sizeof cmd, "%s/rlc kernel-eval %s < %s 2> %s", build, args, in_path, err_path);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p, "cannot run %s", cmd);
+    size_t cap = 1 << 16, n = 0;
+    char *out = malloc(cap);
+    while ((n += fread(out + n, 1, cap - 1 - n, p)) == cap - 1) out = realloc(out, cap *= 2);
+    out[n] = '\0';
+    int rc = pclose(p);
+    *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    *err_text = read_text(err_path);
+    unlink(in_path);
+    unlink(err_path);
+    return out;
+}
+
+Test(kbench, cli_single_and_batch)
+{
+    char out[96], path[128], args[1024];
+    snprintf(out, sizeof out, "/tmp/rlc-kbench-cliargs-%d", (int)getpid());
+    setenv("FAKE_PY_OUT", out, 1);
+    setenv("FAKE_PY_MODE", "args", 1);
+    int status;
+    char *err;
+    snprintf(args, sizeof args, "--python %s/fake_python.sh --trials 9 --timed 4 --json %s %s", FIX, PROBLEM, CAND);
+    char *text = run_rlc(args, "", &status, &err);
+    cr_assert_eq(status, 0, "stderr: %s", err);
+    cr_assert(strstr(text, "\"status\":\"ok\"") && strstr(text, "\"task\":\"88_MinGPTNewGelu\""), "%s", text);
+    free(text);
+    free(err);
+    char *wargs = read_text(out);
+    cr_assert(strstr(wargs, "--trials 9 ") && strstr(wargs, "--timed 4 ") && strstr(wargs, "--warmup 3 "),
+              "flags override single protocol values: %s", wargs);
+    free(wargs);
+
+    /* A protocol file of one's own: its values reach the worker; a bad one stops rlc. */
+    char proto[96];
+    snprintf(proto, sizeof proto, "/tmp/rlc-kbench-proto-%d.json", (int)getpid());
+    char *good = read_text("src/reward/kernel_env/protocol.json");
+    char *at = strstr(good, "\"warmup\": 3");
+    cr_assert(at);
+    at[10] = '7';
+    FILE *f = fopen(proto, "w");
+    fputs(good, f);
+    fclose(f);
+    free(good);
+    snprintf(args, sizeof args, "--protocol %s --python %s/fake_python.sh %s %s", proto, FIX, PROBLEM, CAND);
+    text = run_rlc(args, "", &status, &err);
+    cr_assert_eq(status, 0, "stderr: %s", err);
+    cr_assert(strstr(text, "status   ok"), "%s", text);
+    free(text);
+    free(err);
+    wargs = read_text(out);
+    cr_assert(strstr(wargs, "--warmup 7 "), "%s", wargs);
+    free(wargs);
+    f = fopen(proto, "w");
+    fputs("{\"timed\": 30}", f);
+    fclose(f);
+    text = run_rlc(args, "", &status, &err);
+    cr_assert_eq(status, 1);
+    cr_assert(strstr(err, proto) && strstr(err, "missing field"), "%s", err);
+    free(text);
+    free(err);
+    remove(proto);
+
+    /* Batch: JSON lines in and out, ids echoed, a KernelBench source request and a bad line. */
+    setenv("FAKE_PY_MODE", "ok", 1);
+    char input[1024];
+    snprintf(input, sizeof input,
+             "{\"id\": \"a\", \"task\": \"%s\", \"candidate\": \"%s\"}\n"
+             "{\"id\": 2, \"task\": \"%s\", \"source\": \"import torch\\n\"}\n"
+             "not json\n",
+             PROBLEM, CAND, PROBLEM);
+    snprintf(args, sizeof args, "--batch --gpus 2 --python %s/fake_python.sh", FIX);
+    text = run_rlc(args, input, &status, &err);
+    cr_assert_eq(status, 0, "stderr: %s", err);
+    int lines = 0, ok = 0;
+    for (const char *p = text; (p = strchr(p, '\n')) != NULL; p++) lines++;
+    for (const char *p = text; (p = strstr(p, "\"status\":\"ok\"")) != NULL; p++) ok++;
+    cr_assert(lines == 3 && ok == 2, "%d lines, %d ok:\n%s", lines, ok, text);
+    cr_assert(strstr(text, "\"id\":\"a\"") && strstr(text, "\"id\":2") && strstr(text, "\"id\":3"), "%s", text);
+    cr_assert(strstr(text, "stdin line 3"), "%s", text);
+    free(text);
+    free(err);
+    const char *suffix[] = {"", ".env", ".cand", ".path"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s%s", out, suffix[i]);
+        remove(path);
+    }
+}
