@@ -142,7 +142,7 @@ static int evaluate(rl_model *m, const rl_tokenizer *tok, rl_reward *reward, con
 int rl_cmd_demo(int argc, char **argv)
 {
     demo_opts o = {"runs/demo", "examples/demo/tokenizer.json", "auto", 1, 0, 0, 19, 80,
-                   128, 4, 4, 2, 32, 384, 220, 32, 500, 8, 8, 6, 3e-3, 3e-4, 0.7};
+                   256, 4, 8, 4, 32, 768, 160, 32, 250, 8, 8, 6, 3e-3, 1.5e-4, 0.3};
     rl_opt opts[] = {
         {"out", RL_OPT_STRING, &o.out, "output directory (sft/ and grpo/ checkpoints, metrics)", 0},
         {"tokenizer", RL_OPT_STRING, &o.tokenizer, "tokenizer.json (its directory's tokenizer files are copied)", 0},

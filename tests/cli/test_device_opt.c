@@ -10,37 +10,10 @@
 #include "backend/ctx.h"
 #include "core/file.h"
 #include "io/json.h"
+#include "run_rlc.h"
 #include "test_util.h"
 
 #define MODEL "tests/fixtures/models/qwen3-tiny-tied"
-
-/* Runs `rlc <args>` with input on stdin; returns stdout and stderr (malloc'd) and the status. */
-static char *run_rlc(const char *args, const char *input, char **err_text, int *status)
-{
-    char in_path[64], err_path[64], cmd[1024];
-    snprintf(in_path, sizeof in_path, "/tmp/rlc-test-devopt-%d.in", (int)getpid());
-    snprintf(err_path, sizeof err_path, "/tmp/rlc-test-devopt-%d.err", (int)getpid());
-    FILE *f = fopen(in_path, "w");
-    cr_assert(f);
-    fputs(input, f);
-    fclose(f);
-    const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
-    snprintf(cmd, sizeof cmd, "%s/rlc %s < %s 2> %s", build, args, in_path, err_path);
-    FILE *p = popen(cmd, "r");
-    cr_assert(p, "cannot run %s", cmd);
-    size_t cap = 1 << 16, n = 0;
-    char *out = malloc(cap);
-    while ((n += fread(out + n, 1, cap - 1 - n, p)) == cap - 1) out = realloc(out, cap *= 2);
-    out[n] = '\0';
-    int rc = pclose(p);
-    *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-    size_t len;
-    rl_err err = {{0}};
-    cr_assert_eq(rl_file_read_all(err_path, err_text, &len, &err), 0, "%s", err.msg);
-    unlink(in_path);
-    unlink(err_path);
-    return out;
-}
 
 static const char *INPUT = "{\"ids\": [5, 17, 300, 2, 41, 9]}\n";
 
@@ -61,7 +34,7 @@ Test(cli_device, bad_value_is_refused_by_name)
     const char *cmds[] = {"logprobs --model " MODEL " --device gpu0", "generate --model " MODEL " --device gpu0"};
     for (int c = 0; c < 2; c++) {
         int status;
-        char *err_text, *out = run_rlc(cmds[c], INPUT, &err_text, &status);
+        char *err_text, *out = tu_run_rlc(cmds[c], INPUT, &status, &err_text);
         cr_expect_eq(status, 2, "%s: status %d", cmds[c], status);
         cr_expect(strstr(err_text, "--device must be cpu, cuda or auto, got 'gpu0'"), "%s: stderr '%s'", cmds[c],
                   err_text);
@@ -75,8 +48,8 @@ Test(cli_device, cpu_and_auto_agree)
 {
     int s1, s2;
     char *e1, *e2;
-    char *o1 = run_rlc("logprobs --model " MODEL " --device cpu", INPUT, &e1, &s1);
-    char *o2 = run_rlc("logprobs --model " MODEL " --device auto", INPUT, &e2, &s2);
+    char *o1 = tu_run_rlc("logprobs --model " MODEL " --device cpu", INPUT, &s1, &e1);
+    char *o2 = tu_run_rlc("logprobs --model " MODEL " --device auto", INPUT, &s2, &e2);
     cr_assert_eq(s1, 0, "stderr: %s", e1);
     cr_assert_eq(s2, 0, "stderr: %s", e2);
     double a[5], b[5];
@@ -94,7 +67,7 @@ Test(cli_device, cpu_and_auto_agree)
 Test(cli_device, cuda_works_or_says_why)
 {
     int status;
-    char *err_text, *out = run_rlc("logprobs --model " MODEL " --device cuda", INPUT, &err_text, &status);
+    char *err_text, *out = tu_run_rlc("logprobs --model " MODEL " --device cuda", INPUT, &status, &err_text);
     if (rl_cuda_available()) {
         cr_expect_eq(status, 0, "stderr: %s", err_text);
         double lp[5];

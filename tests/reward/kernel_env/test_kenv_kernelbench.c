@@ -15,6 +15,7 @@
 #include "core/file.h"
 #include "core/timer.h"
 #include "reward/kernel_env/kenv.h"
+#include "run_rlc.h"
 #include "test_util.h"
 
 #define FIX "tests/fixtures/kernel_env"
@@ -320,33 +321,6 @@ Test(kbench, gpu_count_falls_back_to_torch)
 
 /* ---- the command line ---- */
 
-/* Runs `rlc kernel-eval <args>` (the binary in $BUILD) with input on stdin; returns stdout
- * (malloc'd), the exit status and stderr (malloc'd). */
-static char *run_rlc(const char *args, const char *input, int *status, char **err_text)
-{
-    char in_path[64], err_path[64], cmd[2048];
-    snprintf(in_path, sizeof in_path, "/tmp/rlc-kbench-cli-%d.in", (int)getpid());
-    snprintf(err_path, sizeof err_path, "/tmp/rlc-kbench-cli-%d.err", (int)getpid());
-    FILE *f = fopen(in_path, "w");
-    cr_assert(f);
-    fputs(input, f);
-    fclose(f);
-    const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
-    snprintf(cmd, sizeof cmd, "%s/rlc kernel-eval %s < %s 2> %s", build, args, in_path, err_path);
-    FILE *p = popen(cmd, "r");
-    cr_assert(p, "cannot run %s", cmd);
-    size_t cap = 1 << 16, n = 0;
-    char *out = malloc(cap);
-    while ((n += fread(out + n, 1, cap - 1 - n, p)) == cap - 1) out = realloc(out, cap *= 2);
-    out[n] = '\0';
-    int rc = pclose(p);
-    *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-    *err_text = read_text(err_path);
-    unlink(in_path);
-    unlink(err_path);
-    return out;
-}
-
 Test(kbench, cli_single_and_batch)
 {
     char out[96], path[128], args[1024];
@@ -355,8 +329,9 @@ Test(kbench, cli_single_and_batch)
     setenv("FAKE_PY_MODE", "args", 1);
     int status;
     char *err;
-    snprintf(args, sizeof args, "--python %s/fake_python.sh --trials 9 --timed 4 --json %s %s", FIX, PROBLEM, CAND);
-    char *text = run_rlc(args, "", &status, &err);
+    snprintf(args, sizeof args, "kernel-eval --python %s/fake_python.sh --trials 9 --timed 4 --json %s %s", FIX,
+             PROBLEM, CAND);
+    char *text = tu_run_rlc(args, "", &status, &err);
     cr_assert_eq(status, 0, "stderr: %s", err);
     cr_assert(strstr(text, "\"status\":\"ok\"") && strstr(text, "\"task\":\"88_MinGPTNewGelu\""), "%s", text);
     free(text);
@@ -377,8 +352,9 @@ Test(kbench, cli_single_and_batch)
     fputs(good, f);
     fclose(f);
     free(good);
-    snprintf(args, sizeof args, "--protocol %s --python %s/fake_python.sh %s %s", proto, FIX, PROBLEM, CAND);
-    text = run_rlc(args, "", &status, &err);
+    snprintf(args, sizeof args, "kernel-eval --protocol %s --python %s/fake_python.sh %s %s", proto, FIX, PROBLEM,
+             CAND);
+    text = tu_run_rlc(args, "", &status, &err);
     cr_assert_eq(status, 0, "stderr: %s", err);
     cr_assert(strstr(text, "status   ok"), "%s", text);
     free(text);
@@ -389,7 +365,7 @@ Test(kbench, cli_single_and_batch)
     f = fopen(proto, "w");
     fputs("{\"timed\": 30}", f);
     fclose(f);
-    text = run_rlc(args, "", &status, &err);
+    text = tu_run_rlc(args, "", &status, &err);
     cr_assert_eq(status, 1);
     cr_assert(strstr(err, proto) && strstr(err, "missing field"), "%s", err);
     free(text);
@@ -404,8 +380,8 @@ Test(kbench, cli_single_and_batch)
              "{\"id\": 2, \"task\": \"%s\", \"source\": \"import torch\\n\"}\n"
              "not json\n",
              PROBLEM, CAND, PROBLEM);
-    snprintf(args, sizeof args, "--batch --gpus 2 --python %s/fake_python.sh", FIX);
-    text = run_rlc(args, input, &status, &err);
+    snprintf(args, sizeof args, "kernel-eval --batch --gpus 2 --python %s/fake_python.sh", FIX);
+    text = tu_run_rlc(args, input, &status, &err);
     cr_assert_eq(status, 0, "stderr: %s", err);
     int lines = 0, ok = 0;
     for (const char *p = text; (p = strchr(p, '\n')) != NULL; p++) lines++;
