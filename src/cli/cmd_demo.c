@@ -250,8 +250,7 @@ int rl_cmd_demo(int argc, char **argv)
     phase ph = {&sft, NULL, tok_dir};
     rl_train_hooks hs = {&ph, sft_step, sft_save, sft_done};
     rl_loop_config lc = {"sft", o.sft_steps, 0, sft_dir, &met};
-    rl_step_stats first, last;
-    int lrc = rl_train_loop(&hs, &lc, &first, &last, &err);
+    int lrc = rl_train_loop(&hs, &lc, &err);
     rl_metrics_close(&met);
     rl_sft_free(&sft);
     if (lrc != 0) {
@@ -282,7 +281,7 @@ int rl_cmd_demo(int argc, char **argv)
     ph.grpo = &grpo;
     rl_train_hooks hg = {&ph, grpo_step, grpo_save, grpo_done};
     rl_loop_config lg = {"grpo", o.grpo_steps, 0, grpo_dir, &met};
-    lrc = rl_train_loop(&hg, &lg, &first, &last, &err);
+    lrc = rl_train_loop(&hg, &lg, &err);
     rl_metrics_close(&met);
     rl_grpo_free(&grpo);
     if (lrc != 0) {

@@ -190,8 +190,7 @@ int rl_cmd_grpo(int argc, char **argv)
             reward_spec, variant, loss_norm, (long long)steps, (long long)run.t.state.step, rl_backend_name(&ctx));
     rl_train_hooks h = {&run, step, save, done};
     rl_loop_config lc = {"grpo", steps, save_every, ckpt, &met};
-    rl_step_stats first, last;
-    int lrc = rl_train_loop(&h, &lc, &first, &last, &err);
+    int lrc = rl_train_loop(&h, &lc, &err);
     if (lrc < 0) goto fail;
     if (lrc == 0) fprintf(stderr, "rlc grpo: model saved to %s, metrics in %s\n", ckpt, metrics_path);
     rc = lrc == 0 ? 0 : 130;

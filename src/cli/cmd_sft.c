@@ -139,8 +139,7 @@ int rl_cmd_sft(int argc, char **argv)
             (double)m.n_elems / 1e6, (long long)steps, (long long)run.t.state.step, rl_backend_name(&ctx));
     rl_train_hooks h = {&run, step, save, done};
     rl_loop_config lc = {"sft", steps, save_every, ckpt, &met};
-    rl_step_stats first, last;
-    int lrc = rl_train_loop(&h, &lc, &first, &last, &err);
+    int lrc = rl_train_loop(&h, &lc, &err);
     if (lrc < 0) goto fail;
     if (lrc == 0) fprintf(stderr, "rlc sft: model saved to %s, metrics in %s\n", ckpt, metrics_path);
     rc = lrc == 0 ? 0 : 130;

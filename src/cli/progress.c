@@ -15,6 +15,7 @@ void rl_progress_init(rl_progress *p, const char *label, int64_t first_step, int
     p->total = total_steps;
     int64_t span = total_steps - first_step;
     p->every = span >= 10 ? (int)(span / 10) : 1;
+    p->window = p->every < RL_PROGRESS_WINDOW ? p->every : RL_PROGRESS_WINDOW;
     p->t0 = rl_time_now();
 }
 
@@ -28,6 +29,13 @@ static void eta(double seconds, char *out, size_t size)
 
 void rl_progress_step(rl_progress *p, const rl_step_stats *s)
 {
+    if (p->n_steps < p->window) {
+        p->head_loss += s->loss;
+        p->head_reward += s->reward_mean;
+    }
+    p->tail_loss[p->n_steps % p->window] = s->loss;
+    p->tail_reward[p->n_steps % p->window] = s->reward_mean;
+    p->n_steps++;
     double elapsed = rl_time_now() - p->t0;
     int64_t done = s->step - p->first, left = p->total - s->step;
     char when[32];
@@ -54,14 +62,21 @@ void rl_progress_end(rl_progress *p)
     p->shown = 0;
 }
 
-void rl_progress_summary(const rl_progress *p, const rl_step_stats *first, const rl_step_stats *last)
+void rl_progress_summary(const rl_progress *p, const rl_step_stats *last)
 {
     double elapsed = rl_time_now() - p->t0;
-    int64_t steps = last->step - p->first;
-    fprintf(stderr, "%s: %lld steps in %.1f s", p->label, (long long)steps, elapsed);
+    int n = p->n_steps < p->window ? p->n_steps : p->window;
+    double tail_loss = 0, tail_reward = 0;
+    for (int i = 0; i < n; i++) {
+        tail_loss += p->tail_loss[i];
+        tail_reward += p->tail_reward[i];
+    }
+    fprintf(stderr, "%s: %d steps in %.1f s", p->label, p->n_steps, elapsed);
     if (last->has_rewards)
-        fprintf(stderr, "; reward %.3f -> %.3f, loss %+.4f, kl %.4f\n", first->reward_mean, last->reward_mean,
-                last->loss, last->kl);
+        fprintf(stderr, "; reward %.3f -> %.3f", p->head_reward / n, tail_reward / n);
     else
-        fprintf(stderr, "; loss %.4f -> %.4f\n", first->loss, last->loss);
+        fprintf(stderr, "; loss %.4f -> %.4f", p->head_loss / n, tail_loss / n);
+    if (n > 1) fprintf(stderr, " (means of the first and last %d steps)", n);
+    if (last->has_rewards) fprintf(stderr, "; last step: loss %+.4f, kl %.4f", last->loss, last->kl);
+    fputc('\n', stderr);
 }

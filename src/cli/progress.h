@@ -10,6 +10,8 @@
 
 #include "train/metrics.h"
 
+#define RL_PROGRESS_WINDOW 25
+
 typedef struct rl_progress {
     const char *label;    /* "sft", "grpo" */
     int tty;
@@ -17,15 +19,19 @@ typedef struct rl_progress {
     int every;
     double t0;
     int shown;            /* a tty line is on screen */
-    double sum_loss, sum_reward, sum_tps;
-    int n;
+    /* The summary's "from -> to": means over the first and the last `window` steps (a tenth
+     * of the run, 1 to RL_PROGRESS_WINDOW), not single steps, whose reward is one batch's. */
+    int window, n_steps;
+    double head_loss, head_reward;
+    double tail_loss[RL_PROGRESS_WINDOW], tail_reward[RL_PROGRESS_WINDOW];
 } rl_progress;
 
 void rl_progress_init(rl_progress *p, const char *label, int64_t first_step, int64_t total_steps);
 void rl_progress_step(rl_progress *p, const rl_step_stats *s);
 /* Ends the live line (if any). */
 void rl_progress_end(rl_progress *p);
-/* "sft: 200 steps in 41.2 s (4850 tokens/s); loss 2.31 -> 0.52". */
-void rl_progress_summary(const rl_progress *p, const rl_step_stats *first, const rl_step_stats *last);
+/* "sft: 200 steps in 41.2 s; loss 2.31 -> 0.52 (means of the first and last 20 steps)";
+ * GRPO adds the reward the same way and the last step's loss and KL. */
+void rl_progress_summary(const rl_progress *p, const rl_step_stats *last);
 
 #endif

@@ -17,8 +17,7 @@ static void on_sigint(int sig)
     interrupted = 1;
 }
 
-int rl_train_loop(const rl_train_hooks *h, const rl_loop_config *c, rl_step_stats *first,
-                  rl_step_stats *last, rl_err *err)
+int rl_train_loop(const rl_train_hooks *h, const rl_loop_config *c, rl_err *err)
 {
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
@@ -30,8 +29,7 @@ int rl_train_loop(const rl_train_hooks *h, const rl_loop_config *c, rl_step_stat
     int64_t start = h->steps_done(h->trainer);
     rl_progress p;
     rl_progress_init(&p, c->label, start, c->total_steps);
-    memset(first, 0, sizeof *first);
-    memset(last, 0, sizeof *last);
+    rl_step_stats last = {0};
     int rc = 0;
     while (h->steps_done(h->trainer) < c->total_steps) {
         rl_step_stats st;
@@ -39,8 +37,7 @@ int rl_train_loop(const rl_train_hooks *h, const rl_loop_config *c, rl_step_stat
             rc = -1;
             break;
         }
-        if (st.step == start + 1) *first = st;
-        *last = st;
+        last = st;
         if (c->metrics && rl_metrics_write(c->metrics, &st, err) != 0) {
             rc = -1;
             break;
@@ -66,7 +63,7 @@ int rl_train_loop(const rl_train_hooks *h, const rl_loop_config *c, rl_step_stat
     }
     rl_progress_end(&p);
     if (rc == 0 && c->ckpt_dir && h->save(h->trainer, c->ckpt_dir, err) != 0) rc = -1;
-    if (rc == 0 && last->step > start) rl_progress_summary(&p, first, last);
+    if (rc == 0 && last.step > start) rl_progress_summary(&p, &last);
     sigaction(SIGINT, &old, NULL);
     return rc;
 }

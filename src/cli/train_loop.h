@@ -26,8 +26,7 @@ typedef struct rl_loop_config {
 } rl_loop_config;
 
 /* Returns 0 when the run finished, 1 when it stopped on Ctrl-C after saving, -1 on error
- * (err filled). *first and *last receive the first and last step's stats. */
-int rl_train_loop(const rl_train_hooks *h, const rl_loop_config *c, rl_step_stats *first,
-                  rl_step_stats *last, rl_err *err);
+ * (err filled). */
+int rl_train_loop(const rl_train_hooks *h, const rl_loop_config *c, rl_err *err);
 
 #endif
