@@ -8,30 +8,7 @@
 
 #include "core/file.h"
 #include "model/model_fixture.h"
-
-/* Runs `rlc <args>` with input on stdin; returns its stdout (malloc'd) and exit status; stderr
- * goes to err_path. */
-static char *run_rlc(const char *args, const char *input, const char *err_path, int *status)
-{
-    char in_path[64], cmd[1024];
-    snprintf(in_path, sizeof in_path, "/tmp/rlc-test-cli-%d.in", (int)getpid());
-    FILE *f = fopen(in_path, "w");
-    cr_assert(f);
-    fputs(input, f);
-    fclose(f);
-    const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
-    snprintf(cmd, sizeof cmd, "%s/rlc %s < %s 2> %s", build, args, in_path, err_path);
-    FILE *p = popen(cmd, "r");
-    cr_assert(p, "cannot run %s", cmd);
-    size_t cap = 1 << 16, n = 0;
-    char *out = malloc(cap);
-    while ((n += fread(out + n, 1, cap - 1 - n, p)) == cap - 1) out = realloc(out, cap *= 2);
-    out[n] = '\0';
-    int rc = pclose(p);
-    *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-    unlink(in_path);
-    return out;
-}
+#include "run_rlc.h"
 
 static char *read_text(const char *path)
 {
@@ -74,11 +51,8 @@ Test(cli, logprobs_match_transformers)
     snprintf(input + at, sizeof input - at, "]}\n");
     snprintf(args, sizeof args, "logprobs --model %s", f.model_dir);
     int status;
-    char err_path[64];
-    snprintf(err_path, sizeof err_path, "/tmp/rlc-test-cli-%d.err", (int)getpid());
-    char *out = run_rlc(args, input, err_path, &status);
+    char *errors, *out = tu_run_rlc(args, input, &status, &errors);
     cr_assert_eq(status, 1, "a bad line makes the status 1");
-    char *errors = read_text(err_path);
     cr_assert(strstr(errors, "rlc logprobs: stdin line 2: "), "stderr: %s", errors);
     const int lines[2] = {0, 2}, seqs[2] = {1, 0};
     for (int k = 0; k < 2; k++) {
@@ -98,7 +72,6 @@ Test(cli, logprobs_match_transformers)
     free(errors);
     free(out);
     free(ref);
-    unlink(err_path);
     mf_free(&f);
 }
 
@@ -116,11 +89,8 @@ Test(cli, generate_greedy_matches_transformers)
     }
     snprintf(args, sizeof args, "generate --model %s --temperature 0 --max-tokens %d --n 2", f.model_dir, f.max_new_tokens);
     int status;
-    char err_path[64];
-    snprintf(err_path, sizeof err_path, "/tmp/rlc-test-cli-%d.err", (int)getpid());
-    char *out = run_rlc(args, input, err_path, &status);
+    char *errors, *out = tu_run_rlc(args, input, &status, &errors);
     cr_assert_eq(status, 1);
-    char *errors = read_text(err_path);
     cr_assert(strstr(errors, "stdin line 2: \"prompt\" and \"messages\" need a tokenizer"), "stderr: %s", errors);
     /* Output: 2 samples of request 0, the error line of request 1, then 2 per request. */
     int line = 0;
@@ -145,32 +115,29 @@ Test(cli, generate_greedy_matches_transformers)
     }
     free(errors);
     free(out);
-    unlink(err_path);
     mf_free(&f);
 }
 
 Test(cli, usage_errors)
 {
     int status;
-    char err_path[64];
-    snprintf(err_path, sizeof err_path, "/tmp/rlc-test-cli-%d.err", (int)getpid());
-    free(run_rlc("generate --temperature", "", err_path, &status));
+    char *errors;
+    free(tu_run_rlc("generate --temperature", "", &status, &errors));
     cr_assert_eq(status, 2);
-    free(run_rlc("logprobs", "", err_path, &status));
+    free(errors);
+    free(tu_run_rlc("logprobs", "", &status, &errors));
     cr_assert_eq(status, 2);
-    char *errors = read_text(err_path);
     cr_assert(strstr(errors, "rlc logprobs: --model DIR is required"), "%s", errors);
     free(errors);
-    char *help = run_rlc("generate --help", "", err_path, &status);
+    char *help = tu_run_rlc("generate --help", "", &status, &errors);
     cr_assert_eq(status, 0);
     cr_assert(strstr(help, "--top-p"), "%s", help);
     free(help);
-    free(run_rlc("logprobs --model tests/fixtures/no-such-model", "", err_path, &status));
+    free(errors);
+    free(tu_run_rlc("logprobs --model tests/fixtures/no-such-model", "", &status, &errors));
     cr_assert_eq(status, 1);
-    errors = read_text(err_path);
     cr_assert(strstr(errors, "rlc logprobs: ") && strstr(errors, "no-such-model"), "%s", errors);
     free(errors);
-    unlink(err_path);
 }
 
 /* Writes `count` ids (i % 500, all in the tiny models' vocabulary) as a JSON array. */
@@ -190,11 +157,8 @@ Test(cli, logprobs_bad_lines_name_the_line)
     at += ids_text(input + at, sizeof input - (size_t)at, 1025);
     snprintf(input + at, sizeof input - (size_t)at, "}\n{\"ids\": []}\n");
     int status;
-    char err_path[64];
-    snprintf(err_path, sizeof err_path, "/tmp/rlc-test-cli-%d.err", (int)getpid());
-    char *out = run_rlc("logprobs --model tests/fixtures/models/qwen3-tiny-tied", input, err_path, &status);
+    char *errors, *out = tu_run_rlc("logprobs --model tests/fixtures/models/qwen3-tiny-tied", input, &status, &errors);
     cr_assert_eq(status, 1);
-    char *errors = read_text(err_path);
     const char *want[] = {"stdin line 2: model: token 512 at position 1 is outside the vocabulary [0, 512)",
                           "stdin line 4: \"ids\"[1] is not a token id", "stdin line 5: input: invalid JSON",
                           "stdin line 6: \"ids\" has 1025 tokens, more than the model's max_position_embeddings = 1024",
@@ -210,7 +174,6 @@ Test(cli, logprobs_bad_lines_name_the_line)
     }
     free(errors);
     free(out);
-    unlink(err_path);
 }
 
 Test(cli, generate_stops_at_max_position_embeddings)
@@ -222,23 +185,19 @@ Test(cli, generate_stops_at_max_position_embeddings)
     at += ids_text(input + at, sizeof input - (size_t)at, 1024);
     snprintf(input + at, sizeof input - (size_t)at, "}\n{\"prompt_ids\": [7, 512]}\n");
     int status;
-    char err_path[64];
-    snprintf(err_path, sizeof err_path, "/tmp/rlc-test-cli-%d.err", (int)getpid());
-    char *out = run_rlc("generate --model tests/fixtures/models/qwen3-tiny-tied --temperature 0 --max-tokens 30", input,
-                        err_path, &status);
+    char *errors, *out = tu_run_rlc("generate --model tests/fixtures/models/qwen3-tiny-tied --temperature 0 --max-tokens 30",
+                                    input, &status, &errors);
     cr_assert_eq(status, 1);
     cJSON *obj = output_line(out, 0);
     cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(obj, "ids")), 4, "1020 + 4 = max_position_embeddings 1024");
     cr_expect_str_eq(cJSON_GetObjectItem(obj, "finish_reason")->valuestring, "length");
     cJSON_Delete(obj);
-    char *errors = read_text(err_path);
     cr_expect(strstr(errors, "stdin line 2: generate: prompt 0 has 1024 tokens, leaving no room for new ones"),
               "stderr: %s", errors);
     cr_expect(strstr(errors, "stdin line 3: generate: prompt 0: token 512 at position 1 is outside the vocabulary"),
               "stderr: %s", errors);
     free(errors);
     free(out);
-    unlink(err_path);
 }
 
 Test(cli, bad_options_and_stdin_are_refused)
@@ -257,8 +216,8 @@ Test(cli, bad_options_and_stdin_are_refused)
     char err_path[64];
     snprintf(err_path, sizeof err_path, "/tmp/rlc-test-cli-%d.err", (int)getpid());
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        free(run_rlc(cases[i][0], "", err_path, &status));
-        char *errors = read_text(err_path);
+        char *errors;
+        free(tu_run_rlc(cases[i][0], "", &status, &errors));
         cr_expect_eq(status, 2, "%s: status %d", cases[i][0], status);
         cr_expect(strstr(errors, cases[i][1]), "%s: stderr: %s", cases[i][0], errors);
         free(errors);

@@ -12,6 +12,7 @@
 #include "core/timer.h"
 #include "reward/kernel_env/kenv.h"
 #include "reward/kernel_env/kspec.h"
+#include "json_get.h"
 #include "test_util.h"
 
 #define FIX "tests/fixtures/kernel_env"
@@ -60,18 +61,6 @@ static cJSON *eval(const char *mode, const char *src)
     return res;
 }
 
-static const char *str(const cJSON *res, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, key);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-static double num(const cJSON *res, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
 Test(kenv, reward_function)
 {
     double r;
@@ -113,10 +102,10 @@ Test(kenv, reward_function)
 Test(kenv, ok_result_and_cache)
 {
     cJSON *res = eval("ok", good_src);
-    cr_assert_str_eq(str(res, "status"), "ok", "failure: %s", str(res, "failure"));
-    cr_assert_str_eq(str(res, "task"), "ew_chain");
-    cr_assert_float_eq(num(res, "speedup"), 2.0, 1e-9);
-    cr_assert_float_eq(num(res, "reward"), 0.4, 1e-9);
+    cr_assert_str_eq(tu_json_str(res, "status"), "ok", "failure: %s", tu_json_str(res, "failure"));
+    cr_assert_str_eq(tu_json_str(res, "task"), "ew_chain");
+    cr_assert_float_eq(tu_json_num(res, "speedup"), 2.0, 1e-9);
+    cr_assert_float_eq(tu_json_num(res, "reward"), 0.4, 1e-9);
     const cJSON *comp = cJSON_GetObjectItemCaseSensitive(res, "compile");
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(comp, "ok")));
     cr_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(comp, "cached")));
@@ -132,8 +121,8 @@ Test(kenv, ok_result_and_cache)
 Test(kenv, compile_error_returns_the_log)
 {
     cJSON *res = eval("ok", "int rl_kernel( { SYNTAX_ERROR }");
-    cr_assert_str_eq(str(res, "status"), "compile_error");
-    cr_assert_float_eq(num(res, "reward"), -0.5, 1e-12);
+    cr_assert_str_eq(tu_json_str(res, "status"), "compile_error");
+    cr_assert_float_eq(tu_json_num(res, "reward"), -0.5, 1e-12);
     const cJSON *comp = cJSON_GetObjectItemCaseSensitive(res, "compile");
     const cJSON *log = cJSON_GetObjectItemCaseSensitive(comp, "log");
     cr_assert(cJSON_IsString(log) && strstr(log->valuestring, "error: expected a ';'"), "log: %s",
@@ -146,7 +135,7 @@ Test(kenv, compile_timeout)
     double t0 = rl_time_now();
     cJSON *res = eval("ok", "// HANG_COMPILER\n");
     cr_assert(rl_time_now() - t0 < 10, "compile limit not enforced");
-    cr_assert_str_eq(str(res, "status"), "compile_error");
+    cr_assert_str_eq(tu_json_str(res, "status"), "compile_error");
     const cJSON *log = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "compile"), "log");
     cr_assert(strstr(log->valuestring, "timed out"), "%s", log->valuestring);
     cJSON_Delete(res);
@@ -165,11 +154,11 @@ Test(kenv, worker_failures_fail_the_candidate_only)
         double t0 = rl_time_now();
         cJSON *res = eval(cases[i].mode, good_src);
         cr_assert(rl_time_now() - t0 < 10, "%s: took too long", cases[i].mode);
-        cr_assert_str_eq(str(res, "status"), cases[i].status, "%s: status %s (%s)", cases[i].mode, str(res, "status"),
-                         str(res, "failure"));
-        cr_assert(strstr(str(res, "failure"), cases[i].want), "%s: failure '%s' lacks '%s'", cases[i].mode,
-                  str(res, "failure"), cases[i].want);
-        cr_assert_float_eq(num(res, "reward"), -0.5, 1e-12, "%s", cases[i].mode);
+        cr_assert_str_eq(tu_json_str(res, "status"), cases[i].status, "%s: status %s (%s)", cases[i].mode, tu_json_str(res, "status"),
+                         tu_json_str(res, "failure"));
+        cr_assert(strstr(tu_json_str(res, "failure"), cases[i].want), "%s: failure '%s' lacks '%s'", cases[i].mode,
+                  tu_json_str(res, "failure"), cases[i].want);
+        cr_assert_float_eq(tu_json_num(res, "reward"), -0.5, 1e-12, "%s", cases[i].mode);
         cJSON_Delete(res);
     }
 }
@@ -177,9 +166,9 @@ Test(kenv, worker_failures_fail_the_candidate_only)
 Test(kenv, noisy_caps_the_reward)
 {
     cJSON *res = eval("noisy", good_src);
-    cr_assert_str_eq(str(res, "status"), "ok");
-    cr_assert_float_eq(num(res, "speedup"), 4.0, 1e-9);
-    cr_assert_float_eq(num(res, "reward"), 0.2, 1e-9);
+    cr_assert_str_eq(tu_json_str(res, "status"), "ok");
+    cr_assert_float_eq(tu_json_num(res, "speedup"), 4.0, 1e-9);
+    cr_assert_float_eq(tu_json_num(res, "reward"), 0.2, 1e-9);
     cJSON_Delete(res);
 }
 
@@ -189,9 +178,9 @@ Test(kenv, fatal_static_finding_is_a_cheat)
                       "  std::thread([] {}).detach();\n  return 0;\n}\n";
     setenv("FAKE_WORKER_PLAN", "/dev/null", 1);
     cJSON *res = eval("ok", src);
-    cr_assert_str_eq(str(res, "status"), "cheat");
-    cr_assert(strstr(str(res, "failure"), "host_thread") && strstr(str(res, "failure"), "line 4"), "%s", str(res, "failure"));
-    cr_assert_float_eq(num(res, "reward"), -1.0, 1e-12);
+    cr_assert_str_eq(tu_json_str(res, "status"), "cheat");
+    cr_assert(strstr(tu_json_str(res, "failure"), "host_thread") && strstr(tu_json_str(res, "failure"), "line 4"), "%s", tu_json_str(res, "failure"));
+    cr_assert_float_eq(tu_json_num(res, "reward"), -1.0, 1e-12);
     cr_assert_null(cJSON_GetObjectItemCaseSensitive(res, "speedup"), "the worker must not run without --keep-going");
     cJSON_Delete(res);
 
@@ -200,10 +189,10 @@ Test(kenv, fatal_static_finding_is_a_cheat)
     o.keep_going = 1;
     rl_err err;
     res = rl_kenv_eval(&o, TASK, src, strlen(src), &err);
-    cr_assert_str_eq(str(res, "status"), "cheat");
-    cr_assert_str_eq(str(res, "dynamic_status"), "ok");
+    cr_assert_str_eq(tu_json_str(res, "status"), "cheat");
+    cr_assert_str_eq(tu_json_str(res, "dynamic_status"), "ok");
     cr_assert_null(cJSON_GetObjectItemCaseSensitive(res, "dynamic_failure"), "the worker found nothing");
-    cr_assert_float_eq(num(res, "speedup"), 2.0, 1e-9, "keep-going runs the worker");
+    cr_assert_float_eq(tu_json_num(res, "speedup"), 2.0, 1e-9, "keep-going runs the worker");
     cJSON_Delete(res);
 }
 
@@ -213,7 +202,7 @@ Test(kenv, plan_and_device_reach_the_worker)
     snprintf(plan_path, sizeof plan_path, "/tmp/rlc-kenv-plan-%d.txt", (int)getpid());
     setenv("FAKE_WORKER_PLAN", plan_path, 1);
     cJSON *res = eval("planfile", good_src);
-    cr_assert_str_eq(str(res, "status"), "ok", "%s", str(res, "failure"));
+    cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
     cJSON_Delete(res);
     char *plan;
     size_t len;
@@ -228,7 +217,7 @@ Test(kenv, plan_and_device_reach_the_worker)
     rl_kenv_opts o = fake_opts(cache_dir);
     o.devices = "5";
     res = rl_kenv_eval(&o, TASK, good_src, strlen(good_src), &err);
-    cr_assert_str_eq(str(res, "failure"), "devices=5");
+    cr_assert_str_eq(tu_json_str(res, "failure"), "devices=5");
     cJSON_Delete(res);
 }
 
@@ -251,7 +240,7 @@ Test(kenv, protocol_parameters_reach_the_worker)
     o.proto.spread_repeats = 4;
     rl_err err;
     cJSON *res = rl_kenv_eval(&o, TASK, good_src, strlen(good_src), &err);
-    cr_assert_str_eq(str(res, "status"), "ok", "%s", str(res, "failure"));
+    cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
     cJSON_Delete(res);
     char *args;
     size_t len;
@@ -284,22 +273,22 @@ Test(kenv, evaluator_errors_have_no_reward)
     rl_kenv_opts o = fake_opts(cache_dir);
     rl_err err;
     cJSON *res = rl_kenv_eval(&o, FIX "/no_such_task", good_src, strlen(good_src), &err);
-    cr_assert_str_eq(str(res, "status"), "error");
-    cr_assert(strstr(str(res, "failure"), "no_such_task/spec.json"), "%s", str(res, "failure"));
+    cr_assert_str_eq(tu_json_str(res, "status"), "error");
+    cr_assert(strstr(tu_json_str(res, "failure"), "no_such_task/spec.json"), "%s", tu_json_str(res, "failure"));
     cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(res, "reward")));
     cJSON_Delete(res);
 
     o.worker = "/nonexistent/rlc-kernel-worker";
     res = rl_kenv_eval(&o, TASK, good_src, strlen(good_src), &err);
-    cr_assert_str_eq(str(res, "status"), "error");
-    cr_assert(strstr(str(res, "failure"), "cannot run the worker"), "%s", str(res, "failure"));
+    cr_assert_str_eq(tu_json_str(res, "status"), "error");
+    cr_assert(strstr(tu_json_str(res, "failure"), "cannot run the worker"), "%s", tu_json_str(res, "failure"));
     cJSON_Delete(res);
 
     rl_kenv_opts unloaded;
     rl_kenv_opts_default(&unloaded);
     res = rl_kenv_eval(&unloaded, TASK, good_src, strlen(good_src), &err);
-    cr_assert_str_eq(str(res, "status"), "error");
-    cr_assert(strstr(str(res, "failure"), "no protocol"), "%s", str(res, "failure"));
+    cr_assert_str_eq(tu_json_str(res, "status"), "error");
+    cr_assert(strstr(tu_json_str(res, "failure"), "no protocol"), "%s", tu_json_str(res, "failure"));
     cJSON_Delete(res);
 }
 

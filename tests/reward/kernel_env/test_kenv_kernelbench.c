@@ -16,6 +16,7 @@
 #include "core/timer.h"
 #include "reward/kernel_env/kenv.h"
 #include "run_rlc.h"
+#include "json_get.h"
 #include "test_util.h"
 
 #define FIX "tests/fixtures/kernel_env"
@@ -52,18 +53,6 @@ static cJSON *eval(const char *mode)
     return eval_opts(&o, mode, cand_src);
 }
 
-static const char *str(const cJSON *res, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, key);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-static double num(const cJSON *res, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
 Test(kbench, task_kind)
 {
     cr_assert(rl_kenv_is_kernelbench("level1/19_ReLU.py"));
@@ -76,15 +65,15 @@ Test(kbench, task_kind)
 Test(kbench, ok_result)
 {
     cJSON *res = eval("ok");
-    cr_assert_str_eq(str(res, "status"), "ok", "failure: %s", str(res, "failure"));
-    cr_assert_str_eq(str(res, "task"), "88_MinGPTNewGelu");
-    cr_assert_float_eq(num(res, "speedup"), 2.0, 1e-9);
-    cr_assert_float_eq(num(res, "reward"), 0.4, 1e-9);
+    cr_assert_str_eq(tu_json_str(res, "status"), "ok", "failure: %s", tu_json_str(res, "failure"));
+    cr_assert_str_eq(tu_json_str(res, "task"), "88_MinGPTNewGelu");
+    cr_assert_float_eq(tu_json_num(res, "speedup"), 2.0, 1e-9);
+    cr_assert_float_eq(tu_json_num(res, "reward"), 0.4, 1e-9);
     cr_assert(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(res, "checks")));
     cr_assert(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(res, "ref_ms")));
     cr_assert(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(res, "static")));
-    cr_assert_float_eq(num(res, "ref_solo_ms"), 2.0, 1e-9);
-    cr_assert(num(res, "worker_seconds") >= 0);
+    cr_assert_float_eq(tu_json_num(res, "ref_solo_ms"), 2.0, 1e-9);
+    cr_assert(tu_json_num(res, "worker_seconds") >= 0);
     cJSON_Delete(res);
 }
 
@@ -97,12 +86,12 @@ Test(kbench, verdicts_and_rewards)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cJSON *res = eval(cases[i].mode);
-        cr_assert_str_eq(str(res, "status"), cases[i].status, "%s: %s", cases[i].mode, str(res, "failure"));
-        cr_assert_float_eq(num(res, "reward"), cases[i].reward, 1e-9, "%s", cases[i].mode);
+        cr_assert_str_eq(tu_json_str(res, "status"), cases[i].status, "%s: %s", cases[i].mode, tu_json_str(res, "failure"));
+        cr_assert_float_eq(tu_json_num(res, "reward"), cases[i].reward, 1e-9, "%s", cases[i].mode);
         cJSON_Delete(res);
     }
     cJSON *res = eval("incorrect");
-    cr_assert(strstr(str(res, "failure"), "correct_adversarial"), "%s", str(res, "failure"));
+    cr_assert(strstr(tu_json_str(res, "failure"), "correct_adversarial"), "%s", tu_json_str(res, "failure"));
     cJSON_Delete(res);
 }
 
@@ -123,12 +112,12 @@ Test(kbench, worker_failures_fail_the_candidate_only)
         cJSON *res = eval(cases[i].mode);
         double dt = rl_time_now() - t0;
         cr_assert(dt < 10, "%s: took %.1f s", cases[i].mode, dt);
-        cr_assert_str_eq(str(res, "status"), cases[i].status, "%s: status %s (%s)", cases[i].mode, str(res, "status"),
-                         str(res, "failure"));
-        cr_assert(strstr(str(res, "failure"), cases[i].want), "%s: failure '%s' lacks '%s'", cases[i].mode,
-                  str(res, "failure"), cases[i].want);
-        cr_assert_float_eq(num(res, "reward"), -0.5, 1e-12, "%s", cases[i].mode);
-        cr_assert(isnan(num(res, "speedup")), "%s: a speedup from a failed worker", cases[i].mode);
+        cr_assert_str_eq(tu_json_str(res, "status"), cases[i].status, "%s: status %s (%s)", cases[i].mode, tu_json_str(res, "status"),
+                         tu_json_str(res, "failure"));
+        cr_assert(strstr(tu_json_str(res, "failure"), cases[i].want), "%s: failure '%s' lacks '%s'", cases[i].mode,
+                  tu_json_str(res, "failure"), cases[i].want);
+        cr_assert_float_eq(tu_json_num(res, "reward"), -0.5, 1e-12, "%s", cases[i].mode);
+        cr_assert(isnan(tu_json_num(res, "speedup")), "%s: a speedup from a failed worker", cases[i].mode);
         cJSON_Delete(res);
     }
 }
@@ -138,30 +127,30 @@ Test(kbench, evaluator_problems_are_errors_without_reward)
     rl_kenv_opts o = fake_opts();
     o.python = "/nonexistent/python3";
     cJSON *res = eval_opts(&o, "ok", cand_src);
-    cr_assert_str_eq(str(res, "status"), "error");
-    cr_assert(strstr(str(res, "failure"), "/nonexistent/python3: cannot run the Python worker"), "%s", str(res, "failure"));
+    cr_assert_str_eq(tu_json_str(res, "status"), "error");
+    cr_assert(strstr(tu_json_str(res, "failure"), "/nonexistent/python3: cannot run the Python worker"), "%s", tu_json_str(res, "failure"));
     cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(res, "reward")));
     cJSON_Delete(res);
 
     res = eval("no_torch");
-    cr_assert_str_eq(str(res, "status"), "error");
-    cr_assert(strstr(str(res, "failure"), "PyTorch cannot be imported"), "%s", str(res, "failure"));
+    cr_assert_str_eq(tu_json_str(res, "status"), "error");
+    cr_assert(strstr(tu_json_str(res, "failure"), "PyTorch cannot be imported"), "%s", tu_json_str(res, "failure"));
     cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(res, "reward")));
     cJSON_Delete(res);
 
     o = fake_opts();
     o.kb_worker = "/nonexistent/kernelbench_worker.py";
     res = eval_opts(&o, "ok", cand_src);
-    cr_assert_str_eq(str(res, "status"), "error");
-    cr_assert(strstr(str(res, "failure"), "no KernelBench worker"), "%s", str(res, "failure"));
+    cr_assert_str_eq(tu_json_str(res, "status"), "error");
+    cr_assert(strstr(tu_json_str(res, "failure"), "no KernelBench worker"), "%s", tu_json_str(res, "failure"));
     cJSON_Delete(res);
 
     o = fake_opts();
     rl_err err;
     res = rl_kenv_eval(&o, "tests/fixtures/kernelbench/problems/no_such_problem.py", cand_src, strlen(cand_src), &err);
-    cr_assert_str_eq(str(res, "status"), "error");
-    cr_assert(strstr(str(res, "failure"), "no_such_problem.py: no such KernelBench problem file"), "%s", str(res, "failure"));
-    cr_assert_str_eq(str(res, "task"), "no_such_problem");
+    cr_assert_str_eq(tu_json_str(res, "status"), "error");
+    cr_assert(strstr(tu_json_str(res, "failure"), "no_such_problem.py: no such KernelBench problem file"), "%s", tu_json_str(res, "failure"));
+    cr_assert_str_eq(tu_json_str(res, "task"), "no_such_problem");
     cJSON_Delete(res);
 }
 
@@ -179,8 +168,8 @@ Test(kbench, real_worker_without_torch)
     cr_assert_eq(rl_file_read_all(CAND, &src, &len, &err), 0, "%s", err.msg);
     cJSON *res = rl_kenv_eval(&o, PROBLEM, src, len, &err);
     free(src);
-    cr_assert_str_eq(str(res, "status"), "error", "%s", str(res, "failure"));
-    cr_assert(strstr(str(res, "failure"), "PyTorch cannot be imported"), "%s", str(res, "failure"));
+    cr_assert_str_eq(tu_json_str(res, "status"), "error", "%s", tu_json_str(res, "failure"));
+    cr_assert(strstr(tu_json_str(res, "failure"), "PyTorch cannot be imported"), "%s", tu_json_str(res, "failure"));
     cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(res, "reward")));
     cJSON_Delete(res);
 }
@@ -212,7 +201,7 @@ Test(kbench, protocol_candidate_and_device_reach_the_worker)
     o.proto.tol.atol[1] = 0.25; /* f16 */
     o.devices = "5";
     cJSON *res = eval_opts(&o, "args", cand_src);
-    cr_assert_str_eq(str(res, "status"), "ok", "%s", str(res, "failure"));
+    cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
     cJSON_Delete(res);
 
     char *args = read_text(out);
@@ -272,7 +261,7 @@ Test(kbench, gpu_pool)
     o.gpu_acquire = pool_acquire;
     o.gpu_release = pool_release;
     cJSON *res = eval_opts(&o, "args", cand_src);
-    cr_assert_str_eq(str(res, "status"), "ok", "%s", str(res, "failure"));
+    cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
     cJSON_Delete(res);
     cr_assert(pool_acquired == 1 && pool_released == 1 && !strcmp(pool_device, "3"));
     snprintf(path, sizeof path, "%s.env", out);
@@ -296,17 +285,17 @@ Test(kbench, fatal_static_finding_is_a_cheat)
     remove(out);
     rl_kenv_opts o = fake_opts();
     cJSON *res = eval_opts(&o, "args", src);
-    cr_assert_str_eq(str(res, "status"), "cheat");
-    cr_assert(strstr(str(res, "failure"), "global_state") && strstr(str(res, "failure"), "line 6"), "%s", str(res, "failure"));
-    cr_assert_float_eq(num(res, "reward"), -1.0, 1e-12);
+    cr_assert_str_eq(tu_json_str(res, "status"), "cheat");
+    cr_assert(strstr(tu_json_str(res, "failure"), "global_state") && strstr(tu_json_str(res, "failure"), "line 6"), "%s", tu_json_str(res, "failure"));
+    cr_assert_float_eq(tu_json_num(res, "reward"), -1.0, 1e-12);
     cr_assert(!rl_file_exists(out), "the worker ran without --keep-going");
     cJSON_Delete(res);
 
     o.keep_going = 1;
     res = eval_opts(&o, "ok", src);
-    cr_assert_str_eq(str(res, "status"), "cheat");
-    cr_assert_str_eq(str(res, "dynamic_status"), "ok");
-    cr_assert_float_eq(num(res, "speedup"), 2.0, 1e-9, "keep-going runs the worker");
+    cr_assert_str_eq(tu_json_str(res, "status"), "cheat");
+    cr_assert_str_eq(tu_json_str(res, "dynamic_status"), "ok");
+    cr_assert_float_eq(tu_json_num(res, "speedup"), 2.0, 1e-9, "keep-going runs the worker");
     cJSON_Delete(res);
 }
 
