@@ -119,9 +119,11 @@ bench-tokenizer: $(BUILD)/bench/bench_tokenizer
 # runs each for N seconds from its seed corpus fuzz/corpus/<target>/ (new inputs go to
 # build/fuzz/corpus/<target>/), with fuzz/<target>.dict when there is one. A crash fails the
 # build; the input is left in fuzz/findings/<target>/ and the log in build/fuzz/<target>.log.
-# Only the parsers are linked.
+# Only the parsers are linked. FUZZ_SEED=N fixes libFuzzer's seed (CI does, so that its short
+# run is the same every time); without it each run explores from a new random seed.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
+FUZZ_SEED    ?=
 FUZZ_SRC     := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_BIN     := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 FUZZ_LIB_SRC := src/core/error.c src/core/dtype.c src/core/file.c src/io/json.c src/io/config.c \
@@ -139,6 +141,7 @@ fuzz: $(FUZZ_BIN)
 	    t=$$(basename $$bin); mkdir -p build/fuzz/corpus/$$t fuzz/findings/$$t; \
 	    dict=""; [ -f fuzz/$$t.dict ] && dict="-dict=fuzz/$$t.dict"; \
 	    if ! $$bin -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 $$dict \
+	        $(if $(FUZZ_SEED),-seed=$(FUZZ_SEED)) \
 	        -artifact_prefix=fuzz/findings/$$t/ build/fuzz/corpus/$$t fuzz/corpus/$$t > build/fuzz/$$t.log 2>&1; then \
 	        tail -n 60 build/fuzz/$$t.log; echo "fuzz: $$t FAILED (input in fuzz/findings/$$t/)"; exit 1; \
 	    fi; \

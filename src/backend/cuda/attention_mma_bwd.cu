@@ -6,28 +6,23 @@
  * recomputed from the forward's lse and D_i = dout_i . out_i (attention.cu's dot kernel),
  *  - dq kernel, a block of 4 warps per 64 query rows (16 per warp), streaming key/value tiles:
  *    S = Q K^T, dP = dO V^T, dS = P (dP - D), dq += dS K;
- *  - dk/dv kernel, a block per 64 keys (16 per warp) and kv head, streaming 32-row query tiles
- *    of every query head in the GQA group: S^T = K Q^T, dP^T = V dO^T, dS^T = P^T (dP^T - D),
+ *  - dk/dv kernel, a block per 64 keys (16 per warp) and kv head, streaming query tiles (64
+ *    rows at head_dim 128, 32 at 64) of every query head in the GQA group: S^T = K Q^T, dP^T = V dO^T, dS^T = P^T (dP^T - D),
  *    dv += P^T dO, dk += dS^T Q, so the sum over the group stays in registers.
  * This recomputes S and dP once more than the atomic form (7 products instead of 5). Tiles are
  * double-buffered with cp.async; P and dS are rounded to bf16 as the products' A operands. */
 #include "backend/cuda/mma.cuh"
 
-/* 8 warps (128-row blocks, as the forward uses) measured 3-10% slower on the H100. */
-#define BWD_WARPS 4
-#define BWD_THREADS (32 * BWD_WARPS)
-#define QB (16 * BWD_WARPS) /* dq kernel: query rows per block (16 per warp) */
-#define KB 64               /* dq kernel: key rows per tile */
-#define KBLK (16 * BWD_WARPS) /* dkv kernel: key rows per block (16 per warp) */
-#define QT 32               /* dkv kernel: query rows per tile */
 #define LOG2E 1.4426950408889634f
 
-template <int D>
-__global__ void __launch_bounds__(BWD_THREADS) attn_bwd_dq_mma_kernel(bf16 *dq, const bf16 *dout, const float *lse,
+/* dq kernel: WARPS warps, QB = 16 * WARPS query rows per block, KB key rows per tile. */
+template <int D, int WARPS, int KB>
+__global__ void __launch_bounds__(32 * WARPS) attn_bwd_dq_mma_kernel(bf16 *dq, const bf16 *dout, const float *lse,
                                                                       const float *dsum, const bf16 *q, const bf16 *k,
                                                                       const bf16 *v, const int32_t *cu, int n_heads,
                                                                       int n_kv_heads, float scale, int causal)
 {
+    constexpr int QB = 16 * WARPS, BWD_THREADS = 32 * WARPS;
     extern __shared__ __align__(128) unsigned char smem_raw[];
     bf16 *qs = (bf16 *)smem_raw, *dos = qs + QB * D, *ks = dos + QB * D, *vs = ks + 2 * KB * D;
     int h = blockIdx.x, s = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -111,13 +106,15 @@ __global__ void __launch_bounds__(BWD_THREADS) attn_bwd_dq_mma_kernel(bf16 *dq, 
     }
 }
 
-template <int D>
-__global__ void __launch_bounds__(BWD_THREADS) attn_bwd_dkv_mma_kernel(bf16 *dk, bf16 *dv, const bf16 *dout,
+/* dk/dv kernel: WARPS warps, KBLK = 16 * WARPS key rows per block, QT query rows per tile. */
+template <int D, int WARPS, int QT>
+__global__ void __launch_bounds__(32 * WARPS) attn_bwd_dkv_mma_kernel(bf16 *dk, bf16 *dv, const bf16 *dout,
                                                                        const float *lse, const float *dsum,
                                                                        const bf16 *q, const bf16 *k, const bf16 *v,
                                                                        const int32_t *cu, int n_heads, int n_kv_heads,
                                                                        float scale, int causal)
 {
+    constexpr int KBLK = 16 * WARPS, BWD_THREADS = 32 * WARPS;
     extern __shared__ __align__(128) unsigned char smem_raw[];
     bf16 *ks = (bf16 *)smem_raw, *vs = ks + KBLK * D, *qs = vs + KBLK * D, *dos = qs + 2 * QT * D;
     float *lse2s = (float *)(dos + 2 * QT * D), *dds = lse2s + 2 * QT;
@@ -206,27 +203,52 @@ __global__ void __launch_bounds__(BWD_THREADS) attn_bwd_dkv_mma_kernel(bf16 *dk,
     }
 }
 
+template <int D, int WARPS, int KB>
+static int launch_dq(rl_ctx *ctx, void *dq, const void *dout, const float *lse, const float *dsum, const void *q,
+                     const void *k, const void *v, const int32_t *cu, int n_seqs, int max_seqlen, int n_heads,
+                     int n_kv_heads, float scale, int causal)
+{
+    constexpr int QB = 16 * WARPS;
+    size_t smem = (size_t)(2 * QB + 4 * KB) * D * sizeof(bf16);
+    CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_dq_mma_kernel<D, WARPS, KB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)smem));
+    dim3 grid(n_heads, n_seqs, (max_seqlen + QB - 1) / QB);
+    attn_bwd_dq_mma_kernel<D, WARPS, KB><<<grid, 32 * WARPS, smem, rl_cuda_st(ctx)->stream>>>(
+        (bf16 *)dq, (const bf16 *)dout, lse, dsum, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v, cu, n_heads,
+        n_kv_heads, scale, causal);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+template <int D, int WARPS, int QT>
+static int launch_dkv(rl_ctx *ctx, void *dk, void *dv, const void *dout, const float *lse, const float *dsum,
+                      const void *q, const void *k, const void *v, const int32_t *cu, int n_seqs, int max_seqlen,
+                      int n_heads, int n_kv_heads, float scale, int causal)
+{
+    constexpr int KBLK = 16 * WARPS;
+    size_t smem = (size_t)(2 * KBLK + 4 * QT) * D * sizeof(bf16) + 4 * QT * sizeof(float);
+    CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_dkv_mma_kernel<D, WARPS, QT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)smem));
+    dim3 grid(n_kv_heads, n_seqs, (max_seqlen + KBLK - 1) / KBLK);
+    attn_bwd_dkv_mma_kernel<D, WARPS, QT><<<grid, 32 * WARPS, smem, rl_cuda_st(ctx)->stream>>>(
+        (bf16 *)dk, (bf16 *)dv, (const bf16 *)dout, lse, dsum, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v, cu,
+        n_heads, n_kv_heads, scale, causal);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* Tile sizes from a sweep on the H100 (docs/benchmarks.md, 2026-11-23): 8 warps for either
+ * kernel and 32-key dq tiles were slower at both head dims; 64-query dk/dv tiles gained 6% at
+ * head_dim 128 (1 x 8192) despite a few spilled registers, and lost 3% at 64. */
 template <int D>
 static int launch_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const float *lse, const float *dsum,
                       const void *q, const void *k, const void *v, const int32_t *cu, int n_seqs, int max_seqlen,
                       int n_heads, int n_kv_heads, float scale, int causal)
 {
-    cudaStream_t st = rl_cuda_st(ctx)->stream;
-    size_t smem_q = (size_t)(2 * QB + 4 * KB) * D * sizeof(bf16);
-    size_t smem_k = (size_t)(2 * KBLK + 4 * QT) * D * sizeof(bf16) + 4 * QT * sizeof(float);
-    CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_dq_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_q));
-    CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_dkv_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_k));
-    dim3 grid_q(n_heads, n_seqs, (max_seqlen + QB - 1) / QB), grid_k(n_kv_heads, n_seqs, (max_seqlen + KBLK - 1) / KBLK);
-    attn_bwd_dq_mma_kernel<D><<<grid_q, BWD_THREADS, smem_q, st>>>((bf16 *)dq, (const bf16 *)dout, lse, dsum,
-                                                                   (const bf16 *)q, (const bf16 *)k, (const bf16 *)v,
-                                                                   cu, n_heads, n_kv_heads, scale, causal);
-    LAUNCH_CHECK();
-    attn_bwd_dkv_mma_kernel<D><<<grid_k, BWD_THREADS, smem_k, st>>>((bf16 *)dk, (bf16 *)dv, (const bf16 *)dout, lse,
-                                                                    dsum, (const bf16 *)q, (const bf16 *)k,
-                                                                    (const bf16 *)v, cu, n_heads, n_kv_heads, scale,
-                                                                    causal);
-    LAUNCH_CHECK();
-    return 0;
+    RL_OP((launch_dq<D, 4, 64>(ctx, dq, dout, lse, dsum, q, k, v, cu, n_seqs, max_seqlen, n_heads, n_kv_heads, scale,
+                               causal)));
+    return launch_dkv<D, 4, D == 128 ? 64 : 32>(ctx, dk, dv, dout, lse, dsum, q, k, v, cu, n_seqs, max_seqlen, n_heads,
+                                                n_kv_heads, scale, causal);
 }
 
 int rl_cuda_attention_bwd_mma(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const float *lse,
