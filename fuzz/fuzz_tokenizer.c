@@ -1,12 +1,13 @@
 /* fuzz_tokenizer.c — libFuzzer target: any byte string as text for rl_tok_encode, with the
- * demo tokenizer (examples/demo/tokenizer.json; run from the repository root).
+ * demo tokenizer (examples/demo/tokenizer.json; run from the repository root) or the one named
+ * by RL_FUZZ_TOKENIZER (the real Qwen3 one: ../shared/data/qwen3-tokenizer/tokenizer.json).
  *
  * Encoding never fails on any bytes, every id is in range, and decoding the ids gives the
  * input after U+FFFD repair and NFC (the round trip tokenizers guarantees for byte-level BPE).
  * NFC applies to the text between added tokens, never across one: "<|im_end|>" followed by
- * U+0338 keeps its '>' (whole-text NFC would compose '>' + U+0338 into U+226F). The demo's
- * added tokens are all normalized=false without strip rules, so the expected text is the
- * repaired input cut at leftmost-longest added tokens, each gap NFC'd on its own. */
+ * U+0338 keeps its '>' (whole-text NFC would compose '>' + U+0338 into U+226F). The added
+ * tokens of both tokenizers are all normalized=false without strip rules, so the expected text
+ * is the repaired input cut at leftmost-longest added tokens, each gap NFC'd on its own. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static rl_tokenizer *tok;
     rl_err err;
-    if (!tok) check(rl_tok_load(&tok, "examples/demo/tokenizer.json", &err) == 0);
+    if (!tok) {
+        const char *path = getenv("RL_FUZZ_TOKENIZER");
+        check(rl_tok_load(&tok, path ? path : "examples/demo/tokenizer.json", &err) == 0);
+    }
     int32_t *ids;
     int n;
     check(rl_tok_encode(tok, (const char *)data, size, &ids, &n, &err) == 0);

@@ -47,8 +47,11 @@ Protocol (the native worker's, in PyTorch terms):
  5. Integrity: torch's global numeric flags (TF32, reduced-precision reductions, matmul
     precision) and the identity of torch / torch.nn.functional / torch.Tensor attributes are
     snapshotted before the import and checked after every phase (a candidate that patches them
-    to change the reference's results or speed is a cheat). Then correctness once more on new
-    inputs."""
+    to change the reference's results or speed is a cheat); so are time's, os's and json's and
+    torch.cuda.synchronize. The clock and the synchronize that timing calls are bound before the
+    import, so patching time.perf_counter or torch.cuda.synchronize changes no time; a patch that undoes itself between checks is what rlc's static checks stop (no
+    sys, gc, frames, getattr/setattr, exec, time, open... in a candidate). Then correctness
+    once more on new inputs."""
 import argparse
 import importlib.util
 import json
@@ -56,6 +59,7 @@ import os
 import sys
 import time
 import traceback
+from time import perf_counter  # bound before the candidate is imported: patching time.perf_counter misses it
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # protocol.json key -> (flag destination, type); tolerances come as --tol DTYPE ATOL RTOL.
@@ -181,7 +185,9 @@ def numeric_flags(torch):
 def namespace_ids(torch):
     import torch.nn.functional as F
     ids = {}
-    for tag, ns in (("torch", torch), ("F", F), ("Tensor", torch.Tensor), ("nn.Module", torch.nn.Module)):
+    spaces = (("torch", torch), ("F", F), ("Tensor", torch.Tensor), ("nn.Module", torch.nn.Module),
+              ("time", time), ("os", os), ("json", json))
+    for tag, ns in spaces:
         for k in dir(ns):
             if k.startswith("_"):  # dunders are rebuilt on access; private names are not API
                 continue
@@ -189,6 +195,7 @@ def namespace_ids(torch):
                 ids[f"{tag}.{k}"] = id(getattr(ns, k))
             except Exception:
                 continue
+    ids["torch.cuda.synchronize"] = id(torch.cuda.synchronize)
     for k in dir(torch.nn):
         cls = getattr(torch.nn, k, None)
         if isinstance(cls, type) and hasattr(cls, "forward"):
@@ -210,7 +217,8 @@ class Integrity:
         ids = namespace_ids(self.torch)
         changed = [k for k, v in self.ids.items() if k in ids and ids[k] != v]
         if changed:
-            raise Fail("cheat", "global_state", f"{phase}: torch attributes replaced: {', '.join(sorted(changed)[:5])}")
+            raise Fail("cheat", "global_state",
+                       f"{phase}: attributes of torch, time, os or json replaced: {', '.join(sorted(changed)[:5])}")
         res.passed("global_state")
 
 
@@ -275,13 +283,14 @@ def finite(torch, outs):
     return all(not o.is_floating_point() or bool(torch.isfinite(o).all()) for o in outs)
 
 
-def wall_run(torch, fn, flush):
+def wall_run(sync, fn, flush):
+    """sync is torch.cuda.synchronize as bound before the candidate was imported."""
     flush.fill_(1.0)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
+    sync()
+    t0 = perf_counter()
     out = fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) * 1e3, out
+    sync()
+    return (perf_counter() - t0) * 1e3, out
 
 
 def stats(ts):
@@ -301,6 +310,7 @@ def run(a, res, proto):
     torch.set_float32_matmul_precision("highest")
     if not torch.cuda.is_available():
         raise Fail("error", "setup", "no CUDA device")
+    sync = torch.cuda.synchronize
     props = torch.cuda.get_device_properties(0)
     res.d["device"], res.d["l2_bytes"] = props.name, props.L2_cache_size
     flush = torch.empty(max(int(proto["l2_flush_factor"] * props.L2_cache_size), 1 << 20) // 4,
@@ -349,7 +359,7 @@ def run(a, res, proto):
             trials.append(("signed", stash(xs), stash(outs)))
         first = to_cuda(torch, trials[0][1])
         with torch.no_grad():
-            solo = [wall_run(torch, lambda: ref_model(*first), flush)[0]
+            solo = [wall_run(sync, lambda: ref_model(*first), flush)[0]
                     for _ in range(proto["warmup"] + max(5, proto["timed"] // 3))][proto["warmup"]:]
         solo_median = stats(solo)["median"]
     except Exception as e:
@@ -434,9 +444,9 @@ def run(a, res, proto):
         tr, tc = [], []
         for i in range(proto["warmup"] + proto["timed"]):
             xs, ref_out = copies[i % len(copies)]
-            t_ref, _ = wall_run(torch, lambda: ref_model(*xs), flush)
+            t_ref, _ = wall_run(sync, lambda: ref_model(*xs), flush)
             try:
-                t_cand, out = wall_run(torch, lambda: model(*xs), flush)
+                t_cand, out = wall_run(sync, lambda: model(*xs), flush)
             except Exception as e:
                 raise Fail("crash", "return_code", f"timed run {i}: {type(e).__name__}: {str(e)[-800:]}")
             out = as_list(torch, out)

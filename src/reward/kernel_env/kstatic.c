@@ -54,9 +54,13 @@ void rl_kstatic_strip(const char *s, size_t len, char *d)
     d[len] = 0;
 }
 
+/* Set by rl_kstatic_check_py only: the C++ of a Python candidate runs inside the worker's
+ * interpreter, where the Python C API reaches what the Python rules below forbid. */
+#define FORBID_PY_API (1 << 30)
+
 typedef struct rule {
     const char *check;
-    int when_forbid; /* 0: always; else an RL_KFORBID_* bit that must be set */
+    int when_forbid; /* 0: always; else an RL_KFORBID_* bit (or FORBID_PY_API) that must be set */
     int when_library;
     int prefix;      /* 1: identifier prefix; 0: whole identifier */
     const char *names[12];
@@ -77,6 +81,9 @@ static const rule rules[] = {
       "cudaStreamSetAttribute", "cudaLaunchAttributeAccessPolicyWindow", "cudaStreamAttributeAccessPolicyWindow",
       "accessPolicyWindow", NULL}},
     {"device_reset", 0, 0, 0, {"cudaDeviceReset", "cudaSetDevice", "exit", "_exit", "abort", "quick_exit", "cuCtxDestroy", NULL}},
+    {"introspection", FORBID_PY_API, 0, 1,
+     {"PyImport", "PyRun_", "PyEval_", "PyObject_SetAttr", "PyObject_GetAttr", "PySys_", "PyModule_", "PyGC_",
+      "PyFrame", "PyThreadState", NULL}},
 };
 
 static void add(rl_kstatic *out, const char *check, int fatal, int line, const char *fmt, const char *text, size_t text_len)
@@ -146,6 +153,14 @@ static void scan_c(const char *source, size_t len, int forbid, int library, rl_k
         size_t n = j - i;
         const char *id = t + i;
         int after_std = i >= 5 && !strncmp(t + i - 5, "std::", 5);
+        int after_py = (i >= 4 && !strncmp(t + i - 4, "py::", 4) && (i == 4 || !is_ident(t[i - 5]))) ||
+                       (i >= 10 && !strncmp(t + i - 10, "pybind11::", 10));
+        if ((forbid & FORBID_PY_API) &&
+            ((after_py && ((n == 4 && !strncmp(id, "exec", 4)) || (n == 4 && !strncmp(id, "eval", 4)) ||
+                           (n == 7 && !strncmp(id, "globals", 7)) || (n == 6 && !strncmp(id, "module", 6)) ||
+                           (n == 7 && !strncmp(id, "module_", 7)))) ||
+             (n == 6 && !strncmp(id, "import", 6) && i >= 2 && !strncmp(t + i - 2, "::", 2))))
+            add(out, "introspection", 1, line, "line %d: '%s' (the worker's interpreter, from C++)", id, n);
         if (after_std && (forbid & RL_KFORBID_THREADS) &&
             ((n == 6 && !strncmp(id, "thread", 6)) || (n == 7 && !strncmp(id, "jthread", 7)) || (n == 5 && !strncmp(id, "async", 5))))
             add(out, "host_thread", 1, line, "line %d: std::%s (host threads are forbidden)", id, n);
@@ -237,37 +252,95 @@ typedef struct py_rule {
     int when_forbid;   /* 0: always; else an RL_KFORBID_* bit that must be set */
     const char *after; /* the name must follow "<after>." (NULL: anywhere) */
     int assigned;      /* only where assigned to (name = ..., not ==) */
+    int bare;          /* only where not an attribute (not after '.': eval(), not model.eval()) */
     const char *name;  /* whole identifier */
     const char *why;
 } py_rule;
 
 static const py_rule py_rules[] = {
-    {"stream_create", RL_KFORBID_STREAMS, NULL, 0, "Stream", "creates a CUDA stream"},
-    {"stream_create", RL_KFORBID_STREAMS, NULL, 0, "ExternalStream", "uses another CUDA stream"},
-    {"stream_create", RL_KFORBID_STREAMS, NULL, 0, "Event", "creates a CUDA event"},
-    {"graph", RL_KFORBID_GRAPHS, NULL, 0, "CUDAGraph", "CUDA graphs"},
-    {"graph", RL_KFORBID_GRAPHS, NULL, 0, "make_graphed_callables", "CUDA graphs"},
-    {"graph", RL_KFORBID_GRAPHS, "cuda", 0, "graph", "CUDA graph capture"},
-    {"global_state", 0, NULL, 1, "allow_tf32", "changes torch's numeric settings, the reference's too"},
-    {"global_state", 0, NULL, 1, "allow_fp16_reduced_precision_reduction", "changes torch's numeric settings"},
-    {"global_state", 0, NULL, 1, "allow_bf16_reduced_precision_reduction", "changes torch's numeric settings"},
-    {"global_state", 0, NULL, 0, "set_float32_matmul_precision", "changes torch's numeric settings"},
-    {"global_state", 0, NULL, 0, "use_deterministic_algorithms", "changes torch's algorithm choice"},
-    {"global_state", 0, "cudnn", 1, "benchmark", "changes cuDNN's algorithm choice for the reference too"},
-    {"global_state", 0, "cudnn", 1, "deterministic", "changes cuDNN's algorithm choice for the reference too"},
-    {"global_state", 0, "cudnn", 1, "enabled", "changes the reference's convolutions"},
-    {"global_state", 0, "cudnn", 0, "flags", "changes cuDNN settings"},
-    {"host_thread", RL_KFORBID_THREADS, NULL, 0, "threading", "host threads"},
-    {"host_thread", RL_KFORBID_THREADS, NULL, 0, "_thread", "host threads"},
-    {"host_thread", RL_KFORBID_THREADS, NULL, 0, "multiprocessing", "other processes"},
-    {"host_thread", RL_KFORBID_THREADS, NULL, 0, "concurrent", "host threads"},
-    {"host_thread", RL_KFORBID_THREADS, NULL, 0, "subprocess", "other processes"},
-    {"host_thread", RL_KFORBID_THREADS, "os", 0, "fork", "other processes"},
-    {"host_thread", RL_KFORBID_THREADS, "os", 0, "system", "other processes"},
-    {"host_thread", RL_KFORBID_THREADS, "os", 0, "popen", "other processes"},
-    {"host_thread", RL_KFORBID_THREADS, "os", 0, "posix_spawn", "other processes"},
-    {"dlopen", 0, NULL, 0, "ctypes", "loads native code outside load_inline"},
-    {"dlopen", 0, NULL, 0, "cffi", "loads native code outside load_inline"},
+    {"stream_create", RL_KFORBID_STREAMS, NULL, 0, 0, "Stream", "creates a CUDA stream"},
+    {"stream_create", RL_KFORBID_STREAMS, NULL, 0, 0, "ExternalStream", "uses another CUDA stream"},
+    {"stream_create", RL_KFORBID_STREAMS, NULL, 0, 0, "Event", "creates a CUDA event"},
+    {"graph", RL_KFORBID_GRAPHS, NULL, 0, 0, "CUDAGraph", "CUDA graphs"},
+    {"graph", RL_KFORBID_GRAPHS, NULL, 0, 0, "make_graphed_callables", "CUDA graphs"},
+    {"graph", RL_KFORBID_GRAPHS, "cuda", 0, 0, "graph", "CUDA graph capture"},
+    {"global_state", 0, NULL, 1, 0, "allow_tf32", "changes torch's numeric settings, the reference's too"},
+    {"global_state", 0, NULL, 1, 0, "allow_fp16_reduced_precision_reduction", "changes torch's numeric settings"},
+    {"global_state", 0, NULL, 1, 0, "allow_bf16_reduced_precision_reduction", "changes torch's numeric settings"},
+    {"global_state", 0, NULL, 0, 0, "set_float32_matmul_precision", "changes torch's numeric settings"},
+    {"global_state", 0, NULL, 0, 0, "use_deterministic_algorithms", "changes torch's algorithm choice"},
+    {"global_state", 0, "cudnn", 1, 0, "benchmark", "changes cuDNN's algorithm choice for the reference too"},
+    {"global_state", 0, "cudnn", 1, 0, "deterministic", "changes cuDNN's algorithm choice for the reference too"},
+    {"global_state", 0, "cudnn", 1, 0, "enabled", "changes the reference's convolutions"},
+    {"global_state", 0, "cudnn", 0, 0, "flags", "changes cuDNN settings"},
+    {"host_thread", RL_KFORBID_THREADS, NULL, 0, 0, "threading", "host threads"},
+    {"host_thread", RL_KFORBID_THREADS, NULL, 0, 0, "_thread", "host threads"},
+    {"host_thread", RL_KFORBID_THREADS, NULL, 0, 0, "multiprocessing", "other processes"},
+    {"host_thread", RL_KFORBID_THREADS, NULL, 0, 0, "concurrent", "host threads"},
+    {"host_thread", RL_KFORBID_THREADS, NULL, 0, 0, "subprocess", "other processes"},
+    {"host_thread", RL_KFORBID_THREADS, "os", 0, 0, "fork", "other processes"},
+    {"host_thread", RL_KFORBID_THREADS, "os", 0, 0, "system", "other processes"},
+    {"host_thread", RL_KFORBID_THREADS, "os", 0, 0, "popen", "other processes"},
+    {"host_thread", RL_KFORBID_THREADS, "os", 0, 0, "posix_spawn", "other processes"},
+    {"dlopen", 0, NULL, 0, 0, "ctypes", "loads native code outside load_inline"},
+    {"dlopen", 0, NULL, 0, 0, "cffi", "loads native code outside load_inline"},
+    /* Reaching into the interpreter: the worker's clock, its result and nonce, and every torch
+     * function live in the same process, and a patch can undo itself before the worker's
+     * integrity check looks (a perf_counter that lies once, then restores the real one). */
+    {"introspection", 0, NULL, 0, 0, "sys", "the interpreter's modules, the worker's own among them"},
+    {"introspection", 0, NULL, 0, 0, "gc", "the interpreter's live objects"},
+    {"introspection", 0, NULL, 0, 0, "inspect", "stack frames and the worker's state"},
+    {"introspection", 0, NULL, 0, 0, "builtins", "replaces built-in functions"},
+    {"introspection", 0, NULL, 0, 0, "__builtins__", "replaces built-in functions"},
+    {"introspection", 0, NULL, 0, 0, "importlib", "imports by computed name"},
+    {"introspection", 0, NULL, 0, 0, "__import__", "imports by computed name"},
+    {"introspection", 0, NULL, 0, 0, "_getframe", "stack frames"},
+    {"introspection", 0, NULL, 0, 0, "f_back", "stack frames"},
+    {"introspection", 0, NULL, 0, 0, "f_globals", "stack frames"},
+    {"introspection", 0, NULL, 0, 0, "f_locals", "stack frames"},
+    {"introspection", 0, NULL, 0, 0, "f_builtins", "stack frames"},
+    {"introspection", 0, NULL, 0, 0, "tb_frame", "stack frames"},
+    {"introspection", 0, NULL, 0, 0, "__traceback__", "stack frames"},
+    {"introspection", 0, NULL, 0, 0, "gi_frame", "stack frames"},
+    {"introspection", 0, NULL, 0, 0, "cr_frame", "stack frames"},
+    {"introspection", 0, NULL, 0, 0, "__globals__", "a function's module namespace"},
+    {"introspection", 0, NULL, 0, 0, "__code__", "replaces a function's code"},
+    {"introspection", 0, NULL, 0, 0, "__closure__", "a function's captured state"},
+    {"introspection", 0, NULL, 0, 0, "__subclasses__", "walks the class tree to any object"},
+    {"introspection", 0, NULL, 0, 0, "__bases__", "walks the class tree to any object"},
+    {"introspection", 0, NULL, 0, 0, "__base__", "walks the class tree to any object"},
+    {"introspection", 0, NULL, 0, 0, "__mro__", "walks the class tree to any object"},
+    {"introspection", 0, NULL, 0, 0, "__dict__", "rewrites a module's or class's namespace"},
+    {"introspection", 0, NULL, 0, 1, "getattr", "attribute access by computed name"},
+    {"introspection", 0, NULL, 0, 1, "setattr", "patches attributes by name"},
+    {"introspection", 0, NULL, 0, 1, "delattr", "patches attributes by name"},
+    {"introspection", 0, NULL, 0, 1, "globals", "the module namespace"},
+    {"introspection", 0, NULL, 0, 1, "vars", "an object's namespace"},
+    {"introspection", 0, NULL, 0, 1, "locals", "the frame's namespace"},
+    {"introspection", 0, NULL, 0, 1, "eval", "runs code built at run time"},
+    {"introspection", 0, NULL, 0, 1, "exec", "runs code built at run time"},
+    {"introspection", 0, NULL, 0, 1, "compile", "runs code built at run time"},
+    {"introspection", 0, NULL, 0, 1, "breakpoint", "stops the worker"},
+    {"introspection", 0, NULL, 0, 0, "time", "the host clock the worker times with"},
+    {"introspection", 0, NULL, 0, 0, "perf_counter", "the host clock the worker times with"},
+    {"introspection", 0, NULL, 0, 0, "perf_counter_ns", "the host clock the worker times with"},
+    {"introspection", 0, NULL, 0, 0, "monotonic", "the host clock the worker times with"},
+    {"introspection", 0, NULL, 0, 0, "signal", "signal handlers inside the worker"},
+    {"introspection", 0, NULL, 0, 0, "atexit", "code after the worker's result"},
+    {"introspection", 0, NULL, 0, 0, "faulthandler", "the worker's crash handling"},
+    {"introspection", 0, NULL, 0, 1, "open", "files (/proc/self/mem is the worker's memory)"},
+    {"introspection", 0, NULL, 0, 0, "io", "files (/proc/self/mem is the worker's memory)"},
+    {"introspection", 0, NULL, 0, 0, "pathlib", "files (/proc/self/mem is the worker's memory)"},
+    {"introspection", 0, NULL, 0, 0, "mmap", "memory maps"},
+    {"introspection", 0, "os", 0, 0, "open", "file descriptors (the worker's result goes to one)"},
+    {"introspection", 0, "os", 0, 0, "read", "file descriptors (the worker's result goes to one)"},
+    {"introspection", 0, "os", 0, 0, "write", "file descriptors (the worker's result goes to one)"},
+    {"introspection", 0, "os", 0, 0, "fdopen", "file descriptors (the worker's result goes to one)"},
+    {"introspection", 0, "os", 0, 0, "dup", "file descriptors (the worker's result goes to one)"},
+    {"introspection", 0, "os", 0, 0, "dup2", "file descriptors (the worker's result goes to one)"},
+    {"introspection", 0, "os", 0, 0, "_exit", "ends the worker before its result"},
+    {"introspection", 0, "os", 0, 0, "kill", "signals"},
+    {"introspection", 0, NULL, 0, 0, "exit", "ends the worker before its result"},
 };
 
 /* Does the identifier t[i, j) follow "<after>."? */
@@ -300,6 +373,7 @@ static void scan_py(const char *t, size_t len, int forbid, rl_kstatic *out)
             if (strlen(ru->name) != j - i || strncmp(t + i, ru->name, j - i)) continue;
             if (ru->after && !follows(t, i, ru->after)) continue;
             if (ru->assigned && !is_assigned(t, len, j)) continue;
+            if (ru->bare && i > 0 && t[i - 1] == '.') continue;
             size_t from = i; /* report the dotted name: torch.backends.cuda.matmul.allow_tf32 */
             while (from > 0 && (is_ident(t[from - 1]) || t[from - 1] == '.') && i - from < 80) from--;
             char fmt[160];
@@ -317,7 +391,7 @@ void rl_kstatic_check_py(const char *source, size_t len, int forbid, rl_kstatic 
     char *code = malloc(len + 1), *cxx = malloc(len + 1);
     if (code && cxx) {
         py_split(source, len, code, cxx);
-        scan_c(cxx, len, forbid & ~RL_KFORBID_LIBRARY, 0, out);
+        scan_c(cxx, len, (forbid & ~RL_KFORBID_LIBRARY) | FORBID_PY_API, 0, out);
         scan_py(code, len, forbid, out);
     }
     free(code);

@@ -11,8 +11,10 @@
  * KernelBench candidates are Python (rl_kstatic_check_py): the Python code, with comments and
  * string literals blanked, is scanned for creating CUDA streams, events or graphs, changing
  * torch's numeric settings (TF32, reduced-precision reductions, matmul precision, cuDNN
- * flags), threads and subprocesses, and ctypes; the string literals that look like C++/CUDA
- * (load_inline sources) go through the C checks above. All Python findings are fatal. */
+ * flags), threads and subprocesses, ctypes, and reaching into the worker's interpreter
+ * (sys, gc, frames, object internals, getattr/setattr/exec, the clock, files); the string
+ * literals that look like C++/CUDA (load_inline sources) go through the C checks above, plus
+ * the Python C API and pybind11's import/exec/eval there. All Python findings are fatal. */
 #ifndef RL_REWARD_KENV_KSTATIC_H
 #define RL_REWARD_KENV_KSTATIC_H
 

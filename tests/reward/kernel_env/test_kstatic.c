@@ -195,6 +195,24 @@ Test(kstatic, python_checks_fire)
         {"src = \"\"\"\n#include <thread>\nvoid f() { std::thread t(g); t.detach(); }\n\"\"\"\n", "host_thread", 3},
         {"cpp = \"at::cuda::CUDAStream s = at::cuda::getStreamFromPool();\"\n", "stream_create", 1},
         {"cpp = \"void f() { at::cuda::CUDAGraph g; }\"\n", "graph", 1},
+        /* reaching into the worker's interpreter: a clock that lies once and restores itself */
+        {"import time\n_real = time.perf_counter\n", "introspection", 1},
+        {"from time import perf_counter\n", "introspection", 1},
+        {"import torch.utils.cpp_extension as ce\nclk = ce.time\n", "introspection", 2},
+        {"import gc\nfor o in gc.get_objects():\n    pass\n", "introspection", 1},
+        {"m = __import__('ti' + 'me')\n", "introspection", 1},
+        {"x = getattr(torch.utils.cpp_extension, 'ti' + 'me')\n", "introspection", 1},
+        {"setattr(torch.cuda, 'synchronize', lambda: None)\n", "introspection", 1},
+        {"try:\n    1 / 0\nexcept Exception as e:\n    f = e.__traceback__.tb_frame.f_back\n", "introspection", 4},
+        {"cls = ().__class__.__base__.__subclasses__()\n", "introspection", 1},
+        {"fn.__globals__['res'] = None\n", "introspection", 1},
+        {"exec('import tim' + 'e')\n", "introspection", 1},
+        {"data = open('/proc/self/mem', 'rb')\n", "introspection", 1},
+        {"os.write(3, b'{}')\nos._exit(0)\n", "introspection", 1},
+        {"import signal\n", "introspection", 1},
+        {"torch.__dict__['mul'] = f\n", "introspection", 1},
+        {"cpp = \"void f() { py::module_::import(\\\"time\\\").attr(\\\"perf_counter\\\"); }\"\n", "introspection", 1},
+        {"cpp = \"void f() { PyRun_SimpleString(s); }\"\n", "introspection", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         rl_kstatic st;
@@ -222,6 +240,10 @@ Test(kstatic, python_non_findings)
         "self.benchmark = True\nmy_graph = 1\nos_fork = 2\nstream = x\n", /* lookalikes */
         "src = r\"\"\"\n// cudaStreamCreate(&s) in a C comment\n__global__ void k(float *y) { y[0] = 1.f; }\n\"\"\"\n",
         "s = \"it's \\\" torch.cuda.Stream \\\" quoted\"; t = 'a # b'\n",
+        /* attributes that share a name with a forbidden builtin, and what load_inline needs */
+        "m = model.eval()\nf = torch.compile(f)\nself.timer = 1\nruntime = 2\nexit_code = 3\n",
+        "os.environ['TORCH_CUDA_ARCH_LIST'] = '9.0a'\nimport math\ny = math.sqrt(2.0)\n",
+        "src = \"\"\"\n#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x) { return x; }\n\"\"\"\n",
     };
     for (size_t i = 0; i < sizeof clean / sizeof clean[0]; i++) {
         rl_kstatic st;
