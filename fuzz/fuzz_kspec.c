@@ -1,5 +1,5 @@
 /* fuzz_kspec.c — libFuzzer target: any byte string as a kernel task's spec.json, and as a
- * candidate source for the static checks.
+ * candidate source for the static checks (CUDA and Python).
  *
  * A spec is either refused with a message naming the file, or has every invariant the worker
  * plan relies on (sizes in range, shape entries naming defined dims) and writes a plan. The
@@ -38,10 +38,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check(rl_kspec_write_plan(&spec, &tol, plan, sizeof plan, &err) == 0);
         check(strncmp(plan, "rlplan 1\n", 9) == 0);
     }
-    rl_kstatic_check((const char *)data, size, 15, 3, &st);
-    check(st.n >= 0 && st.n <= RL_KSTATIC_MAX && st.n_fatal <= st.n + st.dropped);
     int lines = 1;
     for (size_t i = 0; i < size; i++) lines += data[i] == '\n';
-    for (int i = 0; i < st.n; i++) check(st.items[i].line >= 1 && st.items[i].line <= lines);
+    for (int python = 0; python < 2; python++) {
+        if (python)
+            rl_kstatic_check_py((const char *)data, size, 15, &st);
+        else
+            rl_kstatic_check((const char *)data, size, 15, 3, &st);
+        check(st.n >= 0 && st.n <= RL_KSTATIC_MAX && st.n_fatal <= st.n + st.dropped);
+        for (int i = 0; i < st.n; i++) check(st.items[i].line >= 1 && st.items[i].line <= lines);
+    }
     return 0;
 }
