@@ -7,8 +7,9 @@
  *  - dq kernel, a block of 4 warps per 64 query rows (16 per warp), streaming key/value tiles:
  *    S = Q K^T, dP = dO V^T, dS = P (dP - D), dq += dS K;
  *  - dk/dv kernel, a block per 64 keys (16 per warp) and kv head, streaming query tiles (64
- *    rows at head_dim 128, 32 at 64) of every query head in the GQA group: S^T = K Q^T, dP^T = V dO^T, dS^T = P^T (dP^T - D),
- *    dv += P^T dO, dk += dS^T Q, so the sum over the group stays in registers.
+ *    rows at head_dim 128, 32 at 64) of every query head in the GQA group: S^T = K Q^T,
+ *    dP^T = V dO^T, dS^T = P^T (dP^T - D), dv += P^T dO, dk += dS^T Q, so the sum over the
+ *    group stays in registers.
  * This recomputes S and dP once more than the atomic form (7 products instead of 5). Tiles are
  * double-buffered with cp.async; P and dS are rounded to bf16 as the products' A operands. */
 #include "backend/cuda/mma.cuh"

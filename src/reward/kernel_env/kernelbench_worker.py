@@ -49,9 +49,10 @@ Protocol (the native worker's, in PyTorch terms):
     snapshotted before the import and checked after every phase (a candidate that patches them
     to change the reference's results or speed is a cheat); so are time's, os's and json's and
     torch.cuda.synchronize. The clock and the synchronize that timing calls are bound before the
-    import, so patching time.perf_counter or torch.cuda.synchronize changes no time; a patch that undoes itself between checks is what rlc's static checks stop (no
-    sys, gc, frames, getattr/setattr, exec, time, open... in a candidate). Then correctness
-    once more on new inputs."""
+    import, so patching time.perf_counter or torch.cuda.synchronize changes no time; a patch
+    that undoes itself between checks is what rlc's static checks stop (no sys, gc, frames,
+    getattr/setattr, exec, time, open... in a candidate). Then correctness once more on new
+    inputs."""
 import argparse
 import importlib.util
 import json

@@ -86,6 +86,16 @@ static const rule rules[] = {
       "PyFrame", "PyThreadState", NULL}},
 };
 
+/* pybind11's ways into the interpreter, as scoped names: py::exec, py::module_::import, ... */
+static const char *const pybind_entries[] = {"exec", "eval", "eval_file", "globals", "import", NULL};
+
+static int one_of(const char *id, size_t n, const char *const *names)
+{
+    for (int k = 0; names[k]; k++)
+        if (strlen(names[k]) == n && !strncmp(id, names[k], n)) return 1;
+    return 0;
+}
+
 static void add(rl_kstatic *out, const char *check, int fatal, int line, const char *fmt, const char *text, size_t text_len)
 {
     for (int i = 0; i < out->n; i++)
@@ -153,14 +163,8 @@ static void scan_c(const char *source, size_t len, int forbid, int library, rl_k
         size_t n = j - i;
         const char *id = t + i;
         int after_std = i >= 5 && !strncmp(t + i - 5, "std::", 5);
-        int after_py = (i >= 4 && !strncmp(t + i - 4, "py::", 4) && (i == 4 || !is_ident(t[i - 5]))) ||
-                       (i >= 10 && !strncmp(t + i - 10, "pybind11::", 10));
-        if ((forbid & FORBID_PY_API) &&
-            ((after_py && ((n == 4 && !strncmp(id, "exec", 4)) || (n == 4 && !strncmp(id, "eval", 4)) ||
-                           (n == 7 && !strncmp(id, "globals", 7)) || (n == 6 && !strncmp(id, "module", 6)) ||
-                           (n == 7 && !strncmp(id, "module_", 7)))) ||
-             (n == 6 && !strncmp(id, "import", 6) && i >= 2 && !strncmp(t + i - 2, "::", 2))))
-            add(out, "introspection", 1, line, "line %d: '%s' (the worker's interpreter, from C++)", id, n);
+        if ((forbid & FORBID_PY_API) && i >= 2 && !strncmp(t + i - 2, "::", 2) && one_of(id, n, pybind_entries))
+            add(out, "introspection", 1, line, "line %d: '::%s' (the worker's interpreter, from C++)", id, n);
         if (after_std && (forbid & RL_KFORBID_THREADS) &&
             ((n == 6 && !strncmp(id, "thread", 6)) || (n == 7 && !strncmp(id, "jthread", 7)) || (n == 5 && !strncmp(id, "async", 5))))
             add(out, "host_thread", 1, line, "line %d: std::%s (host threads are forbidden)", id, n);
