@@ -50,7 +50,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 GPU_TEST_SRC := $(sort $(wildcard tests/gpu/test_*.c))
 GPU_TEST_BIN := $(GPU_TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test test-bins gpu-test bench demo fuzz deps deps-ok clean
+.PHONY: all test test-bins gpu-test bench demo fuzz fuzz-corpus deps deps-ok clean
 all: $(BUILD)/rlc $(BUILD)/librlc.a
 
 $(BUILD)/obj/%.o: %.c
@@ -119,8 +119,11 @@ bench-tokenizer: $(BUILD)/bench/bench_tokenizer
 # runs each for N seconds from its seed corpus fuzz/corpus/<target>/ (new inputs go to
 # build/fuzz/corpus/<target>/), with fuzz/<target>.dict when there is one. A crash fails the
 # build; the input is left in fuzz/findings/<target>/ and the log in build/fuzz/<target>.log.
-# Only the parsers are linked. FUZZ_SEED=N fixes libFuzzer's seed (CI does, so that its short
-# run is the same every time); without it each run explores from a new random seed.
+# Only the parsers are linked. FUZZ_SEED=N fixes libFuzzer's seed; without it each run explores
+# from a new random seed. `make fuzz-corpus` runs every committed input (seeds, past crashes and
+# the inputs earlier campaigns merged in) through its target once: the same on every machine,
+# which is what CI runs. A timed run is not: the order libFuzzer reads a corpus directory in, and
+# so what it finds in 30 s, differs between file systems.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_SEED    ?=
@@ -128,11 +131,11 @@ FUZZ_SRC     := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_BIN     := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 FUZZ_LIB_SRC := src/core/error.c src/core/dtype.c src/core/file.c src/io/json.c src/io/config.c \
                 src/io/safetensors.c src/io/dataset.c src/reward/kernel_env/kspec.c \
-                src/reward/kernel_env/kstatic.c
+                src/reward/kernel_env/kstatic.c src/reward/math.c
 FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined \
                 -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(wildcard src/core/*.h src/io/*.h)
+build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(wildcard src/core/*.h src/io/*.h src/reward/*.h src/reward/kernel_env/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FUZZ_LIB_SRC) -lcjson -lpcre2-8 -lutf8proc -lm -o $@
 
@@ -148,11 +151,26 @@ fuzz: $(FUZZ_BIN)
 	    echo "fuzz: $$t ok, $$(grep -o 'stat::number_of_executed_units: *[0-9]*' build/fuzz/$$t.log | grep -o '[0-9]*$$') runs in $(FUZZ_SECONDS) s"; \
 	done
 
-# The tokenizer's fuzz target links the tokenizer (and PCRE2) besides the parsers above.
+fuzz-corpus: $(FUZZ_BIN)
+	@for bin in $(FUZZ_BIN); do \
+	    t=$$(basename $$bin); \
+	    if ! $$bin -runs=0 -timeout=10 -rss_limit_mb=2048 -artifact_prefix=build/fuzz/$$t- fuzz/corpus/$$t > build/fuzz/$$t.corpus.log 2>&1; then \
+	        tail -n 60 build/fuzz/$$t.corpus.log; echo "fuzz-corpus: $$t FAILED (log in build/fuzz/$$t.corpus.log)"; exit 1; \
+	    fi; \
+	    echo "fuzz-corpus: $$t ok, $$(ls fuzz/corpus/$$t | wc -l) inputs"; \
+	done
+
+# The tokenizer's fuzz targets link the tokenizer (and PCRE2) besides the parsers above.
 TOK_FUZZ_SRC := src/io/tokenizer.c src/io/bpe.c src/io/pretokenize.c
-build/fuzz/fuzz_tokenizer: fuzz/fuzz_tokenizer.c $(FUZZ_LIB_SRC) $(TOK_FUZZ_SRC) $(wildcard src/core/*.h src/io/*.h)
+build/fuzz/fuzz_tokenizer build/fuzz/fuzz_tokenizer_json: build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(TOK_FUZZ_SRC) $(wildcard src/core/*.h src/io/*.h src/reward/*.h src/reward/kernel_env/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FUZZ_LIB_SRC) $(TOK_FUZZ_SRC) -lcjson -lpcre2-8 -lutf8proc -lm -o $@
+
+# The reward-answer target links the external reward program's reader and its timer.
+build/fuzz/fuzz_reward_answer: fuzz/fuzz_reward_answer.c $(FUZZ_LIB_SRC) src/reward/external.c src/core/timer.c \
+                               $(wildcard src/core/*.h src/io/*.h src/reward/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FUZZ_LIB_SRC) src/reward/external.c src/core/timer.c -lcjson -lpcre2-8 -lutf8proc -lm -o $@
 
 clean:
 	rm -rf build

@@ -2,6 +2,7 @@
 #include "cli/options.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,8 +55,8 @@ static int set_value(const char *cmd, rl_opt *o, const char *text, int from_conf
     }
     case RL_OPT_DOUBLE: {
         double v = strtod(text, &end);
-        if (errno || *end || end == text) {
-            fprintf(stderr, "rlc %s: --%s needs a number, got '%s'\n", cmd, o->name, text);
+        if (errno || *end || end == text || !isfinite(v)) {
+            fprintf(stderr, "rlc %s: --%s needs a finite number, got '%s'\n", cmd, o->name, text);
             return -1;
         }
         *(double *)o->value = v;

@@ -51,13 +51,18 @@ static int get_int(const cJSON *root, const char *key, int *out, int required, i
     return 0;
 }
 
-/* A number in (0, max]: the bounds keep every fp32 quantity derived from it finite. */
-static int get_positive(const cJSON *root, const char *key, double *out, int required, double max,
-                        const char *what, rl_err *err)
+/* A number in [min, max], or (0, max] for min 0: the bounds keep every fp32 quantity derived
+ * from it finite (a rope_theta below 1 makes the RoPE frequencies 1 / theta^(2i/d) grow, and
+ * overflow fp32 for a tiny one). */
+static int get_number(const cJSON *root, const char *key, double *out, int required, double min, double max,
+                      const char *what, rl_err *err)
 {
     if (rl_json_double(root, key, out, required, what, err)) return -1;
-    if (!(*out > 0 && *out <= max))
+    if (!(*out > 0 && *out >= min && *out <= max)) {
+        if (min > 0)
+            return rl_err_set(err, "%s: field '%s' must be in [%g, %g], got %g", what, key, min, max, *out);
         return rl_err_set(err, "%s: field '%s' must be in (0, %g], got %g", what, key, max, *out);
+    }
     return 0;
 }
 
@@ -132,7 +137,7 @@ static int reject_unsupported(const rl_model_config *cfg, const cJSON *root, con
 static int parse_rope(rl_model_config *cfg, const cJSON *root, const char *what, rl_err *err)
 {
     cfg->rope_theta = 10000.0;
-    if (get_positive(root, "rope_theta", &cfg->rope_theta, 0, MAX_THETA, what, err)) return -1;
+    if (get_number(root, "rope_theta", &cfg->rope_theta, 0, 1, MAX_THETA, what, err)) return -1;
     const char *keys[] = {"rope_scaling", "rope_parameters"};
     for (int k = 0; k < 2; k++) {
         const cJSON *rope = cJSON_GetObjectItemCaseSensitive(root, keys[k]);
@@ -140,7 +145,7 @@ static int parse_rope(rl_model_config *cfg, const cJSON *root, const char *what,
         char where[300];
         snprintf(where, sizeof where, "%s: %s", what, keys[k]);
         if (!cJSON_IsObject(rope)) return rl_err_set(err, "%s: field '%s' must be an object", what, keys[k]);
-        if (get_positive(rope, "rope_theta", &cfg->rope_theta, 0, MAX_THETA, where, err)) return -1;
+        if (get_number(rope, "rope_theta", &cfg->rope_theta, 0, 1, MAX_THETA, where, err)) return -1;
         const char *type = NULL;
         if (rl_json_string(rope, "rope_type", &type, 0, where, err)) return -1;
         if (!type && rl_json_string(rope, "type", &type, 0, where, err)) return -1;
@@ -149,9 +154,9 @@ static int parse_rope(rl_model_config *cfg, const cJSON *root, const char *what,
         if (strcmp(type, "llama3"))
             return rl_err_set(err, "%s: rope type '%.32s' is not supported (only default and llama3)", where, type);
         cfg->rope_scaling.type = RL_ROPE_LLAMA3;
-        if (get_positive(rope, "factor", &cfg->rope_scaling.factor, 1, MAX_FACTOR, where, err) ||
-            get_positive(rope, "low_freq_factor", &cfg->rope_scaling.low_freq_factor, 1, MAX_FACTOR, where, err) ||
-            get_positive(rope, "high_freq_factor", &cfg->rope_scaling.high_freq_factor, 1, MAX_FACTOR, where, err) ||
+        if (get_number(rope, "factor", &cfg->rope_scaling.factor, 1, 1, MAX_FACTOR, where, err) ||
+            get_number(rope, "low_freq_factor", &cfg->rope_scaling.low_freq_factor, 1, 0, MAX_FACTOR, where, err) ||
+            get_number(rope, "high_freq_factor", &cfg->rope_scaling.high_freq_factor, 1, 0, MAX_FACTOR, where, err) ||
             get_int(rope, "original_max_position_embeddings", &cfg->rope_scaling.original_max_position_embeddings, 1, 1,
                     1 << 30, where, err))
             return -1;
@@ -224,7 +229,7 @@ static int parse_root(rl_model_config *cfg, const cJSON *root, const char *what,
     if ((int64_t)cfg->n_heads * cfg->head_dim > MAX_DIM)
         return rl_err_set(err, "%s: num_attention_heads x head_dim is too large", what);
     cfg->rms_norm_eps = 1e-6;
-    if (get_positive(root, "rms_norm_eps", &cfg->rms_norm_eps, 0, 1.0, what, err)) return -1;
+    if (get_number(root, "rms_norm_eps", &cfg->rms_norm_eps, 0, 0, 1.0, what, err)) return -1;
     cfg->tie_word_embeddings = 0;
     if (rl_json_bool(root, "tie_word_embeddings", &cfg->tie_word_embeddings, 0, what, err)) return -1;
     int bias = 0;
@@ -322,9 +327,10 @@ int rl_config_save(const rl_model_config *cfg, const char *path, rl_err *err)
 
 /* As transformers' _compute_default_rope_parameters and _compute_llama3_parameters, op by op
  * in fp32: inv = 1 / theta^(2i/d) (the power correctly rounded to fp32; torch's vectorised
- * Sleef powf is within 1 ulp of it, so a few entries may differ from torch by 1 ulp); llama3 divides low frequencies (wavelength above
- * orig/low_freq_factor) by factor, keeps high ones (below orig/high_freq_factor) and blends
- * linearly in between. torch evaluates `scalar / tensor` as reciprocal(tensor) * scalar. */
+ * Sleef powf is within 1 ulp of it, so a few entries may differ from torch by 1 ulp); llama3
+ * divides low frequencies (wavelength above orig/low_freq_factor) by factor, keeps high ones
+ * (below orig/high_freq_factor) and blends linearly in between. torch evaluates
+ * `scalar / tensor` as reciprocal(tensor) * scalar. */
 void rl_config_rope_inv_freq(const rl_model_config *cfg, float *inv_freq)
 {
     int half = cfg->head_dim / 2;

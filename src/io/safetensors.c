@@ -171,8 +171,10 @@ static int parse_file(rl_safetensors *st, int fi, rl_err *err)
         return rl_err_set(err, "%s: header does not start with '{' (not a safetensors file?)", what);
     const char *text = (const char *)f->base + 8;
     if (memchr(text, '\0', n)) return rl_err_set(err, "%s: header contains a NUL byte", what);
-    cJSON *root = rl_json_parse(text, n, what, err);
-    if (!root) return rl_err_prefix(err, "header: ");
+    char header[300];
+    snprintf(header, sizeof header, "%s: header", what);
+    cJSON *root = rl_json_parse(text, n, header, err);
+    if (!root) return -1;
     int rc = -1;
     span *spans = NULL;
     if (!cJSON_IsObject(root)) {

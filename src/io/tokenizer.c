@@ -153,9 +153,10 @@ static int load_split(rl_tokenizer *tok, const cJSON *step, rl_err *err)
 {
     const char *behavior = NULL;
     int invert;
-    if (rl_json_string(step, "behavior", &behavior, 1, tok->name, err) ||
-        opt_bool(step, "invert", 0, &invert, tok->name, err))
-        return rl_err_prefix(err, "pre_tokenizer Split: ");
+    char what[300];
+    snprintf(what, sizeof what, "%s: pre_tokenizer Split", tok->name);
+    if (rl_json_string(step, "behavior", &behavior, 1, what, err) || opt_bool(step, "invert", 0, &invert, what, err))
+        return -1;
     if (strcmp(behavior, "Isolated") || invert)
         return rl_err_set(err, "%s: pre_tokenizer Split: behavior '%s'%s is not supported (only Isolated, invert false)",
                           tok->name, behavior, invert ? " with invert" : "");
@@ -177,9 +178,10 @@ static int load_pre_step(rl_tokenizer *tok, const cJSON *step, int *byte_level, 
     if (type && !strcmp(type, "Split")) return load_split(tok, step, err);
     if (type && !strcmp(type, "ByteLevel")) {
         int prefix, use_regex;
-        if (opt_bool(step, "add_prefix_space", 1, &prefix, tok->name, err) ||
-            opt_bool(step, "use_regex", 1, &use_regex, tok->name, err))
-            return rl_err_prefix(err, "pre_tokenizer ByteLevel: ");
+        char what[300];
+        snprintf(what, sizeof what, "%s: pre_tokenizer ByteLevel", tok->name);
+        if (opt_bool(step, "add_prefix_space", 1, &prefix, what, err) || opt_bool(step, "use_regex", 1, &use_regex, what, err))
+            return -1;
         if (prefix) return rl_err_set(err, "%s: pre_tokenizer ByteLevel: add_prefix_space true is not supported", tok->name);
         *byte_level = 1;
         return use_regex ? add_split(tok, GPT2_PATTERN, sizeof GPT2_PATTERN - 1, 0, err) : 0;
@@ -233,9 +235,11 @@ static int check_model(rl_tokenizer *tok, const cJSON *model, rl_err *err)
             return rl_err_set(err, "%s: model: '%s' is set; only empty is supported", tok->name, must_be_empty[i]);
     }
     int fallback;
-    if (opt_bool(model, "byte_fallback", 0, &fallback, tok->name, err) ||
-        opt_bool(model, "ignore_merges", 0, &tok->ignore_merges, tok->name, err))
-        return rl_err_prefix(err, "model: ");
+    char what[300];
+    snprintf(what, sizeof what, "%s: model", tok->name);
+    if (opt_bool(model, "byte_fallback", 0, &fallback, what, err) ||
+        opt_bool(model, "ignore_merges", 0, &tok->ignore_merges, what, err))
+        return -1;
     if (fallback) return rl_err_set(err, "%s: model: byte_fallback true is not supported", tok->name);
     return 0;
 }
@@ -263,8 +267,9 @@ static int load_tokens(rl_tokenizer *tok, const cJSON *vocab, const cJSON *added
     int k = 0;
     cJSON_ArrayForEach(item, added) {
         const char *content;
-        if (rl_json_string(item, "content", &content, 1, tok->name, err))
-            return rl_err_prefix(err, "added_tokens[%d]: ", k);
+        char what[300];
+        snprintf(what, sizeof what, "%s: added_tokens[%d]", tok->name, k);
+        if (rl_json_string(item, "content", &content, 1, what, err)) return -1;
         if (!content[0]) return rl_err_set(err, "%s: added_tokens[%d]: empty content", tok->name, k);
         if (check_id(cJSON_GetObjectItemCaseSensitive(item, "id"), &id))
             return rl_err_set(err, "%s: added_tokens[%d]: 'id' must be an id in [0, %d)", tok->name, k, RL_TOK_MAX_ID);
@@ -304,9 +309,10 @@ static int load_tokens(rl_tokenizer *tok, const cJSON *vocab, const cJSON *added
         rl_tok_added *a = &tok->added[tok->n_added];
         int flags[5];
         static const char *const names[5] = {"special", "lstrip", "rstrip", "single_word", "normalized"};
+        char what[300];
+        snprintf(what, sizeof what, "%s: added_tokens[%d]", tok->name, tok->n_added);
         for (int f = 0; f < 5; f++)
-            if (opt_bool(item, names[f], 0, &flags[f], tok->name, err))
-                return rl_err_prefix(err, "added_tokens[%d]: ", tok->n_added);
+            if (opt_bool(item, names[f], 0, &flags[f], what, err)) return -1;
         const char *content = cJSON_GetObjectItemCaseSensitive(item, "content")->valuestring;
         size_t len = strlen(content);
         id = (int64_t)cJSON_GetObjectItemCaseSensitive(item, "id")->valuedouble;

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "core/timer.h"
+#include "io/json.h"
 
 extern char **environ;
 
@@ -261,24 +263,28 @@ static char *request_line(const rl_reward_item *it, size_t *len)
     return line;
 }
 
-/* Reads {"reward": x} from line into *reward. */
-static int parse_answer(rl_reward_proc *p, const char *line, float *reward, int index, rl_err *err)
+int rl_reward_parse_answer(const char *line, float *reward, char *why, size_t size)
 {
     char shown[160];
     snprintf(shown, sizeof shown, "%.120s%s", line, strlen(line) > 120 ? "..." : "");
-    cJSON *obj = cJSON_Parse(line);
+    cJSON *obj = rl_json_parse(line, strlen(line), "answer", NULL);
     if (!obj || !cJSON_IsObject(obj)) {
         cJSON_Delete(obj);
-        return fail(p, err, index, "printed a line that is not a JSON object: '%s'", shown);
+        snprintf(why, size, "printed a line that is not one JSON object: '%s'", shown);
+        return -1;
     }
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(obj, "reward");
-    int ok = r && cJSON_IsNumber(r) && isfinite(r->valuedouble);
-    double value = ok ? r->valuedouble : 0;
-    const char *why = !r ? "answer has no \"reward\" field: '%s'"
-                         : !cJSON_IsNumber(r) ? "\"reward\" is not a number: '%s'"
-                                              : "\"reward\" is not finite: '%s'";
+    const char *wrong = !r                        ? "answer has no \"reward\" field"
+                        : !cJSON_IsNumber(r)      ? "\"reward\" is not a number"
+                        : !isfinite(r->valuedouble) ? "\"reward\" is not finite"
+                        : fabs(r->valuedouble) > FLT_MAX ? "\"reward\" does not fit a float"
+                                                       : NULL;
+    double value = r ? r->valuedouble : 0;
     cJSON_Delete(obj);
-    if (!ok) return fail(p, err, index, why, shown);
+    if (wrong) {
+        snprintf(why, size, "%s: '%s'", wrong, shown);
+        return -1;
+    }
     *reward = (float)value;
     return 0;
 }
@@ -299,7 +305,8 @@ int rl_reward_proc_score(rl_reward_proc *p, const rl_reward_item *items, int n, 
         char *line = NULL;
         size_t consumed = 0;
         if (read_line(p, &line, &consumed, deadline, i, err) != 0) return -1;
-        if (parse_answer(p, line, &rewards[i], i, err) != 0) return -1;
+        char why[256];
+        if (rl_reward_parse_answer(line, &rewards[i], why, sizeof why)) return fail(p, err, i, "%s", why);
         memmove(p->buf, p->buf + consumed, p->len - consumed);
         p->len -= consumed;
     }

@@ -7,7 +7,7 @@
  * The program's stderr is rlc's stderr. PYTHONUNBUFFERED=1 is set for it; other programs must
  * flush after each line.
  * Failure is never a silent zero: a crash, an exit, a hang past the time limit, a line that is
- * not JSON, or a missing, non-numeric or non-finite "reward" fails the call with a message
+ * not one JSON object, or a missing, non-numeric, non-finite or beyond-float "reward" fails the call with a message
  * naming the completion index and what the program did. After a failure the program is
  * stopped and every later call fails. The program runs in its own process group (a Ctrl-C at
  * the terminal reaches rlc only, which finishes its step), and that group is killed on
@@ -27,5 +27,10 @@ int rl_reward_proc_score(rl_reward_proc *p, const rl_reward_item *items, int n, 
                          rl_err *err);
 /* Closes its stdin, waits up to 2 s for it to exit, then kills its process group. */
 void rl_reward_proc_close(rl_reward_proc *p);
+
+/* Reads one answer line: a single JSON object whose "reward" is a number that fits a float
+ * (other keys ignored). 0 and *reward set, or -1 with what is wrong, the line quoted (cut at 120
+ * bytes), in why. */
+int rl_reward_parse_answer(const char *line, float *reward, char *why, size_t size);
 
 #endif

@@ -139,7 +139,12 @@ Test(config, bad_fields)
     expect_error(q, "head_dim", "15", "head_dim 15 is odd");
     expect_error(q, "head_dim", "0", "field 'head_dim' must be in [1,");
     expect_error(q, "rms_norm_eps", "0", "field 'rms_norm_eps' must be in (0, 1], got 0");
-    expect_error(q, "rope_theta", "1e300", "field 'rope_theta' must be in (0, 1e+15]");
+    expect_error(q, "rope_theta", "1e300", "field 'rope_theta' must be in [1, 1e+15]");
+    expect_error(q, "rope_theta", "5e-42", "field 'rope_theta' must be in [1, 1e+15], got 5e-42");
+    expect_error(q, "rope_scaling",
+                 "{\"type\":\"llama3\",\"factor\":1e-300,\"low_freq_factor\":1.0,\"high_freq_factor\":4.0,"
+                 "\"original_max_position_embeddings\":64}",
+                 "rope_scaling: field 'factor' must be in [1, 1e+06], got 1e-300");
     expect_error(q, "tie_word_embeddings", "1", "field 'tie_word_embeddings' must be true or false");
     expect_error(q, "eos_token_id", "[1,2,3,4,5,6,7,8,9]", "eos_token_id lists 9 ids, at most 8");
     expect_error(q, "eos_token_id", "[1,\"x\"]", "eos_token_id[1] is not a token id");
@@ -179,7 +184,7 @@ Test(config, unsupported_features_refused_by_name)
                  "\"original_max_position_embeddings\":64}", "rope_parameters: missing field 'factor'");
     expect_error("llama3-tiny", "rope_parameters",
                  "{\"rope_type\":\"llama3\",\"factor\":1e50,\"low_freq_factor\":1.0,\"high_freq_factor\":4.0,"
-                 "\"original_max_position_embeddings\":64}", "rope_parameters: field 'factor' must be in (0, 1e+06]");
+                 "\"original_max_position_embeddings\":64}", "rope_parameters: field 'factor' must be in [1, 1e+06]");
     expect_error("llama3-tiny", "rope_parameters",
                  "{\"rope_type\":\"llama3\",\"factor\":8.0,\"low_freq_factor\":4.0,\"high_freq_factor\":4.0,"
                  "\"original_max_position_embeddings\":64}", "high_freq_factor (4) must exceed low_freq_factor (4)");

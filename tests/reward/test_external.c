@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/timer.h"
+#include "reward/external.h"
 #include "reward/reward.h"
 #include "test_util.h"
 
@@ -86,7 +87,7 @@ Test(external, hangs_are_killed)
 
 Test(external, garbage)
 {
-    expect_failure("garbage", 10, "not a JSON object", "hello there");
+    expect_failure("garbage", 10, "not one JSON object", "hello there");
 }
 
 Test(external, missing_reward)
@@ -132,4 +133,45 @@ Test(external, python_example)
     cr_assert(v[0] == 1.0f && v[1] == 0.5f, "%g %g", v[0], v[1]);
     cJSON_Delete(line);
     rl_reward_free(r);
+}
+
+/* The answer line by itself: what a program may print and what it may not. */
+Test(external, answer_lines)
+{
+    static const struct {
+        const char *line, *why;
+        float want;
+    } cases[] = {
+        {"{\"reward\": 0.25}", NULL, 0.25f},
+        {"  {\"score\": 3, \"reward\": -2}  ", NULL, -2.0f},
+        {"{\"reward\": 3.4e38}", NULL, 3.4e38f},
+        {"{\"reward\": 1e300}", "\"reward\" does not fit a float: '{\"reward\": 1e300}'", 0},
+        {"{\"reward\": -1e39}", "does not fit a float", 0},
+        {"{\"reward\": 1} {\"reward\": 2}", "not one JSON object", 0},
+        {"{\"reward\": 1} trailing", "not one JSON object", 0},
+        {"[1]", "not one JSON object", 0},
+        {"", "not one JSON object", 0},
+        {"{\"reward\": null}", "\"reward\" is not a number", 0},
+        {"{\"reward\": true}", "\"reward\" is not a number", 0},
+        {"{\"Reward\": 1}", "no \"reward\" field", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        float v = -99;
+        char why[256] = "";
+        int rc = rl_reward_parse_answer(cases[i].line, &v, why, sizeof why);
+        if (!cases[i].why) {
+            cr_expect_eq(rc, 0, "'%s': %s", cases[i].line, why);
+            cr_expect_eq(v, cases[i].want, "'%s': %g", cases[i].line, v);
+        } else {
+            cr_expect_eq(rc, -1, "'%s' accepted", cases[i].line);
+            cr_expect(strstr(why, cases[i].why), "'%s': '%s' lacks '%s'", cases[i].line, why, cases[i].why);
+            cr_expect_eq(v, -99, "'%s' wrote a reward", cases[i].line);
+        }
+    }
+    char long_line[400];
+    snprintf(long_line, sizeof long_line, "{\"reward\": \"%0300d\"}", 7);
+    char why[256];
+    float v;
+    cr_assert_eq(rl_reward_parse_answer(long_line, &v, why, sizeof why), -1);
+    cr_expect(strstr(why, "...'") && strlen(why) < 200, "%s", why);
 }

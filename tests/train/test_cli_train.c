@@ -144,6 +144,11 @@ Test(cli_train, bad_options)
     cr_assert(strstr(out, "--reward") && strstr(out, "required"), "%s", out);
     cr_assert_eq(sh(out, sizeof out, "%s sft --model %s --data %s --out %s/x --steps many", rlc, model, sft_data, tmp), 2);
     cr_assert(strstr(out, "--steps needs an integer, got 'many'"), "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "%s sft --model %s --data %s --out %s/x --lr nan", rlc, model, sft_data, tmp), 2);
+    cr_assert(strstr(out, "--lr needs a finite number, got 'nan'"), "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "%s grpo --model %s --data %s --out %s/x --reward math --temperature 1e999", rlc,
+                    model, rl_data, tmp), 2);
+    cr_assert(strstr(out, "--temperature needs a finite number, got '1e999'"), "%s", out);
     cr_assert_eq(sh(out, sizeof out, "%s sft --model %s --data %s/none.jsonl --out %s/x", rlc, model, tmp, tmp), 1);
     cr_assert(strstr(out, "none.jsonl"), "%s", out);
     cr_assert_eq(sh(out, sizeof out, "%s grpo --help", rlc), 0);
