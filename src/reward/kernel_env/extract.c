@@ -223,6 +223,7 @@ static int set_result(rl_kextract *out, const char *code, size_t len, rl_kextrac
     out->code[len] = 0;
     out->len = len;
     out->kind = kind;
+    out->n_parts = 1;
     snprintf(out->lang, sizeof out->lang, "%s", lang);
     return 0;
 }
@@ -302,7 +303,6 @@ static int contains(const char *s, size_t len, const char *needle)
 static int join_kernel_blocks(const char *s, const block *blocks, size_t pick, const char *entry, rl_kextract *out,
                               rl_err *err)
 {
-    out->n_parts = 1;
     if (!contains(out->code, out->len, "<<<") || contains(out->code, out->len, "__global__")) return 0;
     size_t lo = 0, total = out->len;
     for (size_t k = pick; k-- > 0;)

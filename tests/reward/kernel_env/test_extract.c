@@ -26,6 +26,7 @@ static void expect_code(const char *answer, const char *code, rl_kextract_kind k
     cr_assert_str_eq(x.code, code, "wrong code picked from:\n%s\n--- got:\n%s", answer, x.code);
     cr_assert_eq(x.len, strlen(code));
     cr_assert_eq(x.kind, kind, "kind %d, expected %d", x.kind, kind);
+    cr_assert_geq(x.n_parts, 1, "n_parts %d", x.n_parts);
     rl_kextract_free(&x);
 }
 
