@@ -70,6 +70,14 @@ static int parse_num(const char *opt, const char *v, double lo, double hi, doubl
     return 0;
 }
 
+/* Index of flag in the override table, or -1. */
+static int proto_flag(const char *const table[][2], int n, const char *flag)
+{
+    for (int k = 0; k < n; k++)
+        if (!strcmp(table[k][0], flag)) return k;
+    return -1;
+}
+
 typedef struct batch {
     const rl_kenv_opts *opt;
     pthread_mutex_t in_lock, out_lock, gpu_lock;
@@ -264,13 +272,20 @@ int rl_cmd_kernel_eval(int argc, char **argv)
     rl_kenv_opts o;
     rl_kenv_opts_default(&o);
     int json = 0, batch_mode = 0, gpus = 0, jobs = 0, help = 0;
-    /* Overrides of protocol values, applied once the file is loaded; < 0: not given. */
-    double timeout = -1, compile_timeout = -1, trials = -1, timed = -1, warmup = -1, copies = -1, watchdog = -1, mem_cap = -1;
+    /* Flags that override one protocol value each, applied (and range-checked by kproto.c) once
+     * the file is loaded. */
+    static const char *const proto_flags[][2] = {
+        {"--timeout", "timeout_s"}, {"--compile-timeout", "compile_timeout_s"}, {"--trials", "random_trials"},
+        {"--timed", "timed"},       {"--warmup", "warmup"},                     {"--copies", "input_copies"},
+        {"--watchdog-ms", "watchdog_ms"}, {"--mem-cap", "mem_cap_mb"}};
+    enum { N_PROTO_FLAGS = sizeof proto_flags / sizeof proto_flags[0] };
+    const char *proto_values[N_PROTO_FLAGS] = {NULL};
     const char *pos[2] = {NULL, NULL};
     int n_pos = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
+        int pf = proto_flag(proto_flags, N_PROTO_FLAGS, a);
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) help = 1;
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--batch")) batch_mode = 1;
@@ -285,14 +300,7 @@ int rl_cmd_kernel_eval(int argc, char **argv)
         else if (!strcmp(a, "--arch") && v) o.arch = argv[++i];
         else if (!strcmp(a, "--gpus")) { if (parse_num(a, v, 1, 16, &x)) return 2; gpus = (int)x; i++; }
         else if (!strcmp(a, "--jobs")) { if (parse_num(a, v, 1, 64, &x)) return 2; jobs = (int)x; i++; }
-        else if (!strcmp(a, "--timeout")) { if (parse_num(a, v, 1, 86400, &timeout)) return 2; i++; }
-        else if (!strcmp(a, "--compile-timeout")) { if (parse_num(a, v, 1, 86400, &compile_timeout)) return 2; i++; }
-        else if (!strcmp(a, "--trials")) { if (parse_num(a, v, 1, 100, &trials)) return 2; i++; }
-        else if (!strcmp(a, "--timed")) { if (parse_num(a, v, 3, 10000, &timed)) return 2; i++; }
-        else if (!strcmp(a, "--warmup")) { if (parse_num(a, v, 0, 1000, &warmup)) return 2; i++; }
-        else if (!strcmp(a, "--copies")) { if (parse_num(a, v, 1, RL_KPROTO_MAX_COPIES, &copies)) return 2; i++; }
-        else if (!strcmp(a, "--watchdog-ms")) { if (parse_num(a, v, 10, 600000, &watchdog)) return 2; i++; }
-        else if (!strcmp(a, "--mem-cap")) { if (parse_num(a, v, 1, 1 << 20, &mem_cap)) return 2; i++; }
+        else if (pf >= 0 && v) proto_values[pf] = argv[++i];
         else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "rlc kernel-eval: unknown option or missing value: %s\n", a);
             usage(stderr);
@@ -313,15 +321,11 @@ int rl_cmd_kernel_eval(int argc, char **argv)
         fprintf(stderr, "rlc kernel-eval: %s\n", err.msg);
         return 1;
     }
-    rl_kproto *p = &o.proto;
-    if (timeout >= 0) p->timeout_s = timeout;
-    if (compile_timeout >= 0) p->compile_timeout_s = compile_timeout;
-    if (trials >= 0) p->random_trials = (int)trials;
-    if (timed >= 0) p->timed = (int)timed;
-    if (warmup >= 0) p->warmup = (int)warmup;
-    if (copies >= 0) p->input_copies = (int)copies;
-    if (watchdog >= 0) p->watchdog_ms = (int)watchdog;
-    if (mem_cap >= 0) p->mem_cap_mb = (int)mem_cap;
+    for (int k = 0; k < N_PROTO_FLAGS; k++)
+        if (proto_values[k] && rl_kproto_set(&o.proto, proto_flags[k][1], proto_values[k], proto_flags[k][0], &err)) {
+            fprintf(stderr, "rlc kernel-eval: %s\n", err.msg);
+            return 2;
+        }
     if (batch_mode) {
         if (n_pos) {
             fprintf(stderr, "rlc kernel-eval: --batch reads requests from stdin and takes no TASK/CANDIDATE\n");

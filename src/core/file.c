@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,4 +145,18 @@ int rl_path_join(char *out, size_t size, const char *dir, const char *name)
     size_t dl = strlen(dir);
     int n = snprintf(out, size, "%s%s%s", dir, (dl && dir[dl - 1] == '/') ? "" : "/", name);
     return (n < 0 || (size_t)n >= size) ? -1 : 0;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+int rl_remove_tree(const char *path, rl_err *err)
+{
+    if (!rl_file_exists(path)) return 0;
+    if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        return rl_err_set(err, "%s: cannot remove: %s", path, strerror(errno));
+    return 0;
 }

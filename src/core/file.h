@@ -31,6 +31,8 @@ void rl_atomic_abort(rl_atomic_file *f);
 /* mkdir -p. */
 int rl_mkdir_p(const char *path, rl_err *err);
 int rl_file_exists(const char *path);
+/* rm -rf path (no error when it does not exist). */
+int rl_remove_tree(const char *path, rl_err *err);
 /* Joins dir and name with one '/' into out (size bytes); -1 if it does not fit. */
 int rl_path_join(char *out, size_t size, const char *dir, const char *name);
 

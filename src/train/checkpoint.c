@@ -1,9 +1,7 @@
 /* checkpoint.c — see checkpoint.h. */
-#define _XOPEN_SOURCE 700
 #include "train/checkpoint.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,20 +16,6 @@ static const char *const tokenizer_files[] = {"tokenizer.json", "tokenizer_confi
                                               "special_tokens_map.json", "vocab.json",
                                               "merges.txt", "generation_config.json",
                                               "added_tokens.json", "chat_template.jinja"};
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-int rl_remove_tree(const char *path, rl_err *err)
-{
-    if (!rl_file_exists(path)) return 0;
-    if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
-        return rl_err_set(err, "%s: cannot remove: %s", path, strerror(errno));
-    return 0;
-}
 
 static int join(char *out, size_t size, const char *dir, const char *name, rl_err *err)
 {

@@ -46,7 +46,4 @@ int rl_checkpoint_load_optim(const char *dir, rl_optim *o, rl_err *err);
 /* Copies the tokenizer files that exist in src_dir into dst_dir. */
 int rl_checkpoint_copy_tokenizer(const char *src_dir, const char *dst_dir, rl_err *err);
 
-/* rm -rf path (no error when it does not exist). */
-int rl_remove_tree(const char *path, rl_err *err);
-
 #endif

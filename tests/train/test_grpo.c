@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "backend/ctx.h"
+#include "core/file.h"
 #include "train/grpo.h"
 #include "test_util.h"
 

@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -310,11 +309,28 @@ static void new_nonce(char *out, size_t size)
     snprintf(out, size, "%016" PRIx64, urandom64());
 }
 
+/* The flags both workers take from the protocol (trials, timing, L2 flush, spread), appended
+ * to argv at n with their values formatted into val; returns the new n. */
+enum { N_SHARED_FLAGS = 7 };
+static int shared_args(const rl_kproto *p, char val[N_SHARED_FLAGS][32], char **argv, int n)
+{
+    static const char *const flags[N_SHARED_FLAGS] = {"--trials", "--timed", "--warmup", "--copies",
+                                                      "--flush-factor", "--max-spread", "--spread-repeats"};
+    snprintf(val[0], 32, "%d", p->random_trials);
+    snprintf(val[1], 32, "%d", p->timed);
+    snprintf(val[2], 32, "%d", p->warmup);
+    snprintf(val[3], 32, "%d", p->input_copies);
+    snprintf(val[4], 32, "%.17g", p->l2_flush_factor);
+    snprintf(val[5], 32, "%.17g", p->max_spread);
+    snprintf(val[6], 32, "%d", p->spread_repeats);
+    for (int i = 0; i < N_SHARED_FLAGS; i++) argv[n++] = (char *)flags[i], argv[n++] = val[i];
+    return n;
+}
+
 static void run_native(const rl_kenv_opts *o, const rl_kspec *spec, const char *ref_so, const char *cand_so, cJSON *res)
 {
     const rl_kproto *p = &o->proto;
-    char plan[16384], nonce[40], seed[32], trials[16], timed[16], warmup[16], copies[16], wd[16], cap[16];
-    char flush[32], spread[32], repeats[16];
+    char plan[16384], nonce[40], seed[32], wd[16], cap[16], val[N_SHARED_FLAGS][32];
     rl_err err;
     new_nonce(nonce, sizeof nonce);
     int n = snprintf(plan, sizeof plan, "%s\n", nonce);
@@ -323,19 +339,11 @@ static void run_native(const rl_kenv_opts *o, const rl_kspec *spec, const char *
         return;
     }
     snprintf(seed, sizeof seed, "%" PRIu64, o->seed);
-    snprintf(trials, sizeof trials, "%d", p->random_trials);
-    snprintf(timed, sizeof timed, "%d", p->timed);
-    snprintf(warmup, sizeof warmup, "%d", p->warmup);
-    snprintf(copies, sizeof copies, "%d", p->input_copies);
     snprintf(wd, sizeof wd, "%d", p->watchdog_ms);
     snprintf(cap, sizeof cap, "%d", p->mem_cap_mb);
-    snprintf(flush, sizeof flush, "%.17g", p->l2_flush_factor);
-    snprintf(spread, sizeof spread, "%.17g", p->max_spread);
-    snprintf(repeats, sizeof repeats, "%d", p->spread_repeats);
-    char *argv[] = {(char *)o->worker, "--ref", (char *)ref_so, "--cand", (char *)cand_so, "--seed", seed,
-                    "--trials", trials, "--timed", timed, "--warmup", warmup, "--copies", copies,
-                    "--watchdog-ms", wd, "--mem-cap-mb", cap, "--flush-factor", flush, "--max-spread", spread,
-                    "--spread-repeats", repeats, NULL};
+    char *argv[32] = {(char *)o->worker, "--ref", (char *)ref_so, "--cand", (char *)cand_so, "--seed", seed,
+                      "--watchdog-ms", wd, "--mem-cap-mb", cap};
+    argv[shared_args(p, val, argv, 11)] = NULL;
     run_worker(o, argv, plan, nonce, p->timeout_s, NULL, "the worker", res);
 }
 
@@ -413,13 +421,6 @@ done:
     free(st);
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    remove(path);
-    return 0;
-}
-
 /* The candidate goes to a fresh private directory (the worker imports a file; a batch request
  * may carry only the source), removed afterwards with whatever the candidate left there. */
 static int write_candidate(const char *source, size_t len, char *dir, size_t dir_size, char *path, size_t path_size,
@@ -433,9 +434,9 @@ static int write_candidate(const char *source, size_t len, char *dir, size_t dir
     int ok = f && fwrite(source, 1, len, f) == len;
     if (f && fclose(f)) ok = 0;
     if (!ok) {
-        rl_err_set(err, "%s: cannot write the candidate: %s", path, strerror(errno));
-        nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-        return -1;
+        int code = errno;
+        rl_remove_tree(dir, err);
+        return rl_err_set(err, "%s: cannot write the candidate: %s", path, strerror(code));
     }
     return 0;
 }
@@ -445,22 +446,9 @@ static int write_candidate(const char *source, size_t len, char *dir, size_t dir
 static void run_python(const rl_kenv_opts *o, const char *problem, const char *dir, const char *cand_path, cJSON *res)
 {
     const rl_kproto *p = &o->proto;
-    char nonce[40], input[48], num[9][32], tol[4][2][32];
+    char nonce[40], input[48], val[N_SHARED_FLAGS][32], slow[2][32], tol[4][2][32];
     new_nonce(nonce, sizeof nonce);
     snprintf(input, sizeof input, "%s\n", nonce);
-    snprintf(num[0], 32, "%d", p->random_trials);
-    snprintf(num[1], 32, "%d", p->timed);
-    snprintf(num[2], 32, "%d", p->warmup);
-    snprintf(num[3], 32, "%d", p->input_copies);
-    snprintf(num[4], 32, "%.17g", p->l2_flush_factor);
-    snprintf(num[5], 32, "%.17g", p->max_spread);
-    snprintf(num[6], 32, "%d", p->spread_repeats);
-    snprintf(num[7], 32, "%.17g", p->ref_slowdown_limit);
-    snprintf(num[8], 32, "%.17g", p->ref_slowdown_min_ms);
-    static const char *const flags[9] = {"--trials", "--timed", "--warmup", "--copies", "--flush-factor",
-                                         "--max-spread", "--spread-repeats", "--ref-slowdown-limit",
-                                         "--ref-slowdown-min-ms"};
-    static const char *const dtypes[4] = {"f32", "f16", "bf16", "i32"};
     char *argv[64];
     int n = 0;
     argv[n++] = (char *)o->python;
@@ -468,11 +456,15 @@ static void run_python(const rl_kenv_opts *o, const char *problem, const char *d
     argv[n++] = "--ref", argv[n++] = (char *)problem;
     argv[n++] = "--cand", argv[n++] = (char *)cand_path;
     argv[n++] = "--nonce-stdin";
-    for (int i = 0; i < 9; i++) argv[n++] = (char *)flags[i], argv[n++] = num[i];
+    n = shared_args(p, val, argv, n);
+    snprintf(slow[0], 32, "%.17g", p->ref_slowdown_limit);
+    snprintf(slow[1], 32, "%.17g", p->ref_slowdown_min_ms);
+    argv[n++] = "--ref-slowdown-limit", argv[n++] = slow[0];
+    argv[n++] = "--ref-slowdown-min-ms", argv[n++] = slow[1];
     for (int d = 0; d < 4; d++) {
         snprintf(tol[d][0], 32, "%.17g", p->tol.atol[d]);
         snprintf(tol[d][1], 32, "%.17g", p->tol.rtol[d]);
-        argv[n++] = "--tol", argv[n++] = (char *)dtypes[d], argv[n++] = tol[d][0], argv[n++] = tol[d][1];
+        argv[n++] = "--tol", argv[n++] = (char *)rl_kdtype_names[d], argv[n++] = tol[d][0], argv[n++] = tol[d][1];
     }
     argv[n] = NULL;
     char ext_env[PATH_MAX + 64];
@@ -516,7 +508,7 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
             set_status(res, "error", e.msg);
         } else {
             run_python(o, problem, dir, path, res);
-            nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+            rl_remove_tree(dir, &e); /* best effort: a leftover temporary directory harms nothing */
         }
     }
     if (fatal[0]) mark_cheat(res, fatal);

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/file.h"
 #include "io/json.h"
 
 typedef struct field {
@@ -37,25 +36,49 @@ static const field fields[] = {
 };
 #define N_FIELDS (sizeof fields / sizeof fields[0])
 
-static const char *const dtype_names[4] = {"f32", "f16", "bf16", "i32"}; /* rl_kdtype order */
+static int in_range(const field *f, double x)
+{
+    return isfinite(x) && (!f->is_int || x == floor(x)) && x >= f->lo && x <= f->hi;
+}
+
+static void store(rl_kproto *p, const field *f, double x)
+{
+    char *dst = (char *)p + f->offset;
+    if (f->is_int) *(int *)dst = (int)x;
+    else *(double *)dst = x;
+}
+
+static int range_error(const field *f, const char *what, const char *got, rl_err *err)
+{
+    return rl_err_set(err, "%s: field '%s' must be %s in [%g, %g], got %s", what, f->key,
+                      f->is_int ? "an integer" : "a number", f->lo, f->hi, got);
+}
 
 static int parse_field(rl_kproto *p, const cJSON *root, const field *f, const char *what, rl_err *err)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, f->key);
     if (!v) return rl_err_set(err, "%s: missing field '%s'", what, f->key);
-    int ok = cJSON_IsNumber(v) && isfinite(v->valuedouble) && (!f->is_int || rl_json_is_integer(v)) &&
-             v->valuedouble >= f->lo && v->valuedouble <= f->hi;
-    if (!ok) {
+    if (!cJSON_IsNumber(v) || !in_range(f, v->valuedouble)) {
         char got[64] = "not a number";
         if (cJSON_IsNumber(v)) snprintf(got, sizeof got, "%g", v->valuedouble);
         else if (cJSON_IsString(v)) snprintf(got, sizeof got, "a string");
-        return rl_err_set(err, "%s: field '%s' must be %s in [%g, %g], got %s", what, f->key,
-                          f->is_int ? "an integer" : "a number", f->lo, f->hi, got);
+        return range_error(f, what, got, err);
     }
-    char *dst = (char *)p + f->offset;
-    if (f->is_int) *(int *)dst = (int)v->valuedouble;
-    else *(double *)dst = v->valuedouble;
+    store(p, f, v->valuedouble);
     return 0;
+}
+
+int rl_kproto_set(rl_kproto *p, const char *key, const char *text, const char *what, rl_err *err)
+{
+    for (size_t i = 0; i < N_FIELDS; i++) {
+        if (strcmp(fields[i].key, key)) continue;
+        char *end = NULL;
+        double x = strtod(text, &end);
+        if (!*text || *end || !in_range(&fields[i], x)) return range_error(&fields[i], what, text, err);
+        store(p, &fields[i], x);
+        return 0;
+    }
+    return rl_err_set(err, "%s: '%s' is not a protocol parameter", what, key);
 }
 
 static int parse_tolerance(rl_kproto *p, const cJSON *root, const char *what, rl_err *err)
@@ -66,13 +89,13 @@ static int parse_tolerance(rl_kproto *p, const cJSON *root, const char *what, rl
     for (const cJSON *e = tol->child; e; e = e->next) {
         int k = -1;
         for (int d = 0; d < 4; d++)
-            if (!strcmp(e->string, dtype_names[d])) k = d;
+            if (!strcmp(e->string, rl_kdtype_names[d])) k = d;
         if (k < 0) return rl_err_set(err, "%s: tolerance.%s is not a dtype (f32, f16, bf16, i32)", what, e->string);
     }
     for (int d = 0; d < 4; d++) {
         char w[300];
-        snprintf(w, sizeof w, "%s: tolerance.%s", what, dtype_names[d]);
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(tol, dtype_names[d]);
+        snprintf(w, sizeof w, "%s: tolerance.%s", what, rl_kdtype_names[d]);
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(tol, rl_kdtype_names[d]);
         if (!cJSON_IsObject(t)) return rl_err_set(err, "%s: missing, or not an object {\"atol\", \"rtol\"}", w);
         double *dst[2] = {&p->tol.atol[d], &p->tol.rtol[d]};
         const char *keys[2] = {"atol", "rtol"};
@@ -84,10 +107,9 @@ static int parse_tolerance(rl_kproto *p, const cJSON *root, const char *what, rl
     return 0;
 }
 
-int rl_kproto_parse(rl_kproto *p, const char *text, size_t len, const char *what, rl_err *err)
+static int parse_root(rl_kproto *p, cJSON *root, const char *what, rl_err *err)
 {
     memset(p, 0, sizeof *p);
-    cJSON *root = rl_json_parse(text, len, what, err);
     if (!root) return -1;
     int rc = -1;
     if (!cJSON_IsObject(root)) {
@@ -113,15 +135,12 @@ done:
     return rc;
 }
 
+int rl_kproto_parse(rl_kproto *p, const char *text, size_t len, const char *what, rl_err *err)
+{
+    return parse_root(p, rl_json_parse(text, len, what, err), what, err);
+}
+
 int rl_kproto_load(rl_kproto *p, const char *path, rl_err *err)
 {
-    char *text = NULL;
-    size_t len = 0;
-    if (rl_file_read_all(path, &text, &len, err)) {
-        rl_err_prefix(err, "protocol file: ");
-        return -1;
-    }
-    int rc = rl_kproto_parse(p, text, len, path, err);
-    free(text);
-    return rc;
+    return parse_root(p, rl_json_parse_file(path, err), path, err);
 }

@@ -41,5 +41,8 @@ typedef struct rl_kproto {
 int rl_kproto_parse(rl_kproto *p, const char *text, size_t len, const char *what, rl_err *err);
 /* Reads and parses path. */
 int rl_kproto_load(rl_kproto *p, const char *path, rl_err *err);
+/* Sets one parameter (key as in protocol.json) from text, within the same range the file must
+ * respect; what names the source in messages ("--trials"). */
+int rl_kproto_set(rl_kproto *p, const char *key, const char *text, const char *what, rl_err *err);
 
 #endif

@@ -22,13 +22,14 @@ static int copy_str(char *dst, size_t size, const cJSON *obj, const char *key, i
     return 0;
 }
 
+const char *const rl_kdtype_names[4] = {"f32", "f16", "bf16", "i32"};
+
 static int parse_dtype(const cJSON *obj, rl_kdtype *out, const char *what, rl_err *err)
 {
     const char *s = NULL;
     if (rl_json_string(obj, "dtype", &s, 1, what, err)) return -1;
-    static const char *names[] = {"f32", "f16", "bf16", "i32"};
     for (int i = 0; i < 4; i++)
-        if (!strcmp(s, names[i])) {
+        if (!strcmp(s, rl_kdtype_names[i])) {
             *out = (rl_kdtype)i;
             return 0;
         }

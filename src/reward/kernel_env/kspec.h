@@ -18,6 +18,8 @@
 #define RL_KSPEC_MAX_TRIALS 31
 
 typedef enum { RL_KDT_F32 = 0, RL_KDT_F16 = 1, RL_KDT_BF16 = 2, RL_KDT_I32 = 3 } rl_kdtype;
+/* The dtypes' names in spec.json and protocol.json, indexed by rl_kdtype. */
+extern const char *const rl_kdtype_names[4];
 
 /* Special-value kinds (bit i = entry i of rl_kspec_adversarial_names). */
 extern const char *const rl_kspec_adversarial_names[6];

@@ -50,6 +50,33 @@ Test(kproto, shipped_file_has_the_documented_values)
     check_documented(&p);
 }
 
+/* A single value set from a command-line flag: the file's ranges apply. */
+Test(kproto, set_one_value)
+{
+    rl_kproto p;
+    rl_err err;
+    cr_assert_eq(rl_kproto_load(&p, PROTOCOL, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_kproto_set(&p, "random_trials", "7", "--trials", &err), 0, "%s", err.msg);
+    cr_assert_eq(p.random_trials, 7);
+    cr_assert_eq(rl_kproto_set(&p, "timeout_s", "2.5", "--timeout", &err), 0, "%s", err.msg);
+    cr_assert_eq(p.timeout_s, 2.5);
+    static const char *const bad[][3] = {
+        {"random_trials", "0", "--flag: field 'random_trials' must be an integer in [1, 100], got 0"},
+        {"timed", "2.5", "--flag: field 'timed' must be an integer in [3, 10000], got 2.5"},
+        {"input_copies", "9", "field 'input_copies' must be an integer in [1, 8], got 9"},
+        {"timeout_s", "nan", "field 'timeout_s' must be a number in [1, 86400], got nan"},
+        {"warmup", "", "field 'warmup' must be an integer in [0, 1000], got "},
+        {"warmup", "3x", "got 3x"},
+        {"tolerance", "1", "'tolerance' is not a protocol parameter"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_expect_eq(rl_kproto_set(&p, bad[i][0], bad[i][1], "--flag", &err), -1, "%s=%s accepted", bad[i][0], bad[i][1]);
+        cr_expect(strstr(err.msg, bad[i][2]), "'%s' lacks '%s'", err.msg, bad[i][2]);
+    }
+    cr_assert_eq(p.random_trials, 7);
+    cr_assert_eq(p.timeout_s, 2.5);
+}
+
 Test(kproto, good_text)
 {
     rl_kproto p;
