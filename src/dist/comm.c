@@ -3,7 +3,7 @@
 
 int rl_comm_allreduce(rl_comm *c, float *buf, size_t n, rl_err *err) { return c->ops->allreduce(c, buf, n, err); }
 
-int rl_comm_reduce(rl_comm *c, float *dst, const float *src, size_t n, int root, int accumulate, rl_err *err)
+int rl_comm_reduce(rl_comm *c, float *dst, float *src, size_t n, int root, int accumulate, rl_err *err)
 {
     if (root < 0 || root >= c->world) return rl_err_set(err, "reduce: root %d outside the %d ranks", root, c->world);
     if (c->rank == root && accumulate && dst == src)

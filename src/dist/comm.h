@@ -36,7 +36,7 @@ typedef struct rl_comm rl_comm;
 typedef struct rl_comm_ops {
     const char *name; /* "cpu" or "nccl" */
     int (*allreduce)(rl_comm *c, float *buf, size_t n, rl_err *err);
-    int (*reduce)(rl_comm *c, float *dst, const float *src, size_t n, int root, int accumulate, rl_err *err);
+    int (*reduce)(rl_comm *c, float *dst, float *src, size_t n, int root, int accumulate, rl_err *err);
     int (*broadcast)(rl_comm *c, void *buf, size_t bytes, int root, rl_err *err);
     int (*allgatherv)(rl_comm *c, void *buf, const size_t *offsets, size_t elem_bytes, rl_err *err);
     int (*send)(rl_comm *c, const void *buf, size_t bytes, int peer, rl_err *err);
@@ -59,8 +59,9 @@ struct rl_comm {
 int rl_comm_allreduce(rl_comm *c, float *buf, size_t n, rl_err *err);
 /* The sum over ranks of every rank's src[0, n) lands in dst on `root` (dst = sum, or dst +=
  * sum when accumulate); dst is not touched (and may be NULL) on the other ranks. On root, dst
- * may equal src only without accumulate. */
-int rl_comm_reduce(rl_comm *c, float *dst, const float *src, size_t n, int root, int accumulate, rl_err *err);
+ * may equal src only without accumulate, and with accumulate src may serve as scratch (its
+ * contents afterwards are unspecified). */
+int rl_comm_reduce(rl_comm *c, float *dst, float *src, size_t n, int root, int accumulate, rl_err *err);
 /* root's buf[0, bytes) to every rank. */
 int rl_comm_broadcast(rl_comm *c, void *buf, size_t bytes, int root, rl_err *err);
 /* buf holds the same array on every rank, elements of elem_bytes; rank r owns elements

@@ -58,14 +58,14 @@ static int cpu_allreduce(rl_comm *c, float *buf, size_t n, rl_err *err)
     return 0;
 }
 
-static int cpu_reduce(rl_comm *c, float *dst, const float *src, size_t n, int root, int accumulate, rl_err *err)
+static int cpu_reduce(rl_comm *c, float *dst, float *src, size_t n, int root, int accumulate, rl_err *err)
 {
     cpu_comm *p = impl(c);
     for (size_t at = 0; at < n; at += CHUNK) {
         size_t k = n - at < CHUNK ? n - at : CHUNK, bytes = k * sizeof(float);
         float *sum = p->sum;
         if (c->rank != 0) {
-            if (io(c, 1, 0, (void *)(src + at), bytes, "reduce", err)) return -1;
+            if (io(c, 1, 0, src + at, bytes, "reduce", err)) return -1;
             if (c->rank == root && io(c, 0, 0, sum, bytes, "reduce", err)) return -1;
         } else {
             memcpy(sum, src + at, bytes);

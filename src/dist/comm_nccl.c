@@ -13,7 +13,7 @@ static rl_nccl *impl(rl_comm *c) { return c->impl; }
 
 static int n_allreduce(rl_comm *c, float *buf, size_t n, rl_err *err) { return rl_nccl_allreduce(impl(c), buf, n, err); }
 
-static int n_reduce(rl_comm *c, float *dst, const float *src, size_t n, int root, int accumulate, rl_err *err)
+static int n_reduce(rl_comm *c, float *dst, float *src, size_t n, int root, int accumulate, rl_err *err)
 {
     return rl_nccl_reduce(impl(c), dst, src, n, root, accumulate, err);
 }

@@ -29,7 +29,7 @@ int rl_nccl_load(rl_err *err);
 int rl_nccl_unique_id(void *id, rl_err *err);
 int rl_nccl_create(rl_nccl **out, rl_ctx *ctx, int rank, int world, const void *id, rl_err *err);
 int rl_nccl_allreduce(rl_nccl *c, float *buf, size_t n, rl_err *err);
-int rl_nccl_reduce(rl_nccl *c, float *dst, const float *src, size_t n, int root, int accumulate, rl_err *err);
+int rl_nccl_reduce(rl_nccl *c, float *dst, float *src, size_t n, int root, int accumulate, rl_err *err);
 int rl_nccl_broadcast(rl_nccl *c, void *buf, size_t bytes, int root, rl_err *err);
 int rl_nccl_allgatherv(rl_nccl *c, void *buf, const size_t *offsets, size_t elem_bytes, rl_err *err);
 int rl_nccl_send(rl_nccl *c, const void *buf, size_t bytes, int peer, rl_err *err);
