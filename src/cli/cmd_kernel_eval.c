@@ -16,67 +16,23 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/file.h"
 #include "io/json.h"
 #include "reward/kernel_env/kenv.h"
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: rlc kernel-eval TASK CANDIDATE [--json] [options]\n"
-            "       rlc kernel-eval --batch [options] < requests.jsonl\n\n"
-            "Runs the evaluation protocol for one candidate against the task's reference on a GPU and\n"
-            "prints the result (status, checks, times, speedup, reward). TASK is either a task directory\n"
-            "(spec.json, reference.cu; CANDIDATE is a .cu defining rl_kernel, compiled with nvcc and run\n"
-            "by rlc-kernel-worker) or a KernelBench problem file PROBLEM.py (Model, get_inputs,\n"
-            "get_init_inputs; CANDIDATE is a .py defining ModelNew, run by kernelbench_worker.py under\n"
-            "--python, which needs torch). Batch requests are JSON lines {\"id\", \"task\": DIR | FILE.py,\n"
-            "\"candidate\": PATH | \"source\": TEXT}; one result line each, candidates spread over the\n"
-            "visible GPUs.\n\n"
-            "options:\n"
-            "  --json               print the result as JSON (single mode)\n"
-            "  --gpus N             GPUs to use in batch mode (default: all the worker sees)\n"
-            "  --jobs N             batch requests in flight (compiles overlap; default 2 per GPU)\n"
-            "  --protocol FILE      protocol parameters (default: src/reward/kernel_env/protocol.json,\n"
-            "                       found from the rlc binary); the flags below override single values\n"
-            "  --worker PATH        rlc-kernel-worker (default: beside rlc)\n"
-            "  --python PATH        Python with torch for KernelBench tasks (default: python3)\n"
-            "  --kb-worker PATH     kernelbench_worker.py (default: beside protocol.json)\n"
-            "  --nvcc PATH          CUDA compiler (default: $CUDA_HOME/bin/nvcc or nvcc)\n"
-            "  --cache DIR          compiled modules (default: ~/.cache/rlc/kernels)\n"
-            "  --include DIR        directory of rl_kernel.h\n"
-            "  --arch A             GPU architecture (default 90a)\n"
-            "  --timeout S          worker wall time per candidate (protocol: timeout_s; KernelBench\n"
-            "                       workers get timeout_s + compile_timeout_s, load_inline builds inside)\n"
-            "  --compile-timeout S  nvcc wall time (protocol: compile_timeout_s)\n"
-            "  --trials N           random trials at the timed size (protocol: random_trials)\n"
-            "  --timed N            timed runs per side (protocol: timed)\n"
-            "  --warmup N           warm-up runs per side (protocol: warmup)\n"
-            "  --copies K           input copies rotated in timing (protocol: input_copies)\n"
-            "  --watchdog-ms MS     limit for one call plus synchronize (protocol: watchdog_ms)\n"
-            "  --mem-cap MB         GPU memory a candidate may keep (protocol: mem_cap_mb)\n"
-            "  --keep-going         run the GPU protocol even after a fatal static finding\n");
-}
-
-static int parse_num(const char *opt, const char *v, double lo, double hi, double *out)
-{
-    char *end = NULL;
-    double x = v ? strtod(v, &end) : 0;
-    if (!v || !*v || *end || !(x >= lo && x <= hi)) {
-        fprintf(stderr, "rlc kernel-eval: %s needs a number in [%g, %g], got '%s'\n", opt, lo, hi, v ? v : "");
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
-/* Index of flag in the override table, or -1. */
-static int proto_flag(const char *const table[][2], int n, const char *flag)
-{
-    for (int k = 0; k < n; k++)
-        if (!strcmp(table[k][0], flag)) return k;
-    return -1;
-}
+static const char usage[] =
+    "usage: rlc kernel-eval TASK CANDIDATE [--json] [options]\n"
+    "       rlc kernel-eval --batch [options] < requests.jsonl\n\n"
+    "Runs the evaluation protocol for one candidate against the task's reference on a GPU and\n"
+    "prints the result (status, checks, times, speedup, reward). TASK is either a task directory\n"
+    "(spec.json, reference.cu; CANDIDATE is a .cu defining rl_kernel, compiled with nvcc and run\n"
+    "by rlc-kernel-worker) or a KernelBench problem file PROBLEM.py (Model, get_inputs,\n"
+    "get_init_inputs; CANDIDATE is a .py defining ModelNew, run by kernelbench_worker.py under\n"
+    "--python, which needs torch). Batch requests are JSON lines {\"id\", \"task\": DIR | FILE.py,\n"
+    "\"candidate\": PATH | \"source\": TEXT}; one result line each, candidates spread over the\n"
+    "visible GPUs. The protocol's parameters come from --protocol; the flags that name a\n"
+    "protocol key override that one value (in the range protocol.json must respect).\n\n";
 
 typedef struct batch {
     const rl_kenv_opts *opt;
@@ -191,7 +147,7 @@ static int batch_run(const rl_kenv_opts *o, int gpus, int jobs)
     if (gpus <= 0) {
         fprintf(stderr, "rlc kernel-eval: no GPU found: neither %s --count-devices nor %s with torch sees one "
                         "(--gpus N skips the query)\n", o->worker, o->python);
-        return 1;
+        return RL_EXIT_FAILURE;
     }
     if (gpus > 16) gpus = 16;
     batch b;
@@ -219,7 +175,7 @@ static int batch_run(const rl_kenv_opts *o, int gpus, int jobs)
     pthread_t th[64];
     for (int i = 0; i < jobs; i++) pthread_create(&th[i], NULL, batch_main, &b);
     for (int i = 0; i < jobs; i++) pthread_join(th[i], NULL);
-    return 0;
+    return RL_EXIT_OK;
 }
 
 static void print_human(const cJSON *res)
@@ -267,87 +223,51 @@ static void print_protocol(rl_kenv_opts *o)
            p->tol.rtol[1], p->tol.atol[2], p->tol.rtol[2], p->tol.atol[3], p->tol.rtol[3]);
 }
 
-int rl_cmd_kernel_eval(int argc, char **argv)
+/* The flags that override one protocol value each: option name, protocol key. */
+static const char *const proto_flags[][2] = {
+    {"timeout", "timeout_s"}, {"compile-timeout", "compile_timeout_s"}, {"trials", "random_trials"},
+    {"timed", "timed"},       {"warmup", "warmup"},                     {"copies", "input_copies"},
+    {"watchdog-ms", "watchdog_ms"}, {"mem-cap", "mem_cap_mb"}};
+enum { N_PROTO_FLAGS = sizeof proto_flags / sizeof proto_flags[0] };
+
+static int run(rl_kenv_opts *o, const char *const proto_values[N_PROTO_FLAGS], int batch_mode, int json, int gpus,
+               int jobs, const char *task, const char *candidate)
 {
-    rl_kenv_opts o;
-    rl_kenv_opts_default(&o);
-    int json = 0, batch_mode = 0, gpus = 0, jobs = 0, help = 0;
-    /* Flags that override one protocol value each, applied (and range-checked by kproto.c) once
-     * the file is loaded. */
-    static const char *const proto_flags[][2] = {
-        {"--timeout", "timeout_s"}, {"--compile-timeout", "compile_timeout_s"}, {"--trials", "random_trials"},
-        {"--timed", "timed"},       {"--warmup", "warmup"},                     {"--copies", "input_copies"},
-        {"--watchdog-ms", "watchdog_ms"}, {"--mem-cap", "mem_cap_mb"}};
-    enum { N_PROTO_FLAGS = sizeof proto_flags / sizeof proto_flags[0] };
-    const char *proto_values[N_PROTO_FLAGS] = {NULL};
-    const char *pos[2] = {NULL, NULL};
-    int n_pos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        double x;
-        int pf = proto_flag(proto_flags, N_PROTO_FLAGS, a);
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) help = 1;
-        else if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--batch")) batch_mode = 1;
-        else if (!strcmp(a, "--keep-going")) o.keep_going = 1;
-        else if (!strcmp(a, "--worker") && v) o.worker = argv[++i];
-        else if (!strcmp(a, "--python") && v) o.python = argv[++i];
-        else if (!strcmp(a, "--kb-worker") && v) o.kb_worker = argv[++i];
-        else if (!strcmp(a, "--protocol") && v) o.protocol_path = argv[++i];
-        else if (!strcmp(a, "--nvcc") && v) o.nvcc = argv[++i];
-        else if (!strcmp(a, "--cache") && v) o.cache_dir = argv[++i];
-        else if (!strcmp(a, "--include") && v) o.include_dir = argv[++i];
-        else if (!strcmp(a, "--arch") && v) o.arch = argv[++i];
-        else if (!strcmp(a, "--gpus")) { if (parse_num(a, v, 1, 16, &x)) return 2; gpus = (int)x; i++; }
-        else if (!strcmp(a, "--jobs")) { if (parse_num(a, v, 1, 64, &x)) return 2; jobs = (int)x; i++; }
-        else if (pf >= 0 && v) proto_values[pf] = argv[++i];
-        else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "rlc kernel-eval: unknown option or missing value: %s\n", a);
-            usage(stderr);
-            return 2;
-        } else if (n_pos < 2) pos[n_pos++] = a;
-        else {
-            fprintf(stderr, "rlc kernel-eval: unexpected argument '%s'\n", a);
-            return 2;
-        }
-    }
-    if (help) {
-        usage(stdout);
-        print_protocol(&o);
-        return 0;
-    }
     rl_err err;
-    if (rl_kenv_load_protocol(&o, &err)) {
+    if (rl_kenv_load_protocol(o, &err)) {
         fprintf(stderr, "rlc kernel-eval: %s\n", err.msg);
-        return 1;
+        return RL_EXIT_FAILURE;
     }
-    for (int k = 0; k < N_PROTO_FLAGS; k++)
-        if (proto_values[k] && rl_kproto_set(&o.proto, proto_flags[k][1], proto_values[k], proto_flags[k][0], &err)) {
+    for (int k = 0; k < N_PROTO_FLAGS; k++) {
+        char what[64];
+        snprintf(what, sizeof what, "--%s", proto_flags[k][0]);
+        if (proto_values[k] && rl_kproto_set(&o->proto, proto_flags[k][1], proto_values[k], what, &err)) {
             fprintf(stderr, "rlc kernel-eval: %s\n", err.msg);
-            return 2;
+            return RL_EXIT_USAGE;
         }
-    if (batch_mode) {
-        if (n_pos) {
-            fprintf(stderr, "rlc kernel-eval: --batch reads requests from stdin and takes no TASK/CANDIDATE\n");
-            return 2;
-        }
-        return batch_run(&o, gpus, jobs);
     }
-    if (n_pos != 2) {
-        usage(stderr);
-        return 2;
+    if (batch_mode) {
+        if (task) {
+            fprintf(stderr, "rlc kernel-eval: --batch reads requests from stdin and takes no TASK/CANDIDATE\n");
+            return RL_EXIT_USAGE;
+        }
+        return batch_run(o, gpus, jobs);
+    }
+    if (!candidate) {
+        fprintf(stderr, "rlc kernel-eval: TASK and CANDIDATE are required without --batch (see --help)\n");
+        return RL_EXIT_USAGE;
     }
     char *text = NULL;
     size_t len = 0;
-    if (rl_file_read_all(pos[1], &text, &len, &err)) {
+    if (rl_file_read_all(candidate, &text, &len, &err)) {
         fprintf(stderr, "rlc kernel-eval: %s\n", err.msg);
-        return 1;
+        return RL_EXIT_FAILURE;
     }
-    cJSON *res = rl_kenv_eval(&o, pos[0], text, len, &err);
+    cJSON *res = rl_kenv_eval(o, task, text, len, &err);
     free(text);
     if (!res) {
         fprintf(stderr, "rlc kernel-eval: %s\n", err.msg);
-        return 1;
+        return RL_EXIT_FAILURE;
     }
     if (json) {
         char *s = cJSON_PrintUnformatted(res);
@@ -357,11 +277,51 @@ int rl_cmd_kernel_eval(int argc, char **argv)
         print_human(res);
     }
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "status");
-    int rc = cJSON_IsString(st) && !strcmp(st->valuestring, "error") ? 1 : 0;
+    int rc = cJSON_IsString(st) && !strcmp(st->valuestring, "error") ? RL_EXIT_FAILURE : RL_EXIT_OK;
     if (rc) {
         const cJSON *fa = cJSON_GetObjectItemCaseSensitive(res, "failure");
         fprintf(stderr, "rlc kernel-eval: %s\n", cJSON_IsString(fa) ? fa->valuestring : "evaluation failed");
     }
     cJSON_Delete(res);
     return rc;
+}
+
+int rl_cmd_kernel_eval(int argc, char **argv)
+{
+    rl_kenv_opts o;
+    rl_kenv_opts_default(&o);
+    int json = 0, batch_mode = 0, gpus = 0, jobs = 0;
+    const char *task = NULL, *candidate = NULL, *proto_values[N_PROTO_FLAGS] = {NULL};
+    rl_opt list[] = {
+        RL_OPT_P("TASK", &task, "task directory or KernelBench problem file"),
+        RL_OPT_P("CANDIDATE", &candidate, "the candidate's source file"),
+        RL_OPT_F("json", &json, "print the result as JSON (single mode)"),
+        RL_OPT_F("batch", &batch_mode, "read requests from stdin, one result line each"),
+        RL_OPT_I("gpus", &gpus, 1, 16, "GPUs to use in batch mode (0 = all the worker sees)", .range.or_zero = 1),
+        RL_OPT_I("jobs", &jobs, 1, 64, "batch requests in flight; compiles overlap (0 = 2 per GPU)", .range.or_zero = 1),
+        RL_OPT_S("protocol", &o.protocol_path, "FILE", "protocol parameters (protocol.json)"),
+        RL_OPT_S("worker", &o.worker, "PATH", "rlc-kernel-worker"),
+        RL_OPT_S("python", &o.python, "PATH", "Python with torch for KernelBench tasks"),
+        RL_OPT_S("kb-worker", &o.kb_worker, "PATH", "kernelbench_worker.py"),
+        RL_OPT_S("nvcc", &o.nvcc, "PATH", "CUDA compiler"),
+        RL_OPT_S("cache", &o.cache_dir, "DIR", "compiled modules"),
+        RL_OPT_S("include", &o.include_dir, "DIR", "directory of rl_kernel.h"),
+        RL_OPT_S("arch", &o.arch, "A", "GPU architecture"),
+        RL_OPT_S("timeout", &proto_values[0], "S", "worker wall time per candidate (protocol timeout_s; KernelBench: plus compile_timeout_s)"),
+        RL_OPT_S("compile-timeout", &proto_values[1], "S", "nvcc wall time (protocol compile_timeout_s)"),
+        RL_OPT_S("trials", &proto_values[2], "N", "random trials at the timed size (protocol random_trials)"),
+        RL_OPT_S("timed", &proto_values[3], "N", "timed runs per side (protocol timed)"),
+        RL_OPT_S("warmup", &proto_values[4], "N", "warm-up runs per side (protocol warmup)"),
+        RL_OPT_S("copies", &proto_values[5], "K", "input copies rotated in timing (protocol input_copies)"),
+        RL_OPT_S("watchdog-ms", &proto_values[6], "MS", "limit for one call plus synchronize (protocol watchdog_ms)"),
+        RL_OPT_S("mem-cap", &proto_values[7], "MB", "GPU memory a candidate may keep (protocol mem_cap_mb)"),
+        RL_OPT_F("keep-going", &o.keep_going, "run the GPU protocol even after a fatal static finding"),
+        RL_OPT_END,
+    };
+    rl_opts cli = {"kernel-eval", usage, list, NULL, 0};
+    int status = rl_opts_parse(&cli, argc, argv);
+    if (status == RL_EXIT_OK) print_protocol(&o); /* --help was given */
+    if (status == RL_OPTS_CONTINUE) status = run(&o, proto_values, batch_mode, json, gpus, jobs, task, candidate);
+    rl_opts_free(&cli);
+    return status;
 }

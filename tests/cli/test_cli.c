@@ -205,10 +205,10 @@ Test(cli, bad_options_and_stdin_are_refused)
     const char *cases[][2] = {
         {"generate --model tests/fixtures/models/qwen3-tiny-tied --max-tokens 0", "--max-tokens must be an integer in [1, "},
         {"generate --model tests/fixtures/models/qwen3-tiny-tied --n 1.5", "--n must be an integer"},
-        {"generate --model tests/fixtures/models/qwen3-tiny-tied --top-p 0", "--top-p must be above 0"},
-        {"generate --model tests/fixtures/models/qwen3-tiny-tied --temperature 1e-30", "--temperature must be 0 (greedy)"},
+        {"generate --model tests/fixtures/models/qwen3-tiny-tied --top-p 0", "--top-p must be a number in (0, 1], got '0'"},
+        {"generate --model tests/fixtures/models/qwen3-tiny-tied --temperature 1e-30", "--temperature must be 0 or a number in [0.0001, 1000000], got '1e-30'"},
         {"generate --model tests/fixtures/models/qwen3-tiny-tied --bogus 1", "unknown option '--bogus'"},
-        {"logprobs --model tests/fixtures/models/qwen3-tiny-tied --temperature 1e-300", "--temperature must be a number"},
+        {"logprobs --model tests/fixtures/models/qwen3-tiny-tied --temperature 1e-300", "--temperature must be a number in [0.0001, 1000000], got '1e-300'"},
         {"logprobs --model tests/fixtures/models/qwen3-tiny-tied --temperature inf", "--temperature must be a number"},
         {"tokenize --tokenizer tests/fixtures/tokenizer/flags_tokenizer.json --json --jsonl", "exclude each other"},
     };
