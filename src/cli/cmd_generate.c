@@ -19,6 +19,7 @@
 #include "cli/options.h"
 #include "core/file.h"
 #include "engine/generate.h"
+#include "io/dataset.h"
 #include "io/json.h"
 
 static const char usage[] =
@@ -73,68 +74,27 @@ static int parse_args(options *o, rl_opts *cli, int argc, char **argv)
     return rc;
 }
 
-static int ids_from_json(const cJSON *arr, int32_t **ids, int *n, rl_err *err)
-{
-    *n = cJSON_GetArraySize(arr);
-    *ids = malloc((size_t)(*n ? *n : 1) * sizeof **ids);
-    if (!*ids) return rl_err_oom(err, "prompt ids", (size_t)*n * sizeof **ids);
-    int i = 0;
-    for (const cJSON *item = arr->child; item; item = item->next, i++) {
-        if (!rl_json_is_integer(item) || item->valuedouble < 0 || item->valuedouble > INT32_MAX)
-            return rl_err_set(err, "\"prompt_ids\"[%d] is not a token id (a non-negative integer)", i);
-        (*ids)[i] = (int32_t)item->valuedouble;
-    }
-    return 0;
-}
-
-static int messages_text(const cJSON *arr, char **text, rl_err *err)
-{
-    int n = cJSON_GetArraySize(arr);
-    rl_chat_message *msgs = calloc((size_t)(n ? n : 1), sizeof *msgs);
-    if (!msgs) return rl_err_oom(err, "messages", (size_t)n * sizeof *msgs);
-    int i = 0, rc = 0;
-    for (const cJSON *m = arr->child; m && !rc; m = m->next, i++) {
-        char what[64];
-        snprintf(what, sizeof what, "messages[%d]", i);
-        if (!cJSON_IsObject(m)) rc = rl_err_set(err, "%s is not an object", what);
-        else if (rl_json_string(m, "role", &msgs[i].role, 1, what, err) ||
-                 rl_json_string(m, "content", &msgs[i].content, 1, what, err))
-            rc = -1;
-    }
-    if (!rc) rc = rl_tok_chat_format(msgs, n, 1, text, err);
-    free(msgs);
-    return rc;
-}
-
 /* One request line -> its prompt ids (malloc'd). */
 static int prompt_from_line(const rl_tokenizer *tok, const char *line, size_t len, int32_t **ids, int *n,
                             rl_err *err)
 {
     *ids = NULL;
-    cJSON *in = rl_json_parse(line, len, "input", err);
-    if (!in) return -1;
-    const cJSON *prompt_ids = cJSON_GetObjectItemCaseSensitive(in, "prompt_ids");
-    const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(in, "prompt");
-    const cJSON *messages = cJSON_GetObjectItemCaseSensitive(in, "messages");
+    rl_request req;
+    if (rl_request_parse(&req, line, len, RL_REQ_PROMPT | RL_REQ_MESSAGES | RL_REQ_PROMPT_IDS, "input", err)) return -1;
     char *text = NULL;
     int rc = -1;
-    if (!cJSON_IsObject(in) || !!prompt_ids + !!prompt + !!messages != 1)
-        rl_err_set(err, "line must be a JSON object with one of \"prompt_ids\", \"prompt\", \"messages\"");
-    else if (prompt_ids)
-        rc = cJSON_IsArray(prompt_ids) ? ids_from_json(prompt_ids, ids, n, err)
-                                       : rl_err_set(err, "\"prompt_ids\" must be an array of token ids");
-    else if (!tok)
+    if (req.kind == RL_REQ_PROMPT_IDS) {
+        *ids = req.ids, *n = req.n_ids, req.ids = NULL;
+        rc = 0;
+    } else if (!tok) {
         rl_err_set(err, "\"prompt\" and \"messages\" need a tokenizer (--tokenizer FILE)");
-    else if (prompt && !cJSON_IsString(prompt))
-        rl_err_set(err, "\"prompt\" must be a string");
-    else if (messages && !cJSON_IsArray(messages))
-        rl_err_set(err, "\"messages\" must be an array of {\"role\", \"content\"} objects");
-    else if (prompt)
-        rc = rl_tok_encode(tok, prompt->valuestring, strlen(prompt->valuestring), ids, n, err);
-    else if (!messages_text(messages, &text, err))
+    } else if (req.kind == RL_REQ_PROMPT) {
+        rc = rl_tok_encode(tok, req.prompt, strlen(req.prompt), ids, n, err);
+    } else if (!rl_tok_chat_format(req.messages, req.n_messages, 1, &text, err)) {
         rc = rl_tok_encode(tok, text, strlen(text), ids, n, err);
+    }
     free(text);
-    cJSON_Delete(in);
+    rl_request_free(&req);
     return rc;
 }
 

@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/device.h"
 #include "cli/options.h"
+#include "io/dataset.h"
 #include "io/json.h"
 #include "model/model.h"
 
@@ -23,27 +24,6 @@ static const char usage[] =
     "Scores token sequences with a Hugging Face model (config.json + safetensors).\n"
     "Each input line is {\"ids\": [token ids]}; each output line is {\"logprobs\": [...]}, the\n"
     "log-prob of every token after the first given the ones before it.\n\n";
-
-/* {"ids": [...]} -> malloc'd ids; -1 with err set for anything else. */
-static int parse_ids(const cJSON *in, int32_t **ids, int *n, rl_err *err)
-{
-    const cJSON *arr = cJSON_IsObject(in) ? cJSON_GetObjectItemCaseSensitive(in, "ids") : NULL;
-    if (!cJSON_IsArray(arr)) return rl_err_set(err, "line must be a JSON object {\"ids\": [token ids]}");
-    *n = cJSON_GetArraySize(arr);
-    if (*n < 1) return rl_err_set(err, "\"ids\" is empty");
-    *ids = malloc((size_t)*n * sizeof **ids);
-    if (!*ids) return rl_err_oom(err, "ids", (size_t)*n * sizeof **ids);
-    int i = 0;
-    for (const cJSON *item = arr->child; item; item = item->next, i++) {
-        if (!rl_json_is_integer(item) || item->valuedouble < 0 || item->valuedouble > INT32_MAX) {
-            free(*ids);
-            *ids = NULL;
-            return rl_err_set(err, "\"ids\"[%d] is not a token id (a non-negative integer)", i);
-        }
-        (*ids)[i] = (int32_t)item->valuedouble;
-    }
-    return 0;
-}
 
 static void print_line(const char *key, cJSON *value)
 {
@@ -66,11 +46,10 @@ typedef struct scorer {
 
 static int score_line(scorer *s, const char *line, size_t len, rl_err *err)
 {
-    cJSON *in = rl_json_parse(line, len, "input", err);
-    if (!in) return -1;
-    int32_t *ids = NULL;
-    int n = 0, rc = -1;
-    if (parse_ids(in, &ids, &n, err)) goto done;
+    rl_request req;
+    if (rl_request_parse(&req, line, len, RL_REQ_IDS, "input", err)) return -1;
+    const int32_t *ids = req.ids;
+    int n = req.n_ids, rc = -1;
     /* before the activations grow to n tokens */
     if (n > s->model->config.max_position_embeddings) {
         rl_err_set(err, "\"ids\" has %d tokens, more than the model's max_position_embeddings = %d", n,
@@ -102,8 +81,7 @@ static int score_line(scorer *s, const char *line, size_t len, rl_err *err)
     print_line("logprobs", cJSON_CreateFloatArray(s->logp + 1, n - 1));
     rc = 0;
 done:
-    free(ids);
-    cJSON_Delete(in);
+    rl_request_free(&req);
     return rc;
 }
 
