@@ -20,6 +20,7 @@
 #include "core/file.h"
 #include "io/json.h"
 #include "reward/kernel_env/kenv.h"
+#include "reward/kernel_env/kpool.h"
 
 static const char usage[] =
     "usage: rlc kernel-eval TASK CANDIDATE [--json] [options]\n"
@@ -34,175 +35,116 @@ static const char usage[] =
     "visible GPUs. The protocol's parameters come from --protocol; the flags that name a\n"
     "protocol key override that one value (in the range protocol.json must respect).\n\n";
 
+/* Batch mode: request lines from stdin, result lines to stdout as they finish. */
 typedef struct batch {
-    const rl_kenv_opts *opt;
-    pthread_mutex_t in_lock, out_lock, gpu_lock;
-    pthread_cond_t gpu_free;
-    char devices[16][32];
-    int busy[16], n_gpus;
+    pthread_mutex_t out_lock;
     long line_no;
 } batch;
 
-/* GPU pool: a worker runs only on a free GPU; compiles run in any thread meanwhile. */
-static const char *gpu_acquire(void *ctx)
-{
-    batch *b = ctx;
-    pthread_mutex_lock(&b->gpu_lock);
-    for (;;) {
-        for (int i = 0; i < b->n_gpus; i++)
-            if (!b->busy[i]) {
-                b->busy[i] = 1;
-                pthread_mutex_unlock(&b->gpu_lock);
-                return b->devices[i];
-            }
-        pthread_cond_wait(&b->gpu_free, &b->gpu_lock);
-    }
-}
+typedef struct request_line {
+    char *text;
+    size_t len;
+    long line_no;
+} request_line;
 
-static void gpu_release(void *ctx, const char *device)
+static void *next_line(void *user)
 {
-    batch *b = ctx;
-    pthread_mutex_lock(&b->gpu_lock);
-    for (int i = 0; i < b->n_gpus; i++)
-        if (b->devices[i] == device) b->busy[i] = 0;
-    pthread_cond_signal(&b->gpu_free);
-    pthread_mutex_unlock(&b->gpu_lock);
-}
-
-static cJSON *eval_request(const rl_kenv_opts *o, const char *line, size_t len, long line_no)
-{
-    rl_err err;
-    char what[64], msg[1200];
-    snprintf(what, sizeof what, "stdin line %ld", line_no);
-    cJSON *req = rl_json_parse(line, len, what, &err);
-    const char *task = NULL, *cand = NULL, *src = NULL;
-    cJSON *res = NULL;
-    if (req && !cJSON_IsObject(req)) {
-        rl_err_set(&err, "%s: must be a JSON object", what);
-        cJSON_Delete(req);
-        req = NULL;
-    }
-    if (req && (rl_json_string(req, "task", &task, 1, what, &err) || rl_json_string(req, "candidate", &cand, 0, what, &err) ||
-                rl_json_string(req, "source", &src, 0, what, &err)))
-        task = NULL;
-    if (req && task && !cand == !src) {
-        rl_err_set(&err, "%s: give exactly one of 'candidate' (a path) and 'source' (the code)", what);
-        task = NULL;
-    }
-    if (req && task) {
-        char *text = NULL;
-        size_t n = 0;
-        if (cand && rl_file_read_all(cand, &text, &n, &err)) task = NULL;
-        else res = rl_kenv_eval(o, task, cand ? text : src, cand ? n : strlen(src), &err);
-        free(text);
-    }
-    if (!res) {
-        res = cJSON_CreateObject();
-        snprintf(msg, sizeof msg, "%s", err.msg);
-        cJSON_AddStringToObject(res, "status", "error");
-        cJSON_AddStringToObject(res, "failure", msg);
-        cJSON_AddNullToObject(res, "reward");
-    }
-    const cJSON *id = req ? cJSON_GetObjectItemCaseSensitive(req, "id") : NULL;
-    cJSON_AddItemToObject(res, "id", id ? cJSON_Duplicate(id, 1) : cJSON_CreateNumber((double)line_no));
-    cJSON_Delete(req);
-    return res;
-}
-
-static void *batch_main(void *arg)
-{
-    batch *b = arg;
-    rl_kenv_opts o = *b->opt;
-    o.gpu_acquire = gpu_acquire;
-    o.gpu_release = gpu_release;
-    o.gpu_ctx = b;
+    batch *b = user;
     char *line = NULL;
     size_t cap = 0;
-    for (;;) {
-        pthread_mutex_lock(&b->in_lock);
-        ssize_t n = getline(&line, &cap, stdin);
-        long line_no = ++b->line_no;
-        pthread_mutex_unlock(&b->in_lock);
-        if (n < 0) break;
+    ssize_t n;
+    while ((n = getline(&line, &cap, stdin)) >= 0) {
+        b->line_no++;
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
         if (n == 0) continue;
-        cJSON *res = eval_request(&o, line, (size_t)n, line_no);
-        char *text = cJSON_PrintUnformatted(res);
-        cJSON_Delete(res);
-        pthread_mutex_lock(&b->out_lock);
-        if (text) printf("%s\n", text);
-        fflush(stdout);
-        pthread_mutex_unlock(&b->out_lock);
-        free(text);
+        request_line *r = malloc(sizeof *r);
+        if (!r) break;
+        *r = (request_line){line, (size_t)n, b->line_no};
+        return r;
     }
     free(line);
     return NULL;
 }
 
-/* Device names for the children: entries of the parent's CUDA_VISIBLE_DEVICES, or 0..n-1.
- * jobs threads take requests (compiles overlap); the GPU pool serializes workers per GPU. */
+/* One request line -> its result record, the request's "id" echoed (the line number without one). */
+static cJSON *eval_request(rl_kenv_pool *pool, const request_line *rq)
+{
+    rl_err err;
+    char what[64];
+    snprintf(what, sizeof what, "stdin line %ld", rq->line_no);
+    cJSON *req = rl_json_parse(rq->text, rq->len, what, &err), *res = NULL;
+    const char *task = NULL, *cand = NULL, *src = NULL;
+    if (req && !cJSON_IsObject(req)) rl_err_set(&err, "%s: must be a JSON object", what);
+    else if (req && (rl_json_string(req, "task", &task, 1, what, &err) || rl_json_string(req, "candidate", &cand, 0, what, &err) ||
+                     rl_json_string(req, "source", &src, 0, what, &err)))
+        task = NULL;
+    else if (req && !cand == !src)
+        rl_err_set(&err, "%s: give exactly one of 'candidate' (a path) and 'source' (the code)", what), task = NULL;
+    if (task) {
+        char *text = NULL;
+        size_t n = 0;
+        rl_kenv_result r;
+        if (!(cand && rl_file_read_all(cand, &text, &n, &err)) &&
+            !rl_kenv_pool_eval(pool, task, cand ? text : src, cand ? n : strlen(src), &r, &err))
+            res = r.json, r.json = NULL;
+        free(text);
+    }
+    if (!res) {
+        res = cJSON_CreateObject();
+        cJSON_AddStringToObject(res, "status", "error");
+        cJSON_AddStringToObject(res, "failure", err.msg);
+        cJSON_AddNullToObject(res, "reward");
+    }
+    const cJSON *id = cJSON_IsObject(req) ? cJSON_GetObjectItemCaseSensitive(req, "id") : NULL;
+    cJSON_AddItemToObject(res, "id", id ? cJSON_Duplicate(id, 1) : cJSON_CreateNumber((double)rq->line_no));
+    cJSON_Delete(req);
+    return res;
+}
+
+static void run_line(void *user, rl_kenv_pool *pool, void *work)
+{
+    batch *b = user;
+    request_line *rq = work;
+    cJSON *res = eval_request(pool, rq);
+    char *text = cJSON_PrintUnformatted(res);
+    cJSON_Delete(res);
+    pthread_mutex_lock(&b->out_lock);
+    if (text) printf("%s\n", text);
+    fflush(stdout);
+    pthread_mutex_unlock(&b->out_lock);
+    free(text);
+    free(rq->text);
+    free(rq);
+}
+
 static int batch_run(const rl_kenv_opts *o, int gpus, int jobs)
 {
-    if (gpus <= 0) gpus = rl_kenv_count_gpus(o);
-    if (gpus <= 0) {
-        fprintf(stderr, "rlc kernel-eval: no GPU found: neither %s --count-devices nor %s with torch sees one "
-                        "(--gpus N skips the query)\n", o->worker, o->python);
+    rl_kenv_pool *pool;
+    rl_err err;
+    if (rl_kenv_pool_create(&pool, o, gpus, &err)) {
+        fprintf(stderr, "rlc kernel-eval: %s (--gpus N skips the query)\n", err.msg);
         return RL_EXIT_FAILURE;
     }
-    if (gpus > 16) gpus = 16;
-    batch b;
-    memset(&b, 0, sizeof b);
-    b.opt = o;
-    pthread_mutex_init(&b.in_lock, NULL);
+    batch b = {.line_no = 0};
     pthread_mutex_init(&b.out_lock, NULL);
-    pthread_mutex_init(&b.gpu_lock, NULL);
-    pthread_cond_init(&b.gpu_free, NULL);
-    b.n_gpus = gpus;
-    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
-    for (int i = 0; i < gpus; i++) {
-        snprintf(b.devices[i], sizeof b.devices[i], "%d", i);
-        if (vis && *vis) {
-            const char *p = vis;
-            for (int k = 0; k < i && p; k++) {
-                p = strchr(p, ',');
-                if (p) p++;
-            }
-            if (p) snprintf(b.devices[i], sizeof b.devices[i], "%.*s", (int)strcspn(p, ","), p);
-        }
-    }
-    if (jobs <= 0) jobs = 2 * gpus;
-    if (jobs > 64) jobs = 64;
-    pthread_t th[64];
-    for (int i = 0; i < jobs; i++) pthread_create(&th[i], NULL, batch_main, &b);
-    for (int i = 0; i < jobs; i++) pthread_join(th[i], NULL);
+    rl_kenv_feed feed = {&b, next_line, run_line};
+    rl_kenv_pool_run(pool, jobs, &feed);
+    pthread_mutex_destroy(&b.out_lock);
+    rl_kenv_pool_free(pool);
     return RL_EXIT_OK;
 }
 
-static void print_human(const cJSON *res)
+static void print_human(const rl_kenv_result *r)
 {
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "status");
-    const cJSON *rw = cJSON_GetObjectItemCaseSensitive(res, "reward");
-    const cJSON *fa = cJSON_GetObjectItemCaseSensitive(res, "failure");
-    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(res, "speedup");
-    const cJSON *rm = cJSON_GetObjectItemCaseSensitive(res, "ref_ms");
-    const cJSON *cm = cJSON_GetObjectItemCaseSensitive(res, "cand_ms");
-    printf("status   %s\n", cJSON_IsString(st) ? st->valuestring : "?");
-    if (cJSON_IsNumber(rw)) printf("reward   %.3f\n", rw->valuedouble);
-    if (cJSON_IsString(fa)) printf("failure  %s\n", fa->valuestring);
-    if (cJSON_IsObject(rm) && cJSON_IsObject(cm) && cJSON_IsNumber(sp)) {
-        const cJSON *rmed = cJSON_GetObjectItemCaseSensitive(rm, "median"), *cmed = cJSON_GetObjectItemCaseSensitive(cm, "median");
-        printf("time     reference %.4f ms, candidate %.4f ms, speedup %.2fx%s\n", cJSON_IsNumber(rmed) ? rmed->valuedouble : 0,
-               cJSON_IsNumber(cmed) ? cmed->valuedouble : 0, sp->valuedouble,
-               cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "noisy")) ? " (noisy)" : "");
-    }
-    const cJSON *stat = cJSON_GetObjectItemCaseSensitive(res, "static");
-    for (const cJSON *f = stat ? stat->child : NULL; f; f = f->next) {
-        const cJSON *d = cJSON_GetObjectItemCaseSensitive(f, "detail");
-        printf("static   %s%s\n", cJSON_IsString(d) ? d->valuestring : "", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "fatal")) ? " [fatal]" : "");
-    }
-    const cJSON *comp = cJSON_GetObjectItemCaseSensitive(res, "compile");
-    const cJSON *log = comp ? cJSON_GetObjectItemCaseSensitive(comp, "log") : NULL;
-    if (cJSON_IsString(st) && !strcmp(st->valuestring, "compile_error") && cJSON_IsString(log)) printf("%s", log->valuestring);
+    printf("status   %s\n", rl_kenv_status_names[r->status]);
+    if (r->has_reward) printf("reward   %.3f\n", r->reward);
+    if (r->failure) printf("failure  %s\n", r->failure);
+    if (r->timed)
+        printf("time     reference %.4f ms, candidate %.4f ms, speedup %.2fx%s\n", r->ref_ms, r->cand_ms, r->speedup,
+               r->noisy ? " (noisy)" : "");
+    for (int i = 0; i < r->findings.n; i++)
+        printf("static   %s%s\n", r->findings.items[i].detail, r->findings.items[i].fatal ? " [fatal]" : "");
+    if (r->compile_log) printf("%s", r->compile_log);
 }
 
 /* Prints the protocol that a run with these options would use (for --help). */
@@ -263,33 +205,31 @@ static int run(rl_kenv_opts *o, const char *const proto_values[N_PROTO_FLAGS], i
         fprintf(stderr, "rlc kernel-eval: %s\n", err.msg);
         return RL_EXIT_FAILURE;
     }
-    cJSON *res = rl_kenv_eval(o, task, text, len, &err);
+    rl_kenv_result res;
+    int rc = rl_kenv_eval(o, task, text, len, &res, &err);
     free(text);
-    if (!res) {
+    if (rc) {
         fprintf(stderr, "rlc kernel-eval: %s\n", err.msg);
         return RL_EXIT_FAILURE;
     }
     if (json) {
-        char *s = cJSON_PrintUnformatted(res);
+        char *s = cJSON_PrintUnformatted(res.json);
         if (s) printf("%s\n", s);
         free(s);
     } else {
-        print_human(res);
+        print_human(&res);
     }
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "status");
-    int rc = cJSON_IsString(st) && !strcmp(st->valuestring, "error") ? RL_EXIT_FAILURE : RL_EXIT_OK;
-    if (rc) {
-        const cJSON *fa = cJSON_GetObjectItemCaseSensitive(res, "failure");
-        fprintf(stderr, "rlc kernel-eval: %s\n", cJSON_IsString(fa) ? fa->valuestring : "evaluation failed");
-    }
-    cJSON_Delete(res);
+    rc = res.status == RL_KENV_ERROR ? RL_EXIT_FAILURE : RL_EXIT_OK;
+    if (rc) fprintf(stderr, "rlc kernel-eval: %s\n", res.failure ? res.failure : "evaluation failed");
+    rl_kenv_result_free(&res);
     return rc;
 }
 
 int rl_cmd_kernel_eval(int argc, char **argv)
 {
     rl_kenv_opts o;
-    rl_kenv_opts_default(&o);
+    rl_kenv_paths paths;
+    rl_kenv_opts_default(&o, &paths);
     int json = 0, batch_mode = 0, gpus = 0, jobs = 0;
     const char *task = NULL, *candidate = NULL, *proto_values[N_PROTO_FLAGS] = {NULL};
     rl_opt list[] = {

@@ -88,7 +88,8 @@ Test(kproto, good_text)
 Test(kproto, rlc_finds_it_by_default)
 {
     rl_kenv_opts o;
-    rl_kenv_opts_default(&o);
+    rl_kenv_paths paths;
+    rl_kenv_opts_default(&o, &paths);
     cr_assert(strstr(o.protocol_path, "src/reward/kernel_env/protocol.json"), "%s", o.protocol_path);
     cr_assert(strstr(o.kb_worker, "src/reward/kernel_env/kernelbench_worker.py"), "%s", o.kb_worker);
     rl_err err;
@@ -104,7 +105,8 @@ Test(kproto, missing_file)
     cr_assert_eq(rl_kproto_load(&p, "/nonexistent/protocol.json", &err), -1);
     cr_assert(strstr(err.msg, "/nonexistent/protocol.json") && strstr(err.msg, "cannot open"), "%s", err.msg);
     rl_kenv_opts o;
-    rl_kenv_opts_default(&o);
+    rl_kenv_paths paths;
+    rl_kenv_opts_default(&o, &paths);
     o.protocol_path = "/nonexistent/p.json";
     cr_assert_eq(rl_kenv_load_protocol(&o, &err), -1);
     cr_assert(!o.proto_loaded);
