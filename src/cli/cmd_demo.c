@@ -71,7 +71,7 @@ int rl_cmd_demo(int argc, char **argv)
         RL_OPT_I("max-new-tokens", &c.max_new, 1, 1 << 20, "tokens generated per completion"),
         RL_OPT_END,
     };
-    rl_opts cli = {"demo", usage, list, NULL, 0};
+    rl_opts cli = {.cmd = "demo", .usage = usage, .list = list};
     int status = rl_opts_parse(&cli, argc, argv);
     if (status == RL_OPTS_CONTINUE) status = run(&c, device, threads);
     rl_opts_free(&cli);

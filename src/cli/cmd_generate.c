@@ -63,7 +63,7 @@ static int parse_args(options *o, rl_opts *cli, int argc, char **argv)
         RL_OPT_DEVICE(&o->device),
         RL_OPT_END,
     };
-    *cli = (rl_opts){"generate", usage, list, NULL, 0};
+    *cli = (rl_opts){.cmd = "generate", .usage = usage, .list = list};
     int rc = rl_opts_parse(cli, argc, argv);
     o->params.sample.temperature = (float)temperature;
     o->params.sample.top_p = (float)top_p;

@@ -146,7 +146,7 @@ int rl_cmd_info(int argc, char **argv)
         RL_OPT_P("MODEL_DIR", &dir, "the model directory to check", .flags = RL_OPT_REQUIRED),
         RL_OPT_END,
     };
-    rl_opts cli = {"info", usage, list, NULL, 0};
+    rl_opts cli = {.cmd = "info", .usage = usage, .list = list};
     int status = rl_opts_parse(&cli, argc, argv);
     if (status == RL_OPTS_CONTINUE) status = run(dir);
     rl_opts_free(&cli);

@@ -258,7 +258,7 @@ int rl_cmd_kernel_eval(int argc, char **argv)
         RL_OPT_F("keep-going", &o.keep_going, "run the GPU protocol even after a fatal static finding"),
         RL_OPT_END,
     };
-    rl_opts cli = {"kernel-eval", usage, list, NULL, 0};
+    rl_opts cli = {.cmd = "kernel-eval", .usage = usage, .list = list};
     int status = rl_opts_parse(&cli, argc, argv);
     if (status == RL_EXIT_OK) print_protocol(&o); /* --help was given */
     if (status == RL_OPTS_CONTINUE) status = run(&o, proto_values, batch_mode, json, gpus, jobs, task, candidate);

@@ -135,7 +135,7 @@ int rl_cmd_logprobs(int argc, char **argv)
         RL_OPT_DEVICE(&device),
         RL_OPT_END,
     };
-    rl_opts cli = {"logprobs", usage, list, NULL, 0};
+    rl_opts cli = {.cmd = "logprobs", .usage = usage, .list = list};
     int status = rl_opts_parse(&cli, argc, argv);
     if (status == RL_OPTS_CONTINUE) status = run(dir, device, temperature);
     rl_opts_free(&cli);

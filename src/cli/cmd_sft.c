@@ -132,7 +132,7 @@ int rl_cmd_sft(int argc, char **argv)
         RL_OPT_THREADS(&o.threads),
         RL_OPT_END,
     };
-    rl_opts cli = {"sft", usage, list, NULL, 0};
+    rl_opts cli = {.cmd = "sft", .usage = usage, .list = list};
     int status = rl_cli_parse_resumable(&cli, argc, argv);
     if (status == RL_OPTS_CONTINUE && !o.model_dir && !o.resume)
         status = rl_opts_fail(&cli, "--model (or --resume) is required (see --help)");

@@ -155,7 +155,7 @@ int rl_cmd_tokenize(int argc, char **argv)
         RL_OPT_F("jsonl", &jsonl, "one {\"text\": ...} per input line; one {\"ids\", \"decoded\"} per output line"),
         RL_OPT_END,
     };
-    rl_opts cli = {"tokenize", usage, list, NULL, 0};
+    rl_opts cli = {.cmd = "tokenize", .usage = usage, .list = list};
     int status = rl_opts_parse(&cli, argc, argv);
     if (status == RL_OPTS_CONTINUE && json && jsonl) status = rl_opts_fail(&cli, "--json and --jsonl exclude each other");
     if (status == RL_OPTS_CONTINUE) status = run(path, json, jsonl);

@@ -54,11 +54,11 @@ static void choices_text(const rl_opt *p, const char *sep, const char *last_sep,
                                p->choices[k]);
 }
 
-/* Sets p from text. `source` is "" for the command line, else "FILE: ". */
-static int set_value(rl_opts *o, rl_opt *p, const char *text, const char *source, int copy)
+/* Sets p from text. `prefix` is "" for the command line, else "FILE: ". */
+static int set_value(rl_opts *o, rl_opt *p, const char *text, const char *prefix, int copy)
 {
     char what[160];
-    snprintf(what, sizeof what, "%s--%s", source, p->name);
+    snprintf(what, sizeof what, "%s--%s", prefix, p->name);
     switch (p->type) {
     case RL_OPT_INT:
     case RL_OPT_I64:
@@ -113,9 +113,9 @@ static int set_value(rl_opts *o, rl_opt *p, const char *text, const char *source
             break;
         }
         rl_opt_list *l = p->value;
-        if (!p->set) l->n = 0; /* the first explicit value replaces a default list */
+        if (!p->set || p->source != o->source) l->n = 0; /* a new source's values replace the old */
         if (l->n == RL_OPT_LIST_MAX) {
-            rl_opts_fail(o, "%sat most %d --%s values", source, RL_OPT_LIST_MAX, p->name);
+            rl_opts_fail(o, "%sat most %d --%s values", prefix, RL_OPT_LIST_MAX, p->name);
             return -1;
         }
         l->items[l->n++] = text;
@@ -123,6 +123,7 @@ static int set_value(rl_opts *o, rl_opt *p, const char *text, const char *source
     }
     }
     p->set = 1;
+    p->source = o->source;
     return 0;
 }
 
@@ -143,8 +144,9 @@ int rl_opts_apply_json(rl_opts *o, const cJSON *j, const char *what)
         rl_opts_fail(o, "%s: must be a JSON object of option names to values", what);
         return -1;
     }
-    char source[300];
-    snprintf(source, sizeof source, "%s: ", what);
+    char prefix[300];
+    snprintf(prefix, sizeof prefix, "%s: ", what);
+    o->source++;
     for (const cJSON *it = j->child; it; it = it->next) {
         rl_opt *p = find(o, it->string, strlen(it->string));
         if (!p) {
@@ -160,16 +162,16 @@ int rl_opts_apply_json(rl_opts *o, const cJSON *j, const char *what)
                     rl_opts_fail(o, "%s: option '%s' must be a list of strings", what, it->string);
                     return -1;
                 }
-                if (set_value(o, p, e->valuestring, source, 1)) return -1;
+                if (set_value(o, p, e->valuestring, prefix, 1)) return -1;
             }
-            if (!it->child) ((rl_opt_list *)p->value)->n = 0, p->set = 1;
+            if (!it->child) ((rl_opt_list *)p->value)->n = 0, p->set = 1, p->source = o->source;
             continue;
         }
         if (json_text(it, text, sizeof text, &value)) {
             rl_opts_fail(o, "%s: option '%s' must be a string, number or boolean", what, it->string);
             return -1;
         }
-        if (set_value(o, p, value, source, 1)) return -1;
+        if (set_value(o, p, value, prefix, 1)) return -1;
     }
     return 0;
 }
@@ -211,6 +213,7 @@ static int check_required(rl_opts *o)
 
 int rl_opts_parse(rl_opts *o, int argc, char **argv)
 {
+    o->source++;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -231,6 +234,7 @@ int rl_opts_parse(rl_opts *o, int argc, char **argv)
             const char *path = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
             if (!path) return rl_opts_fail(o, "--config needs a file");
             if (load_config(o, path)) return RL_EXIT_USAGE;
+            o->source++; /* back on the command line */
             continue;
         }
         rl_opt *p = find(o, name, len);
@@ -253,7 +257,8 @@ int rl_opts_parse(rl_opts *o, int argc, char **argv)
     return check_required(o);
 }
 
-/* The current value as help shows it; "" when there is none to show. */
+/* The current value as help shows it (so `--help` after other options shows what they set);
+ * "" when there is none to show. */
 static void format_value(const rl_opt *p, char *out, size_t size)
 {
     out[0] = '\0';
@@ -268,7 +273,12 @@ static void format_value(const rl_opt *p, char *out, size_t size)
         snprintf(out, size, "%s", s ? s : "");
         break;
     }
-    case RL_OPT_LIST:
+    case RL_OPT_LIST: {
+        const rl_opt_list *l = p->value;
+        for (int k = 0, at = 0; k < l->n && at < (int)size; k++)
+            at += snprintf(out + at, size - (size_t)at, "%s%s", k ? ", " : "", l->items[k]);
+        break;
+    }
     case RL_OPT_POS: break;
     }
 }

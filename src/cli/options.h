@@ -9,7 +9,8 @@
  * Accepted forms: --name VALUE, --name=VALUE; flags --name, --no-name, --name=true|false;
  * positional arguments (RL_OPT_POS) in table order; --help / -h. `--config FILE.json` reads an
  * object whose keys are option names (dashes or underscores) and sets them the same way: options
- * after it on the command line override it, options before it are overridden by it.
+ * after it on the command line override it, options before it are overridden by it (a
+ * repeatable option takes a list of strings there; its values replace earlier ones as a whole).
  *
  * Errors: "rlc <cmd>: <message>" on stderr, one format for every command ("--top-p must be a
  * number in (0, 1], got '0'", "unknown option '--bogus' (see --help)", "--model is required");
@@ -55,6 +56,7 @@ typedef struct rl_opt {
     const char *const *choices; /* RL_OPT_CHOICE: NULL-terminated names */
     unsigned flags;
     int set;                    /* filled: 1 once given */
+    int source;                 /* filled: which source (argv, a config file) set it last */
 } rl_opt;
 
 /* Table entries; extra designators may follow: `.flags = RL_OPT_REQUIRED`, `.range.above_lo = 1`. */
@@ -78,6 +80,8 @@ typedef struct rl_opts {
     rl_opt *list;      /* ends with RL_OPT_END */
     char **copied;     /* strings from config files */
     int n_copied;
+    int source;        /* counts the sources read: a repeatable option's values from a later
+                          source replace those of an earlier one */
 } rl_opts;
 
 /* rl_opts_parse's "go on" value; anything else is the exit status to return (0 after --help). */

@@ -111,6 +111,18 @@ Test(options, repeated_values_and_help)
         cr_expect(strstr(out, "usage: rlc ") && strstr(out, "--config FILE.json"), "%s: %s", cmd, out);
         free(out), free(err);
     }
+    /* a later source's values of a repeatable option replace an earlier one's */
+    const char *cfg = write_config("{\"stop\": [\"a\", \"b\"]}");
+    char with_config[256];
+    snprintf(with_config, sizeof with_config, "grpo --stop x --config %s --help", cfg);
+    cr_expect_eq(rlc(with_config, "", &out, &err), 0);
+    cr_expect(strstr(out, "(repeatable) [a, b]"), "%s", out);
+    free(out), free(err);
+    snprintf(with_config, sizeof with_config, "grpo --config %s --stop c --stop d --help", cfg);
+    cr_expect_eq(rlc(with_config, "", &out, &err), 0);
+    cr_expect(strstr(out, "(repeatable) [c, d]"), "%s", out);
+    free(out), free(err);
+    unlink(cfg);
     cr_expect_eq(rlc("sft --help", "", &out, &err), 0);
     cr_expect(strstr(out, "--schedule constant|linear|cosine") && strstr(out, "[cosine]"), "%s", out);
     cr_expect(strstr(out, "--grad-accum N") && strstr(out, "[1; [1, 1048576]]"), "%s", out);
