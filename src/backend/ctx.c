@@ -9,14 +9,16 @@
 #include "backend/cuda/cuda_ops.h"
 #endif
 
-int rl_cuda_available(void)
+int rl_cuda_devices(void)
 {
 #ifdef RL_HAVE_CUDA
-    return rl_cuda_device_count() > 0;
+    return rl_cuda_device_count();
 #else
     return 0;
 #endif
 }
+
+int rl_cuda_available(void) { return rl_cuda_devices() > 0; }
 
 int rl_ctx_create(rl_ctx *ctx, rl_backend_kind kind, int device, rl_err *err)
 {

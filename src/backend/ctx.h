@@ -34,6 +34,8 @@ int rl_ctx_create(rl_ctx *ctx, rl_backend_kind kind, int device, rl_err *err);
 void rl_ctx_free(rl_ctx *ctx);
 /* 1 if this build has CUDA and a device is visible. */
 int rl_cuda_available(void);
+/* CUDA devices visible (0 without CUDA in the build or on the machine). */
+int rl_cuda_devices(void);
 const char *rl_backend_name(const rl_ctx *ctx);
 
 typedef enum { RL_H2D, RL_D2H, RL_D2D } rl_copy_kind;

@@ -142,12 +142,20 @@ static void signal_all(const pid_t *pid, int n, int sig)
         if (pid[r] > 0) kill(pid[r], sig);
 }
 
-int rl_dist_spawn_local(int n, char **argv, rl_err *err)
+int rl_dist_spawn_local(int n, char **args, rl_err *err)
 {
-    int port;
+    int port, n_args = 0;
     if (free_port(&port, err) != 0) return rl_err_prefix(err, "--gpus %d: ", n);
+    while (args[n_args]) n_args++;
     pid_t *pid = calloc((size_t)n, sizeof *pid);
-    if (!pid) return rl_err_oom(err, "--gpus", (size_t)n * sizeof *pid);
+    char **argv = calloc((size_t)n_args + 2, sizeof *argv);
+    if (!pid || !argv) {
+        free(pid);
+        free(argv);
+        return rl_err_oom(err, "--gpus", (size_t)n * sizeof *pid);
+    }
+    argv[0] = "rlc";
+    memcpy(argv + 1, args, (size_t)n_args * sizeof *argv);
     struct sigaction sa = {0}, old_int, old_term;
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
@@ -215,6 +223,7 @@ int rl_dist_spawn_local(int n, char **argv, rl_err *err)
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     free(pid);
+    free(argv);
     if (rc != 0) return -1;
     return failed ? first : interrupted ? 130 : 0;
 }

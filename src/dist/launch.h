@@ -15,10 +15,10 @@
 
 #include "core/error.h"
 
-/* Runs argv (argv[0] is kept) as n local ranks and waits for them. Returns the command's exit
- * status: 0 when every rank succeeded, 130 when they all stopped on Ctrl-C, else the first
- * failing rank's status (128 + signal number for a signal); -1 when nothing could be started
- * (err filled). */
-int rl_dist_spawn_local(int n, char **argv, rl_err *err);
+/* Runs `rlc args...` (args: NULL-terminated, from the command's name on) as n local ranks and
+ * waits for them. Returns the command's exit status: 0 when every rank succeeded, 130 when they
+ * all stopped on Ctrl-C, else the first failing rank's status (128 + signal number for a
+ * signal); -1 when nothing could be started (err filled). */
+int rl_dist_spawn_local(int n, char **args, rl_err *err);
 
 #endif

@@ -123,7 +123,7 @@ int rl_net_connect(const char *host, int port, double timeout_s, int *fd, rl_err
         }
         double left = deadline - rl_time_now();
         if (left <= 0)
-            return rl_err_set(err, "cannot connect to %s:%d within %g s (last attempt: %s)", host, port, timeout_s, last);
+            return rl_err_set(err, "%s", last);
         nap(left < 0.1 ? left : 0.1);
     }
 }

@@ -17,7 +17,8 @@ int rl_net_listen(int port, int *fd, rl_err *err);
 /* The port a listening socket got (after listening on port 0). */
 int rl_net_local_port(int fd, int *port, rl_err *err);
 /* Connects to host:port (a name or dotted address), retrying refused or unreachable attempts
- * until timeout_s has passed since the call. */
+ * until timeout_s has passed since the call; on failure err holds the last attempt's reason
+ * alone ("Connection refused"), for the caller's message. */
 int rl_net_connect(const char *host, int port, double timeout_s, int *fd, rl_err *err);
 /* Waits up to timeout_s (< 0: forever) for one incoming connection. */
 int rl_net_accept(int listen_fd, double timeout_s, int *fd, rl_err *err);

@@ -3,6 +3,7 @@
  * is closed and ignored rather than failing the run. */
 #include "dist/rendezvous.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #define MAGIC "RLC1"
 #define MAX_TEXT ((uint32_t)1 << 20)
 #define HELLO_WAIT 10.0 /* seconds a fresh connection has to introduce itself */
+#define REPLY_GRACE 5.0 /* seconds beyond the timeout a rank waits for rank 0's answer */
 
 enum { CONN_CTRL = 0, CONN_DATA = 1 };
 
@@ -69,16 +71,45 @@ static void first_difference(const char *a, const char *b, char *out, size_t siz
     snprintf(out, size, "one has settings the other lacks (rank 0: '%.100s', rank %d: '%.100s')", a, rank, b);
 }
 
+/* Rank 0's refusal (it answers on the control connection as soon as it sees a problem, and
+ * stops listening) when it is there to read; 0 when none came. */
+static int refusal(rl_rdzv *z, rl_err *err)
+{
+    struct pollfd p = {z->ctrl[0], POLLIN, 0};
+    reply rp;
+    rl_err e;
+    if (poll(&p, 1, 0) <= 0 || rl_net_recv(z->ctrl[0], &rp, sizeof rp, 1.0, NULL, &e) != 0 || rp.status == 0) return 0;
+    char msg[900];
+    size_t n = rp.len < sizeof msg - 1 ? rp.len : sizeof msg - 1;
+    if (rl_net_recv(z->ctrl[0], msg, n, 1.0, NULL, &e) != 0) n = 0;
+    msg[n] = '\0';
+    return rl_err_set(err, "rank %d: rank 0 refused the run: %s", z->rank, msg);
+}
+
+/* Connects to rank 0, in slices so that a refusal that arrives meanwhile on the control
+ * connection (already open when the data connection is made) ends the wait. */
+static int connect_root(rl_rdzv *z, const char *addr, int port, double deadline, int *fd, rl_err *err)
+{
+    rl_err e;
+    for (;;) {
+        double slice = z->ctrl[0] >= 0 && left(deadline) > 0.5 ? 0.5 : left(deadline);
+        if (rl_net_connect(addr, port, slice, fd, &e) == 0) return 0;
+        if (z->ctrl[0] >= 0 && refusal(z, err)) return -1;
+        if (left(deadline) <= 0) break;
+    }
+    return rl_err_set(err, "rank %d: cannot reach rank 0 at MASTER_ADDR:MASTER_PORT = %s:%d within %g s (last "
+                           "attempt: %s). Is rank 0 running, and is that address reachable and the port open from "
+                           "this machine?",
+                      z->rank, addr, port, z->timeout_s, e.msg);
+}
+
 static int join_other(rl_rdzv *z, const char *addr, int port, double deadline, const char *text, void *blob,
                       size_t blob_bytes, rl_err *err)
 {
     rl_err e;
     for (int kind = CONN_CTRL; kind <= CONN_DATA; kind++) {
         int *fd = kind == CONN_CTRL ? &z->ctrl[0] : &z->data[0];
-        if (rl_net_connect(addr, port, left(deadline), fd, &e) != 0)
-            return rl_err_set(err, "rank %d: cannot reach rank 0 at MASTER_ADDR:MASTER_PORT = %s:%d: %s. Is rank 0 "
-                                   "running, and is that address reachable and the port open from this machine?",
-                              z->rank, addr, port, e.msg);
+        if (connect_root(z, addr, port, deadline, fd, err)) return -1;
         hello h = {{0}, (uint32_t)kind, (uint32_t)z->rank, (uint32_t)z->world, rl_rdzv_hash(text),
                    kind == CONN_CTRL ? (uint32_t)strlen(text) : 0};
         memcpy(h.magic, MAGIC, 4);
@@ -86,6 +117,9 @@ static int join_other(rl_rdzv *z, const char *addr, int port, double deadline, c
             rl_net_send(*fd, text, h.text_len, left(deadline), NULL, &e))
             return rl_err_set(err, "rank %d: rendezvous with rank 0 at %s:%d: %s", z->rank, addr, port, e.msg);
     }
+    /* rank 0 may still be waiting for others until its own deadline, which began about when
+     * ours did: its answer gets a few seconds more */
+    deadline += REPLY_GRACE;
     reply rp;
     if (rl_net_recv(z->ctrl[0], &rp, sizeof rp, left(deadline), NULL, &e) != 0)
         return rl_err_set(err, "rank %d: no answer from rank 0 at %s:%d: %s (rank 0 may have failed: see its message)",
@@ -204,6 +238,7 @@ int rl_rdzv_join(rl_rdzv *z, int rank, int world, const char *addr, int port, do
         return rl_err_oom(err, "rendezvous", 2 * (size_t)n * sizeof(int));
     }
     for (int r = 0; r < n; r++) z->ctrl[r] = z->data[r] = -1;
+    z->timeout_s = timeout_s;
     double deadline = rl_time_now() + timeout_s;
     int rc = rank == 0 ? join_root(z, port, timeout_s, deadline, config_text, blob, blob_bytes, err)
                        : join_other(z, addr, port, deadline, config_text, blob, blob_bytes, err);

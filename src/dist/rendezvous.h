@@ -20,6 +20,7 @@ typedef struct rl_rdzv {
     int rank, world;
     int *ctrl; /* rank 0: [world], ctrl[r] to rank r (ctrl[0] = -1); others: ctrl[0] to rank 0 */
     int *data; /* the same shape */
+    double timeout_s;
 } rl_rdzv;
 
 /* Joins the run: the whole exchange within timeout_s. blob (blob_bytes) is sent by rank 0 and
