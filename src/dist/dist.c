@@ -9,7 +9,8 @@
 
 #define WATCHDOG_GRACE 5.0 /* seconds a rank may take to unwind after another was lost */
 
-static void abort_comm(void *comm) { rl_comm_abort(comm); }
+/* The watchdog's reaction to a lost rank: abort the communicator (when there is one yet). */
+static void abort_comm(void *dist) { rl_comm_abort(((rl_dist *)dist)->comm); }
 
 int rl_dist_init(rl_dist *d, const rl_dist_config *cfg, rl_ctx *ctx, const char *config_text, rl_err *err)
 {
@@ -21,7 +22,10 @@ int rl_dist_init(rl_dist *d, const rl_dist_config *cfg, rl_ctx *ctx, const char 
         return rl_err_prefix(err, "rank %d: ", cfg->rank);
     if (cfg->world == 1) {
         int none = -1;
-        return cuda ? rl_comm_nccl_create(&d->comm, ctx, 0, 1, id, err) : rl_comm_cpu_create(&d->comm, ctx, 0, 1, &none, err);
+        rl_comm *comm = NULL;
+        int rc = cuda ? rl_comm_nccl_create(&comm, ctx, 0, 1, id, err) : rl_comm_cpu_create(&comm, ctx, 0, 1, &none, err);
+        d->comm = comm;
+        return rc;
     }
     size_t len = strlen(config_text);
     char *text = malloc(len + 32);
@@ -32,21 +36,20 @@ int rl_dist_init(rl_dist *d, const rl_dist_config *cfg, rl_ctx *ctx, const char 
                           cuda ? sizeof id : 0, err);
     free(text);
     if (rc != 0) return -1;
-    if (cuda) {
-        rc = rl_comm_nccl_create(&d->comm, ctx, cfg->rank, cfg->world, id, err);
-    } else {
-        rc = rl_comm_cpu_create(&d->comm, ctx, cfg->rank, cfg->world, z.data, err);
-        for (int r = 0; r < (cfg->rank == 0 ? cfg->world : 1); r++) z.data[r] = -1; /* the communicator's now */
-    }
-    if (rc == 0) {
-        rc = rl_watchdog_start(&d->watchdog, cfg->rank, cfg->world, z.ctrl, WATCHDOG_GRACE, abort_comm, d->comm, err);
-        for (int r = 0; r < (cfg->rank == 0 ? cfg->world : 1); r++) z.ctrl[r] = -1;
+    /* the watchdog first: a rank lost while NCCL sets up must not hang the others either */
+    int n = cfg->rank == 0 ? cfg->world : 1;
+    rc = rl_watchdog_start(&d->watchdog, cfg->rank, cfg->world, z.ctrl, WATCHDOG_GRACE, abort_comm, d, err);
+    for (int r = 0; r < n; r++) z.ctrl[r] = -1; /* the watchdog's now */
+    rl_comm *comm = NULL;
+    if (rc == 0 && cuda) {
+        rc = rl_comm_nccl_create(&comm, ctx, cfg->rank, cfg->world, id, err);
+    } else if (rc == 0) {
+        rc = rl_comm_cpu_create(&comm, ctx, cfg->rank, cfg->world, z.data, err);
+        for (int r = 0; r < n; r++) z.data[r] = -1; /* the communicator's now */
     }
     rl_rdzv_close(&z);
-    if (rc != 0) {
-        rl_comm_free(d->comm);
-        d->comm = NULL;
-    }
+    d->comm = comm;
+    if (rc != 0) rl_dist_finish(d, 0, err);
     return rc;
 }
 

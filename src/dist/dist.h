@@ -36,8 +36,8 @@ int rl_dist_from_env(rl_dist_config *cfg, rl_err *err);
 
 typedef struct rl_dist {
     rl_dist_config cfg;
-    rl_comm *comm;
-    rl_watchdog *watchdog; /* NULL for a single rank */
+    rl_comm *volatile comm; /* volatile: the watchdog thread reads it to abort */
+    rl_watchdog *watchdog;  /* NULL for a single rank */
 } rl_dist;
 
 /* Joins the run: rendezvous with config_text (one "name=value" per line; the backend is added)

@@ -16,7 +16,8 @@
 #include "dist/dist.h"
 #include "dist/net.h"
 
-#define KILL_AFTER 10.0 /* seconds between SIGTERM and SIGKILL for the surviving ranks */
+#define TERM_AFTER 5.0  /* seconds the other ranks get to stop by themselves after a failure */
+#define KILL_AFTER 10.0 /* then seconds between SIGTERM and SIGKILL */
 
 extern char **environ;
 
@@ -187,19 +188,29 @@ int rl_dist_spawn_local(int n, char **args, rl_err *err)
         started++;
     }
     if (rc != 0) signal_all(pid, n, SIGKILL);
-    int alive = started, failed = 0, first = 0, interrupted = 0;
-    double kill_at = rc != 0 ? rl_time_now() : 0;
+    /* After a first failure the others usually stop by themselves within seconds (their
+     * watchdogs): they get TERM_AFTER to do so, then SIGTERM, then SIGKILL. Every failure seen
+     * before our own signals is reported; the command's status is that of the first rank killed
+     * by a signal (the likeliest cause: the others exit 1 because it went), else the first
+     * failure's. */
+    int alive = started, first = 0, by_signal = 0, interrupted = 0, signalled = rc != 0;
+    double term_at = 0, kill_at = rc != 0 ? rl_time_now() : 0;
     while (alive > 0) {
         if (pending_signal) {
             signal_all(pid, n, pending_signal);
             pending_signal = 0;
         }
+        double now = rl_time_now();
+        if (term_at > 0 && now > term_at && !signalled) {
+            signal_all(pid, n, SIGTERM);
+            signalled = 1;
+        }
+        if (kill_at > 0 && now > kill_at) signal_all(pid, n, SIGKILL);
         int status;
-        pid_t p = waitpid(-1, &status, kill_at > 0 ? WNOHANG : 0);
+        pid_t p = waitpid(-1, &status, term_at > 0 || kill_at > 0 ? WNOHANG : 0);
         if (p <= 0) {
             if (p < 0 && errno != EINTR) break;
-            if (kill_at > 0 && rl_time_now() > kill_at) signal_all(pid, n, SIGKILL);
-            if (kill_at > 0) nanosleep(&(struct timespec){0, 100000000}, NULL);
+            if (p == 0) nanosleep(&(struct timespec){0, 50000000}, NULL);
             continue;
         }
         int r = 0;
@@ -209,21 +220,23 @@ int rl_dist_spawn_local(int n, char **args, rl_err *err)
         alive--;
         int code = exit_code(status);
         interrupted |= code == 130;
-        if (code == 0 || code == 130 || failed) continue;
-        failed = 1;
-        first = code;
+        if (code == 0 || code == 130 || signalled) continue;
         if (WIFSIGNALED(status))
-            fprintf(stderr, "rlc: rank %d (pid %d) was killed by signal %d (%s); stopping the other ranks\n", r, (int)p,
-                    WTERMSIG(status), strsignal(WTERMSIG(status)));
+            fprintf(stderr, "rlc: rank %d (pid %d) was killed by signal %d (%s)\n", r, (int)p, WTERMSIG(status),
+                    strsignal(WTERMSIG(status)));
         else
-            fprintf(stderr, "rlc: rank %d (pid %d) failed with exit status %d; stopping the other ranks\n", r, (int)p, code);
-        signal_all(pid, n, SIGTERM);
-        kill_at = rl_time_now() + KILL_AFTER;
+            fprintf(stderr, "rlc: rank %d (pid %d) failed with exit status %d\n", r, (int)p, code);
+        if (!first || (WIFSIGNALED(status) && !by_signal)) first = code;
+        by_signal |= WIFSIGNALED(status);
+        if (term_at == 0) {
+            term_at = rl_time_now() + TERM_AFTER;
+            kill_at = term_at + KILL_AFTER;
+        }
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     free(pid);
     free(argv);
     if (rc != 0) return -1;
-    return failed ? first : interrupted ? 130 : 0;
+    return first ? first : interrupted ? 130 : 0;
 }

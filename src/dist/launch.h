@@ -9,7 +9,8 @@
  * after the current step and save) and receives SIGTERM if the supervisor dies.
  *
  * When a rank fails (an exit status other than 0 and 130, or a signal) the supervisor says
- * which, sends the others SIGTERM and, 10 s later, SIGKILL. */
+ * which; the others, whose watchdogs stop them within seconds, get 5 s to do so, then SIGTERM
+ * and, 10 s later, SIGKILL. */
 #ifndef RL_DIST_LAUNCH_H
 #define RL_DIST_LAUNCH_H
 
@@ -17,8 +18,8 @@
 
 /* Runs `rlc args...` (args: NULL-terminated, from the command's name on) as n local ranks and
  * waits for them. Returns the command's exit status: 0 when every rank succeeded, 130 when they
- * all stopped on Ctrl-C, else the first failing rank's status (128 + signal number for a
- * signal); -1 when nothing could be started (err filled). */
+ * all stopped on Ctrl-C, else the status of the first rank killed by a signal (128 + its
+ * number), or of the first that failed; -1 when nothing could be started (err filled). */
 int rl_dist_spawn_local(int n, char **args, rl_err *err);
 
 #endif
