@@ -24,6 +24,7 @@ BUILD=${BUILD:-build}
 OUT=${OUT:-build/dist-bench}
 RLC=$BUILD/rlc
 TOK=examples/demo/tokenizer.json
+. scripts/find-nccl.sh
 mkdir -p "$OUT"
 RES=$OUT/results.txt
 : > "$RES"
