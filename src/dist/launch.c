@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "core/timer.h"
 #include "dist/dist.h"
 #include "dist/net.h"
@@ -175,7 +176,7 @@ int rl_dist_spawn_local(int n, char **args, rl_err *err)
             prctl(PR_SET_PDEATHSIG, SIGTERM);
             if (getppid() != self) _exit(1);
             execve("/proc/self/exe", argv, env);
-            fprintf(stderr, "rlc: rank %d: cannot start /proc/self/exe: %s\n", r, strerror(errno));
+            rl_log_error("rank %d: cannot start /proc/self/exe: %s", r, strerror(errno));
             _exit(127);
         }
         for (int i = 0; env && i < 7; i++) free(env[i]);
@@ -222,10 +223,10 @@ int rl_dist_spawn_local(int n, char **args, rl_err *err)
         interrupted |= code == 130;
         if (code == 0 || code == 130 || signalled) continue;
         if (WIFSIGNALED(status))
-            fprintf(stderr, "rlc: rank %d (pid %d) was killed by signal %d (%s)\n", r, (int)p, WTERMSIG(status),
+            rl_log_error("rank %d (pid %d) was killed by signal %d (%s)", r, (int)p, WTERMSIG(status),
                     strsignal(WTERMSIG(status)));
         else
-            fprintf(stderr, "rlc: rank %d (pid %d) failed with exit status %d\n", r, (int)p, code);
+            rl_log_error("rank %d (pid %d) failed with exit status %d", r, (int)p, code);
         if (!first || (WIFSIGNALED(status) && !by_signal)) first = code;
         by_signal |= WIFSIGNALED(status);
         if (term_at == 0) {

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "core/timer.h"
 #include "dist/net.h"
 
@@ -53,12 +54,12 @@ static void lose(rl_watchdog *w, int who)
     if (w->rank == 0)
         for (int r = 1; r < w->world; r++)
             if (r != who && w->fds[r] >= 0) send_msg(w->fds[r], 'A', who);
-    fprintf(stderr, "rlc: rank %d of %d: rank %d exited or lost its connection; stopping this rank\n", w->rank,
+    rl_log_error("rank %d of %d: rank %d exited or lost its connection; stopping this rank", w->rank,
             w->world, who);
     if (w->on_lost) w->on_lost(w->user);
     struct pollfd p = {w->pipe_rd, POLLIN, 0};
     if (poll(&p, 1, (int)(w->grace_s * 1000)) > 0) return;
-    fprintf(stderr, "rlc: rank %d: still running %g s after rank %d was lost; exiting\n", w->rank, w->grace_s, who);
+    rl_log_error("rank %d: still running %g s after rank %d was lost; exiting", w->rank, w->grace_s, who);
     _exit(1);
 }
 
