@@ -93,11 +93,6 @@ int rl_cli_train(const char *cmd, const rl_cli_ranks *p, rl_run_config *c, char 
         if (status < 0) fprintf(stderr, "rlc %s: %s\n", cmd, err.msg);
         return status < 0 ? RL_EXIT_FAILURE : status;
     }
-    if (launched && p->gpus > 1 && p->gpus != dc.local_world) {
-        fprintf(stderr, "rlc %s: --gpus %d, but %s started %d rank(s) on this machine\n", cmd, p->gpus, dc.launcher,
-                dc.local_world);
-        return RL_EXIT_USAGE;
-    }
     /* a rank takes the GPU of its local rank (device 0 when the launcher left it one), and
      * CPU ranks share the cores */
     int n_gpus = rl_cuda_devices(), ordinal = launched && n_gpus > 1 ? dc.local_rank : 0, threads = p->threads;

@@ -5,9 +5,9 @@
  *   - --gpus N (N > 1) in a process that no launcher started: this process becomes the
  *     supervisor of N local ranks (dist/launch.h) and returns their exit status;
  *   - a process a launcher started (dist/dist.h: rlc's own --gpus, torchrun-style variables,
- *     mpirun): it takes the GPU of its local rank, joins the others with its options as the run
- *     configuration (a rank started with different options is refused), and trains as one
- *     rank: progress shown by rank 0 only;
+ *     mpirun; the launcher decides the ranks, --gpus is not used): it takes the GPU of its local
+ *     rank, joins the others with its options as the run configuration (a rank started with
+ *     different options is refused), and trains as one rank: progress shown by rank 0 only;
  *   - otherwise the single-process run, unchanged. */
 #ifndef RL_CLI_TRAIN_COMMON_H
 #define RL_CLI_TRAIN_COMMON_H
