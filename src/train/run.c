@@ -53,12 +53,11 @@ static int64_t sft_steps(const rl_run_config *c, const rl_train_data *d)
     return steps < 1 ? 1 : steps;
 }
 
-/* ", 2 ranks, ZeRO 1" for the opening note of a data-parallel run. */
-static const char *ranks_text(const run *r)
+/* ", 2 ranks, ZeRO 1" for the opening note of a data-parallel run, into text (64 bytes). */
+static const char *ranks_text(const run *r, char *text)
 {
-    static char text[64];
     text[0] = '\0';
-    if (r->dp) snprintf(text, sizeof text, ", %d ranks, ZeRO %d", rl_dp_world(r->dp), rl_dp_zero(r->dp));
+    if (r->dp) snprintf(text, 64, ", %d ranks, ZeRO %d", rl_dp_world(r->dp), rl_dp_zero(r->dp));
     return text;
 }
 
@@ -97,6 +96,7 @@ static void note_memory(const run *r, rl_ctx *ctx, const rl_loop_watch *watch)
 static int make_trainer(run *r, const rl_loop_watch *watch, rl_train_hooks *hooks, int64_t *steps, rl_err *err)
 {
     const rl_run_config *c = r->c;
+    char ranks[64];
     if (c->kind == RL_RUN_SFT) {
         if (rl_train_data_sft(&r->data, c->data, r->tok, &r->model.config, c->max_len, err)) return -1;
         if (r->data.n_truncated)
@@ -111,7 +111,7 @@ static int make_trainer(run *r, const rl_loop_watch *watch, rl_train_hooks *hook
         *hooks = (rl_train_hooks){r, sft_step, sft_save, sft_done};
         rl_loop_note(r->lead, "%s, %d examples, %.1fM parameters, %lld steps from step %lld (%s%s)", c->data,
                      r->data.n, (double)r->model.n_elems / 1e6, (long long)*steps, (long long)r->t.sft.state.step,
-                     rl_backend_name(r->model.ctx), ranks_text(r));
+                     rl_backend_name(r->model.ctx), ranks_text(r, ranks));
         return 0;
     }
     *steps = c->steps;
@@ -134,7 +134,7 @@ static int make_trainer(run *r, const rl_loop_watch *watch, rl_train_hooks *hook
     *hooks = (rl_train_hooks){r, grpo_step, grpo_save, grpo_done};
     rl_loop_note(r->lead, "%s, %d prompts, reward %s, %s loss, %lld steps from step %lld (%s%s)", c->data, r->data.n,
                  c->reward, rl_loss_norm_names[gc.loss_norm], (long long)*steps, (long long)r->t.grpo.state.step,
-                 rl_backend_name(r->model.ctx), ranks_text(r));
+                 rl_backend_name(r->model.ctx), ranks_text(r, ranks));
     return 0;
 }
 
