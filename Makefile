@@ -18,7 +18,7 @@ export OMP_WAIT_POLICY ?= passive
 BUILD   ?= build$(if $(filter 1,$(CUDA)),,/cpu)$(if $(filter 1,$(ASAN)),/asan)$(if $(filter 1,$(DEBUG)),/debug)
 CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -Isrc -fopenmp -MMD -MP
 LDFLAGS := -fopenmp
-LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lm -lpthread
+LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lm -lpthread -ldl
 
 ifeq ($(DEBUG),1)
 CFLAGS  += -O0 -g
@@ -39,8 +39,11 @@ CU_SRC := $(if $(filter 1,$(CUDA)),$(sort $(wildcard src/backend/cuda/*.cu)))
 ifneq ($(CU_SRC),)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CU_OBJ    := $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
+# NCCL: compiled against the toolkit's nccl.h; libnccl.so.2 is loaded at run time (nccl.cu),
+# from $RLC_NCCL_LIBRARY, the loader's path, or this toolkit's lib64.
 NVFLAGS   := -std=c++17 -O3 -g -lineinfo -Isrc -gencode=arch=compute_$(ARCH),code=sm_$(ARCH) \
-             -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -MMD -MP
+             -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -MMD -MP \
+             -DRL_NCCL_TOOLKIT_LIB='"$(CUDA_HOME)/lib64/libnccl.so.2"'
 CFLAGS    += -DRL_HAVE_CUDA=1 -I$(CUDA_HOME)/include
 LDLIBS    += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lnvrtc -lstdc++
 endif

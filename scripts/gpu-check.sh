@@ -3,7 +3,7 @@
 # benchmarks; ends with a short summary table (the last lines of the output).
 #
 # usage: sh scripts/gpu-check.sh [--no-build]
-#   SECTIONS="tests attention step grpo parity kenv ktasks train" (the default: all) selects what runs.
+#   SECTIONS="tests attention step grpo parity kenv ktasks train dist" (the default: all) selects what runs.
 #   --no-build   use the binaries already in $BUILD (built where the dev packages are, by
 #                scripts/gpu-prepare.sh, and carried to the GPU machine with .devlibs/:
 #                LD_LIBRARY_PATH=$PWD/.devlibs BUILD=build/cudah sh scripts/gpu-check.sh --no-build)
@@ -22,7 +22,7 @@ SUMMARY=$LOGDIR/summary.txt
 : >"$LOG"
 : >"$SUMMARY"
 STATUS=0
-SECTIONS=${SECTIONS:-tests attention step grpo parity kenv ktasks train}
+SECTIONS=${SECTIONS:-tests attention step grpo parity kenv ktasks train dist}
 CONFIG=bench/configs/qwen3-0.6b.json
 
 row() { printf '%-50s %s\n' "$1" "$2" >>"$SUMMARY"; }
@@ -235,6 +235,17 @@ section_train() {
     while IFS= read -r line; do row "train" "$line"; done <"$res"
 }
 
+# Data parallelism on the GPUs there are (scripts/gpu-dist-check.sh): NCCL as the only rank
+# (ZeRO 0, 1, 2) against the plain trainer; with 2 GPUs, --gpus 2 against one GPU.
+section_dist() {
+    res=$LOGDIR/gpu-dist-check.txt
+    BUILD=$BUILD OUT=$LOGDIR/dist sh scripts/gpu-dist-check.sh >"$res" 2>&1
+    rc=$?
+    cat "$res" >>"$LOG"
+    [ $rc -eq 0 ] || STATUS=1
+    while IFS= read -r line; do row "dist" "$line"; done <"$res"
+}
+
 section_build "$@"
 want tests && section_gpu_tests
 want attention && section_bench_attention "$@"
@@ -244,6 +255,7 @@ want parity && section_parity "$@"
 want kenv && section_kenv
 want ktasks && section_ktasks
 want train && section_train
+want dist && section_dist
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 echo "== gpu-check summary (full log: $LOG)"

@@ -3,19 +3,22 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef RL_HAVE_CUDA
 #include "backend/cuda/cuda_ops.h"
 #endif
 
-int rl_cuda_available(void)
+int rl_cuda_devices(void)
 {
 #ifdef RL_HAVE_CUDA
-    return rl_cuda_device_count() > 0;
+    return rl_cuda_device_count();
 #else
     return 0;
 #endif
 }
+
+int rl_cuda_available(void) { return rl_cuda_devices() > 0; }
 
 int rl_ctx_create(rl_ctx *ctx, rl_backend_kind kind, int device, rl_err *err)
 {
@@ -88,6 +91,18 @@ int rl_sync(rl_ctx *ctx)
 #ifdef RL_HAVE_CUDA
     if (ctx->kind == RL_BACKEND_CUDA) return rl_cuda_sync(ctx);
 #endif
+    return 0;
+}
+
+int rl_mem_info(rl_ctx *ctx, size_t *free_bytes, size_t *total_bytes)
+{
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) return rl_cuda_mem_info(ctx, free_bytes, total_bytes);
+#endif
+    long page = sysconf(_SC_PAGESIZE), avail = sysconf(_SC_AVPHYS_PAGES), all = sysconf(_SC_PHYS_PAGES);
+    if (page <= 0 || avail < 0 || all <= 0) return rl_err_set(&ctx->err, "cannot read the machine's memory size");
+    *free_bytes = (size_t)avail * (size_t)page;
+    *total_bytes = (size_t)all * (size_t)page;
     return 0;
 }
 

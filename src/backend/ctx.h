@@ -34,6 +34,8 @@ int rl_ctx_create(rl_ctx *ctx, rl_backend_kind kind, int device, rl_err *err);
 void rl_ctx_free(rl_ctx *ctx);
 /* 1 if this build has CUDA and a device is visible. */
 int rl_cuda_available(void);
+/* CUDA devices visible (0 without CUDA in the build or on the machine). */
+int rl_cuda_devices(void);
 const char *rl_backend_name(const rl_ctx *ctx);
 
 typedef enum { RL_H2D, RL_D2H, RL_D2D } rl_copy_kind;
@@ -45,6 +47,9 @@ int rl_memcpy(rl_ctx *ctx, void *dst, const void *src, size_t bytes, rl_copy_kin
 int rl_memzero(rl_ctx *ctx, void *ptr, size_t bytes);
 /* Waits for all queued work (a no-op on the CPU). */
 int rl_sync(rl_ctx *ctx);
+/* Memory of the backend: the device's free and total bytes on CUDA, the machine's available
+ * and total RAM on the CPU. */
+int rl_mem_info(rl_ctx *ctx, size_t *free_bytes, size_t *total_bytes);
 
 /* fp32 host array <-> backend array of ctx->act_dtype (bf16 on CUDA), converting: for activations
  * and working weights. Buffers that are fp32 on every backend (log-probs, advantages, loss

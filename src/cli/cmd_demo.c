@@ -18,7 +18,7 @@ static int run(const rl_demo_config *c, int device, int threads)
 {
     double t_start = rl_time_now();
     rl_ctx ctx;
-    int status = rl_device_ctx("demo", &ctx, device, threads);
+    int status = rl_device_ctx("demo", &ctx, device, threads, 0);
     if (status) return status;
     rl_progress progress;
     rl_loop_watch watch = rl_progress_watch(&progress, "demo");

@@ -165,7 +165,7 @@ static int run(options *o)
     rl_model model;
     rl_tokenizer *tok = NULL;
     rl_engine *engine = NULL;
-    if ((status = rl_device_ctx("generate", &ctx, o->device, 0))) return status;
+    if ((status = rl_device_ctx("generate", &ctx, o->device, 0, 0))) return status;
     if (rl_model_load(&model, &ctx, o->model_dir, &err)) {
         fprintf(stderr, "rlc generate: %s\n", err.msg);
         rl_ctx_free(&ctx);

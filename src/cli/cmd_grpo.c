@@ -21,24 +21,21 @@ static const char usage[] =
 typedef struct options {
     const char *model_dir, *data, *out, *resume, *tokenizer, *reward;
     int64_t steps;
-    int max_prompt, save_every, device, threads, seed, schedule, loss_norm, variant;
+    int max_prompt, save_every, save, seed, schedule, loss_norm, variant;
+    rl_cli_ranks ranks;
     double temperature, top_p, clip_low, clip_high, kl_beta, reward_timeout;
     rl_opt_list stop;
     rl_grpo_config c;
 } options;
 
-static int run(options *o, const cJSON *saved_options)
+static int run(options *o, const cJSON *saved_options, char **argv)
 {
-    rl_ctx ctx;
-    int rc = rl_device_ctx("grpo", &ctx, o->device, o->threads);
-    if (rc) return rc;
     rl_run_config c = {.kind = RL_RUN_GRPO, .model_dir = o->model_dir, .resume = o->resume, .data = o->data,
                        .out = o->out, .tokenizer = o->tokenizer, .steps = o->steps, .max_len = o->max_prompt,
                        .save_every = o->save_every, .reward = o->reward, .reward_options = {o->reward_timeout},
-                       .grpo = o->c, .options = saved_options};
-    rc = rl_cli_train("grpo", &ctx, &c);
-    rl_ctx_free(&ctx);
-    return rc;
+                       .grpo = o->c, .options = saved_options,
+                       .no_save = !o->save};
+    return rl_cli_train("grpo", &o->ranks, &c, argv);
 }
 
 /* The trainer's config from the options: the variant's presets where no option was given. */
@@ -67,7 +64,7 @@ static void make_config(options *o, rl_opts *cli)
 int rl_cmd_grpo(int argc, char **argv)
 {
     rl_grpo_config c = rl_grpo_defaults();
-    options o = {.device = RL_DEVICE_AUTO, .steps = 100, .max_prompt = 1024, .seed = 1234, .schedule = RL_LR_CONSTANT,
+    options o = {.ranks = {.device = RL_DEVICE_AUTO, .gpus = 1}, .save = 1, .steps = 100, .max_prompt = 1024, .seed = 1234, .schedule = RL_LR_CONSTANT,
                  .loss_norm = c.loss_norm, .temperature = c.gen.sample.temperature, .top_p = c.gen.sample.top_p,
                  .clip_low = c.clip_low, .clip_high = c.clip_high, .kl_beta = c.kl_beta, .reward_timeout = 60, .c = c};
     rl_opt list[] = {
@@ -105,8 +102,11 @@ int rl_cmd_grpo(int argc, char **argv)
         RL_OPT_F("shuffle", &o.c.shuffle, "shuffle prompts every epoch"),
         RL_OPT_F("recompute", &o.c.recompute, "activation checkpointing"),
         RL_OPT_I("save-every", &o.save_every, 0, 1 << 30, "checkpoint every N steps (0 = at the end only)"),
-        RL_OPT_DEVICE(&o.device),
-        RL_OPT_THREADS(&o.threads),
+        RL_OPT_NO_SAVE(&o.save),
+        RL_OPT_DEVICE(&o.ranks.device),
+        RL_OPT_THREADS(&o.ranks.threads),
+        RL_OPT_GPUS(&o.ranks.gpus),
+        RL_OPT_ZERO(&o.ranks.zero),
         RL_OPT_END,
     };
     rl_opts cli = {.cmd = "grpo", .usage = usage, .list = list};
@@ -118,7 +118,7 @@ int rl_cmd_grpo(int argc, char **argv)
     if (status == RL_OPTS_CONTINUE) {
         make_config(&o, &cli);
         cJSON *saved = rl_opts_to_json(&cli);
-        status = run(&o, saved);
+        status = run(&o, saved, argv);
         cJSON_Delete(saved);
     }
     rl_opts_free(&cli);

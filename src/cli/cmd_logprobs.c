@@ -90,7 +90,7 @@ static int run(const char *dir, int device, double temperature)
     rl_err err = {{0}};
     rl_ctx ctx;
     rl_model model;
-    int status = rl_device_ctx("logprobs", &ctx, device, 0);
+    int status = rl_device_ctx("logprobs", &ctx, device, 0, 0);
     if (status) return status;
     if (rl_model_load(&model, &ctx, dir, &err)) {
         fprintf(stderr, "rlc logprobs: %s\n", err.msg);

@@ -18,28 +18,26 @@ typedef struct options {
     const char *model_dir, *data, *out, *resume, *tokenizer;
     int64_t steps;
     double epochs;
-    int max_len, save_every, device, threads, seed, schedule;
+    int max_len, save_every, save, seed, schedule;
+    rl_cli_ranks ranks;
     rl_sft_config c;
 } options;
 
-static int run(options *o, const cJSON *saved_options)
+static int run(options *o, const cJSON *saved_options, char **argv)
 {
-    rl_ctx ctx;
-    int rc = rl_device_ctx("sft", &ctx, o->device, o->threads);
-    if (rc) return rc;
     rl_run_config c = {.kind = RL_RUN_SFT, .model_dir = o->model_dir, .resume = o->resume, .data = o->data,
                        .out = o->out, .tokenizer = o->tokenizer, .steps = o->steps, .epochs = o->epochs,
-                       .max_len = o->max_len, .save_every = o->save_every, .sft = o->c, .options = saved_options};
+                       .max_len = o->max_len, .save_every = o->save_every, .sft = o->c, .options = saved_options,
+                       .no_save = !o->save};
     c.sft.seed = (uint64_t)o->seed;
     c.sft.optim.schedule.kind = (rl_lr_kind)o->schedule;
-    rc = rl_cli_train("sft", &ctx, &c);
-    rl_ctx_free(&ctx);
-    return rc;
+    return rl_cli_train("sft", &o->ranks, &c, argv);
 }
 
 int rl_cmd_sft(int argc, char **argv)
 {
-    options o = {.device = RL_DEVICE_AUTO, .epochs = 1, .max_len = 2048, .seed = 1234, .schedule = RL_LR_COSINE, .c = rl_sft_defaults()};
+    options o = {.ranks = {.device = RL_DEVICE_AUTO, .gpus = 1}, .epochs = 1, .max_len = 2048, .save = 1, .seed = 1234,
+                 .schedule = RL_LR_COSINE, .c = rl_sft_defaults()};
     rl_opt list[] = {
         RL_OPT_S("model", &o.model_dir, "DIR", "model directory to start from (HF layout)"),
         RL_OPT_S("data", &o.data, "FILE", "training data (JSON lines)", .flags = RL_OPT_REQUIRED),
@@ -63,8 +61,11 @@ int rl_cmd_sft(int argc, char **argv)
         RL_OPT_F("shuffle", &o.c.shuffle, "shuffle the data every epoch (--no-shuffle: file order)"),
         RL_OPT_F("recompute", &o.c.recompute, "activation checkpointing (less memory, more compute)"),
         RL_OPT_I("save-every", &o.save_every, 0, 1 << 30, "checkpoint every N steps (0 = at the end only)"),
-        RL_OPT_DEVICE(&o.device),
-        RL_OPT_THREADS(&o.threads),
+        RL_OPT_NO_SAVE(&o.save),
+        RL_OPT_DEVICE(&o.ranks.device),
+        RL_OPT_THREADS(&o.ranks.threads),
+        RL_OPT_GPUS(&o.ranks.gpus),
+        RL_OPT_ZERO(&o.ranks.zero),
         RL_OPT_END,
     };
     rl_opts cli = {.cmd = "sft", .usage = usage, .list = list};
@@ -73,7 +74,7 @@ int rl_cmd_sft(int argc, char **argv)
         status = rl_opts_fail(&cli, "--model (or --resume) is required (see --help)");
     if (status == RL_OPTS_CONTINUE) {
         cJSON *saved = rl_opts_to_json(&cli);
-        status = run(&o, saved);
+        status = run(&o, saved, argv);
         cJSON_Delete(saved);
     }
     rl_opts_free(&cli);

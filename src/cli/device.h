@@ -18,8 +18,9 @@ extern const char *const rl_device_names[]; /* "cpu", "cuda", "auto" */
 #define RL_OPT_DEVICE(p) RL_OPT_C("device", p, rl_device_names, "where the model runs (auto: cuda when a GPU is usable)")
 #define RL_OPT_THREADS(p) RL_OPT_I("threads", p, 0, 4096, "CPU threads (0 = OpenMP default)")
 
-/* Creates *ctx for device (RL_DEVICE_*) with n_threads CPU threads (0: OpenMP's default).
- * Returns 0, or prints "rlc <cmd>: --device cuda: <why>" and returns exit status 1. */
-int rl_device_ctx(const char *cmd, rl_ctx *ctx, int device, int n_threads);
+/* Creates *ctx for device (RL_DEVICE_*) with n_threads CPU threads (0: OpenMP's default), on
+ * CUDA device `ordinal` (0 but for the ranks of a multi-GPU run). Returns 0, or prints
+ * "rlc <cmd>: --device cuda: <why>" and returns exit status 1. */
+int rl_device_ctx(const char *cmd, rl_ctx *ctx, int device, int n_threads, int ordinal);
 
 #endif

@@ -20,8 +20,10 @@ static void on_sigint(int sig)
 static void init(rl_progress *p, const char *label, int64_t first_step, int64_t total_steps)
 {
     const char *cmd = p->cmd;
+    int quiet = p->quiet;
     *p = (rl_progress){0};
     p->cmd = cmd;
+    p->quiet = quiet;
     p->label = label;
     p->tty = isatty(fileno(stderr));
     p->first = first_step;
@@ -106,12 +108,17 @@ static void watch_begin(void *user, const rl_loop_config *c, int64_t first_step)
     sigaction(SIGINT, &sa, &old_action);
 }
 
-static void watch_step(void *user, const rl_step_stats *s) { step(user, s); }
+static void watch_step(void *user, const rl_step_stats *s)
+{
+    if (!((rl_progress *)user)->quiet) step(user, s);
+}
 
 static void watch_end(void *user, const rl_loop_config *c, int outcome, const rl_step_stats *last)
 {
     rl_progress *p = user;
     end_line(p);
+    sigaction(SIGINT, &old_action, NULL);
+    if (p->quiet) return;
     if (outcome == 1 && c->ckpt_dir)
         fprintf(stderr, "%s: interrupted after step %lld; checkpoint saved to %s (continue with --resume %s)\n",
                 c->label, (long long)last->step, c->ckpt_dir, c->ckpt_dir);
@@ -119,7 +126,6 @@ static void watch_end(void *user, const rl_loop_config *c, int outcome, const rl
         fprintf(stderr, "%s: interrupted after step %lld\n", c->label, (long long)last->step);
     else if (outcome == 0 && last)
         summary(p, last);
-    sigaction(SIGINT, &old_action, NULL);
 }
 
 static void watch_note(void *user, const char *text) { fprintf(stderr, "rlc %s: %s\n", ((rl_progress *)user)->cmd, text); }

@@ -6,7 +6,8 @@
  * last, so logs stay readable. At the end: the summary, or where the checkpoint of a run
  * stopped by Ctrl-C went. While a loop runs, SIGINT only sets the watcher's stop flag (the loop
  * saves and stops after the current step); a second Ctrl-C kills as usual. Notes print as
- * "rlc <cmd>: <text>". */
+ * "rlc <cmd>: <text>". A quiet watcher (set quiet after rl_progress_watch) shows no progress, but
+ * handles Ctrl-C and notes the same way. */
 #ifndef RL_CLI_PROGRESS_H
 #define RL_CLI_PROGRESS_H
 
@@ -19,6 +20,7 @@
 
 typedef struct rl_progress {
     const char *cmd;      /* "demo": notes print as "rlc demo: ..." */
+    int quiet;            /* the ranks of a data-parallel run other than 0: notes and Ctrl-C only */
     const char *label;    /* "sft", "grpo" */
     int tty;
     int64_t first, total; /* steps: the run goes from first to total */

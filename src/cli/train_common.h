@@ -1,6 +1,14 @@
 /* train_common.h — what the training commands share between parsing their options and the
  * library's rl_train_run (train/run.h, which also describes a run directory's layout): a
- * checkpoint's saved options as the defaults of a resumed run, and progress lines with Ctrl-C. */
+ * checkpoint's saved options as the defaults of a resumed run, progress lines with Ctrl-C, the
+ * device, and running as one rank of several (docs/distributed.md):
+ *   - --gpus N (N > 1) in a process that no launcher started: this process becomes the
+ *     supervisor of N local ranks (dist/launch.h) and returns their exit status;
+ *   - a process a launcher started (dist/dist.h: rlc's own --gpus, torchrun-style variables,
+ *     mpirun; the launcher decides the ranks, --gpus is not used): it takes the GPU of its local
+ *     rank, joins the others with its options as the run configuration (a rank started with
+ *     different options is refused), and trains as one rank: progress shown by rank 0 only;
+ *   - otherwise the single-process run, unchanged. */
 #ifndef RL_CLI_TRAIN_COMMON_H
 #define RL_CLI_TRAIN_COMMON_H
 
@@ -11,7 +19,17 @@
 /* rl_opts_parse, after applying the options saved in the checkpoint that --resume names (so the
  * command line only needs what changes). */
 int rl_cli_parse_resumable(rl_opts *o, int argc, char **argv);
-/* rl_train_run with progress lines and Ctrl-C; returns the command's exit status. */
-int rl_cli_train(const char *cmd, rl_ctx *ctx, const rl_run_config *c);
+/* Where and how a training command runs: --device, --threads, --gpus, --zero. */
+typedef struct rl_cli_ranks {
+    int device, threads, gpus, zero;
+} rl_cli_ranks;
+
+#define RL_OPT_GPUS(p) RL_OPT_I("gpus", p, 1, 4096, "ranks on this machine, one per GPU (with --device cpu: CPU processes)")
+#define RL_OPT_ZERO(p) RL_OPT_I("zero", p, 0, 2, "with several ranks: 1 shards the optimizer state, 2 the gradients too")
+#define RL_OPT_NO_SAVE(p) RL_OPT_F("save", p, "write checkpoints (--no-save: none, e.g. for benchmarks)")
+
+/* rl_train_run as described above, with progress lines and Ctrl-C; argv is the command's (to
+ * start the ranks). Returns the command's exit status. */
+int rl_cli_train(const char *cmd, const rl_cli_ranks *p, rl_run_config *c, char **argv);
 
 #endif

@@ -167,6 +167,24 @@ int rl_acts_create(rl_acts **out, const rl_model *m, int max_tokens, rl_acts_mod
     return 0;
 }
 
+size_t rl_acts_plan_bytes(const rl_model_config *cfg, rl_dtype act_dtype, int max_tokens, rl_acts_mode mode)
+{
+    rl_model shape = {.config = *cfg};
+    rl_acts a = {.model = &shape, .mode = mode, .max_tokens = max_tokens};
+    a.x = calloc((size_t)cfg->n_layers + 1, sizeof *a.x);
+    a.layers = calloc((size_t)cfg->n_layers, sizeof *a.layers);
+    size_t bytes = 0;
+    if (a.x && a.layers) {
+        planner p = {.esize = rl_dtype_size(act_dtype)};
+        rl_arena_create(&p.arena, 0);
+        plan(&p, &a);
+        bytes = p.arena.peak;
+    }
+    free(a.x);
+    free(a.layers);
+    return bytes;
+}
+
 void rl_acts_free(rl_acts *a)
 {
     if (!a) return;

@@ -24,6 +24,12 @@
  * An rl_acts belongs to one model and may be freed and re-created at will (e.g. released
  * during generation).
  *
+ * Data parallelism (train/dp.h) changes two things, both invisible to a single-rank run:
+ * gradient hooks (rl_grad_hooks) see each region of the flat layout when the backward starts
+ * and finishes writing its gradients, and may hand out the memory they go to; and the fp32
+ * masters may be sharded (rl_model_shard_master: m->master then holds only elements
+ * [master_lo, master_lo + master_count), the working copy stays whole).
+ *
  * Not thread-safe: one model and its acts are used by one thread at a time. */
 #ifndef RL_MODEL_MODEL_H
 #define RL_MODEL_MODEL_H
@@ -62,6 +68,8 @@ typedef struct rl_model {
     rl_layer_offsets *layers;  /* [n_layers] */
     size_t embed, final_norm, lm_head; /* lm_head == embed when tied */
     float *inv_freq;           /* RoPE inverse frequencies [head_dim / 2] (backend) */
+    size_t master_lo, master_count; /* the elements master holds: 0 and n_elems unless sharded */
+    const struct rl_grad_hooks *grad_hooks; /* NULL: gradients go to grads, nobody is told */
 } rl_model;
 
 /* ---- creation, loading, saving ---------------------------------------------------------- */
@@ -76,8 +84,11 @@ int rl_model_init_random(rl_model *m, rl_ctx *ctx, const rl_model_config *cfg, u
                          rl_err *err);
 
 /* Writes dir/config.json and dir/model.safetensors (tensors stored as dtype: RL_F32 or
- * RL_BF16; config torch_dtype set to match) that transformers' from_pretrained loads. */
+ * RL_BF16; config torch_dtype set to match) that transformers' from_pretrained loads. The
+ * masters must not be sharded. */
 int rl_model_save(const rl_model *m, const char *dir, rl_dtype dtype, rl_err *err);
+/* The same from a host copy of all n_elems master weights (e.g. gathered from ranks). */
+int rl_model_save_host(const rl_model *m, const float *master, const char *dir, rl_dtype dtype, rl_err *err);
 
 /* Safe on a model whose load or init failed (it is left zeroed). */
 void rl_model_free(rl_model *m);
@@ -96,6 +107,11 @@ static inline void *rl_model_working_copy(const rl_model *m)
  * other than rl_adamw_step with rl_model_working_copy). A no-op on the CPU. */
 int rl_model_refresh_working(rl_model *m, rl_err *err);
 
+/* Keeps only elements [lo, lo + count) of the fp32 masters (a data-parallel rank updates its
+ * shard; train/dp.c all-gathers the working copy). Needs a separate working copy (CUDA); the
+ * CPU forward reads the masters themselves. */
+int rl_model_shard_master(rl_model *m, size_t lo, size_t count, rl_err *err);
+
 /* Index into m->params of the tensor named name, or -1. */
 int rl_model_find_param(const rl_model *m, const char *name);
 
@@ -109,6 +125,9 @@ typedef enum {
 
 typedef struct rl_acts rl_acts;
 
+/* Bytes rl_acts_create would allocate for a model of cfg with activations of act_dtype (0 when
+ * the planning tables cannot be allocated): for memory estimates before loading anything. */
+size_t rl_acts_plan_bytes(const rl_model_config *cfg, rl_dtype act_dtype, int max_tokens, rl_acts_mode mode);
 /* Plans and allocates the activations for batches of at most max_tokens tokens. */
 int rl_acts_create(rl_acts **out, const rl_model *m, int max_tokens, rl_acts_mode mode,
                    rl_err *err);
@@ -131,8 +150,35 @@ int rl_model_forward(rl_model *m, rl_acts *a, const int32_t *tokens, const int32
 
 /* Backward of sum_t dlogp[t] * logp[t] for the batch of the last rl_model_forward on a
  * (training-mode acts): dlogp (backend, [n_tokens], same alignment; entries at sequence starts
- * are ignored). Gradients are ADDED to m->grads (micro-batches accumulate). */
+ * are ignored). Gradients are ADDED to m->grads (micro-batches accumulate), or to where the
+ * gradient hooks say. */
 int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err);
+
+/* ---- gradient hooks ---------------------------------------------------------------------- */
+
+/* The backward writes the gradients region by region; in the order it finishes them: region 0
+ * the tail (final norm and, untied, lm_head), regions 1 .. n_layers the layers from the last
+ * to the first, region n_layers + 1 the embedding. Each is a contiguous range of the flat
+ * layout; together they cover it. */
+typedef struct rl_grad_region {
+    size_t offset, count;
+} rl_grad_region;
+
+/* Fills regions[0 .. n_layers + 2) in that order. */
+void rl_model_grad_regions(const rl_model *m, rl_grad_region *regions);
+
+typedef struct rl_grad_hooks {
+    void *user;
+    /* Where the gradient of flat element `offset` lives (fp32, backend): asked for the first
+     * element of each tensor the backward writes, inside a region between its begin and end.
+     * NULL: m->grads + offset. */
+    float *(*at)(void *user, size_t offset);
+    /* Called before the backward first writes into region r, and after it last wrote there.
+     * With tied embeddings the lm_head writes into the embedding's region first, so region
+     * n_layers + 1 begins before region 0 and ends last. */
+    int (*begin)(void *user, int region, rl_err *err);
+    int (*end)(void *user, int region, rl_err *err);
+} rl_grad_hooks;
 
 /* ---- KV-cached forward for generation ---------------------------------------------------- */
 

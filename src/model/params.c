@@ -114,6 +114,7 @@ static int model_create(rl_model *m, rl_ctx *ctx, const rl_model_config *cfg, rl
     free(specs);
     if (resolve_offsets(m, err)) goto fail;
 
+    m->master_count = m->n_elems;
     m->master = rl_alloc(ctx, m->n_elems * sizeof(float));
     if (!m->master) goto fail_ctx;
     if (rl_memzero(ctx, m->master, m->n_elems * sizeof(float))) goto fail_ctx;
@@ -159,6 +160,7 @@ void rl_model_free(rl_model *m)
 /* Puts n host fp32 values into the masters (and the working copy) at offset. */
 static int store_f32(rl_model *m, size_t offset, const float *src, size_t n)
 {
+    RL_ASSERT(m->master_count == m->n_elems); /* loading happens before any sharding */
     rl_ctx *ctx = m->ctx;
     RL_OP(rl_memcpy(ctx, m->master + offset, src, n * sizeof(float), RL_H2D));
     if (m->working == (void *)m->master) return 0;
@@ -252,18 +254,25 @@ int rl_model_init_random(rl_model *m, rl_ctx *ctx, const rl_model_config *cfg, u
 
 int rl_model_save(const rl_model *m, const char *dir, rl_dtype dtype, rl_err *err)
 {
+    if (m->master_count != m->n_elems)
+        return rl_err_set(err, "%s: this rank holds a shard of the master weights; save through train/dp", dir);
+    float *host = malloc(m->n_elems * sizeof(float));
+    if (!host) return rl_err_oom(err, "model save staging", m->n_elems * sizeof(float));
+    int rc = rl_memcpy(m->ctx, host, m->master, m->n_elems * sizeof(float), RL_D2H);
+    if (rc) *err = m->ctx->err;
+    else rc = rl_model_save_host(m, host, dir, dtype, err);
+    free(host);
+    return rc;
+}
+
+int rl_model_save_host(const rl_model *m, const float *host, const char *dir, rl_dtype dtype, rl_err *err)
+{
     if (dtype != RL_F32 && dtype != RL_BF16)
         return rl_err_set(err, "%s: model save dtype must be F32 or BF16, got %s", dir, rl_dtype_name(dtype));
-    rl_ctx *ctx = m->ctx;
-    float *host = malloc(m->n_elems * sizeof(float));
     rl_st_write_tensor *tensors = calloc((size_t)m->n_params, sizeof *tensors);
     int rc = -1;
-    if (!host || !tensors) {
-        rl_err_oom(err, "model save staging", m->n_elems * sizeof(float));
-        goto done;
-    }
-    if (rl_memcpy(ctx, host, m->master, m->n_elems * sizeof(float), RL_D2H)) {
-        *err = ctx->err;
+    if (!tensors) {
+        rl_err_oom(err, "model save tensor table", (size_t)m->n_params * sizeof *tensors);
         goto done;
     }
     for (int i = 0; i < m->n_params; i++) {
@@ -285,7 +294,6 @@ int rl_model_save(const rl_model *m, const char *dir, rl_dtype dtype, rl_err *er
     }
     rc = rl_config_save(&cfg, path, err);
 done:
-    free(host);
     free(tensors);
     return rc;
 }
@@ -314,11 +322,45 @@ int rl_model_zero_grads(rl_model *m, rl_err *err)
 int rl_model_refresh_working(rl_model *m, rl_err *err)
 {
     if (m->working == (void *)m->master) return 0;
-    float *host = malloc(m->n_elems * sizeof(float));
-    if (!host) return rl_err_oom(err, "working-copy staging", m->n_elems * sizeof(float));
-    int rc = rl_memcpy(m->ctx, host, m->master, m->n_elems * sizeof(float), RL_D2H);
-    if (!rc) rc = rl_upload_act(m->ctx, m->working, host, m->n_elems);
+    size_t n = m->master_count;
+    float *host = malloc((n ? n : 1) * sizeof(float));
+    if (!host) return rl_err_oom(err, "working-copy staging", n * sizeof(float));
+    char *working = (char *)m->working + m->master_lo * rl_dtype_size(m->ctx->act_dtype);
+    int rc = rl_memcpy(m->ctx, host, m->master, n * sizeof(float), RL_D2H);
+    if (!rc) rc = rl_upload_act(m->ctx, working, host, n);
     free(host);
     if (rc) *err = m->ctx->err;
     return rc;
+}
+
+int rl_model_shard_master(rl_model *m, size_t lo, size_t count, rl_err *err)
+{
+    if (m->working == (void *)m->master)
+        return rl_err_set(err, "model: the forward reads the master weights themselves (CPU); they cannot be sharded");
+    if (lo < m->master_lo || lo + count > m->master_lo + m->master_count)
+        return rl_err_set(err, "model: master shard [%zu, %zu) is not inside the %zu elements held", lo, lo + count,
+                          m->master_count);
+    float *shard = rl_alloc(m->ctx, (count ? count : 1) * sizeof(float));
+    if (!shard || rl_memcpy(m->ctx, shard, m->master + (lo - m->master_lo), count * sizeof(float), RL_D2D)) {
+        *err = m->ctx->err;
+        rl_free(m->ctx, shard);
+        return rl_err_prefix(err, "model: master shard of %zu elements: ", count);
+    }
+    rl_free(m->ctx, m->master);
+    m->master = shard;
+    m->master_lo = lo;
+    m->master_count = count;
+    return 0;
+}
+
+void rl_model_grad_regions(const rl_model *m, rl_grad_region *regions)
+{
+    int L = m->config.n_layers;
+    /* layer l's tensors start with its input norm, in checkpoint order (model_create) */
+    regions[0] = (rl_grad_region){m->final_norm, m->n_elems - m->final_norm};
+    for (int l = 0; l < L; l++) {
+        size_t end = l + 1 < L ? m->layers[l + 1].attn_norm : m->final_norm;
+        regions[L - l] = (rl_grad_region){m->layers[l].attn_norm, end - m->layers[l].attn_norm};
+    }
+    regions[L + 1] = (rl_grad_region){0, m->layers[0].attn_norm};
 }

@@ -51,7 +51,17 @@ static const void *weight(const rl_model *m, size_t offset)
 
 static float *grad(const rl_model *m, size_t offset)
 {
-    return offset == SIZE_MAX ? NULL : m->grads + offset;
+    if (offset == SIZE_MAX) return NULL;
+    const rl_grad_hooks *h = m->grad_hooks;
+    return h && h->at ? h->at(h->user, offset) : m->grads + offset;
+}
+
+/* Tells the gradient hooks (if any) that region r begins or ends (model.h). */
+static int region_hook(const rl_model *m, int begin, int r, rl_err *err)
+{
+    const rl_grad_hooks *h = m->grad_hooks;
+    if (!h) return 0;
+    return begin ? h->begin(h->user, r, err) : h->end(h->user, r, err);
 }
 
 /* Row `row` of a [*, width] activation buffer. */
@@ -299,7 +309,8 @@ int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err)
     rl_ctx *ctx = m->ctx;
     const rl_model_config *c = &m->config;
     if (a->model != m) return rl_err_set(err, "model backward: the activations belong to another model");
-    if (!m->grads) return rl_err_set(err, "model backward: gradients are not enabled");
+    if (!m->grads && !(m->grad_hooks && m->grad_hooks->at))
+        return rl_err_set(err, "model backward: gradients are not enabled");
     if (a->mode == RL_ACTS_INFER) return rl_err_set(err, "model backward: the activations were planned for inference only");
     if (!a->have_batch) return rl_err_set(err, "model backward: no forward batch to differentiate");
     int T = a->n_tokens, D = c->hidden_size, n_seqs = a->n_seqs;
@@ -313,17 +324,23 @@ int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err)
     attn_batch b = {.n_tokens = T, .n_seqs = n_seqs, .max_seqlen_q = a->max_seqlen,
                        .max_seqlen_k = a->max_seqlen, .positions = a->positions, .cu_q = a->cu_q,
                        .host_cu = a->host_cu};
+    int L = c->n_layers, tied = m->lm_head == m->embed;
+    if ((tied && region_hook(m, 1, L + 1, err)) || region_hook(m, 1, 0, err)) return -1;
     CK(rl_lm_head_logprobs_bwd(ctx, a->dxn, grad(m, m->lm_head), a->dlogp_next, a->xf, weight(m, m->lm_head),
                                a->targets, a->head_lse, T, D, c->vocab_size, a->inv_temperature));
-    CK(rl_rmsnorm_bwd(ctx, a->dres, grad(m, m->final_norm), a->dxn, a->x[c->n_layers], weight(m, m->final_norm),
+    CK(rl_rmsnorm_bwd(ctx, a->dres, grad(m, m->final_norm), a->dxn, a->x[L], weight(m, m->final_norm),
                       a->rstd_f, T, D, 0));
-    for (int l = c->n_layers - 1; l >= 0; l--) {
+    if (region_hook(m, 0, 0, err)) return -1;
+    for (int l = L - 1; l >= 0; l--) {
         if (a->mode == RL_ACTS_TRAIN_CHECKPOINT && layer_fwd(m, a, l, &b, 0, err))
             return rl_err_prefix(err, "layer %d (recompute): ", l);
+        if (region_hook(m, 1, L - l, err)) return -1;
         if (layer_bwd(m, a, l, &b, err)) return rl_err_prefix(err, "layer %d backward: ", l);
+        if (region_hook(m, 0, L - l, err)) return -1;
     }
+    if (!tied && region_hook(m, 1, L + 1, err)) return -1;
     CK(rl_embedding_bwd(ctx, grad(m, m->embed), a->tokens, a->dres, T, D));
-    return 0;
+    return region_hook(m, 0, L + 1, err);
 }
 
 int rl_model_forward_cached(rl_model *m, rl_acts *a, rl_kv_slabs *kv, const int32_t *slots,

@@ -11,6 +11,7 @@
 #include "core/file.h"
 #include "io/json.h"
 #include "io/safetensors.h"
+#include "train/dp.h"
 
 static const char *const tokenizer_files[] = {"tokenizer.json", "tokenizer_config.json",
                                               "special_tokens_map.json", "vocab.json",
@@ -65,25 +66,36 @@ static cJSON *state_json(const rl_train_state *st, int optimizer_step, const cJS
     return j;
 }
 
-static int save_into(const char *dir, const rl_model *m, const rl_optim *o, const rl_train_state *st,
-                     const cJSON *options, const char *tokenizer_dir, rl_err *err)
+/* Host copies of what the checkpoint holds: all master weights, and both moments (m then v)
+ * when there is an optimizer. With a data-parallel optimizer every rank takes part and only
+ * rank 0 gets the copies (the others get NULLs). */
+static int fetch_state(const rl_model *m, const rl_optim *o, float **master, float **moments, rl_err *err)
+{
+    *master = *moments = NULL;
+    if (o && o->cfg.dp) return rl_dp_gather(o->cfg.dp, o, master, moments, err);
+    size_t n = m->n_elems;
+    *master = malloc(n * sizeof(float));
+    *moments = o ? malloc(2 * n * sizeof(float)) : NULL;
+    if (!*master || (o && !*moments)) return rl_err_oom(err, "checkpoint staging", 3 * n * sizeof(float));
+    if (rl_memcpy(m->ctx, *master, m->master, n * sizeof(float), RL_D2H) != 0)
+        return rl_err_set(err, "model weights: %s", m->ctx->err.msg);
+    if (o && rl_memcpy(o->ctx, *moments, o->m, 2 * n * sizeof(float), RL_D2H) != 0)
+        return rl_err_set(err, "optimizer state: %s", o->ctx->err.msg);
+    return 0;
+}
+
+static int save_into(const char *dir, const rl_model *m, const float *master, const rl_optim *o,
+                     const float *moments, const rl_train_state *st, const cJSON *options,
+                     const char *tokenizer_dir, rl_err *err)
 {
     char path[4096];
-    if (rl_mkdir_p(dir, err) || rl_model_save(m, dir, RL_F32, err)) return -1;
+    if (rl_mkdir_p(dir, err) || rl_model_save_host(m, master, dir, RL_F32, err)) return -1;
     if (tokenizer_dir && rl_checkpoint_copy_tokenizer(tokenizer_dir, dir, err)) return -1;
     if (o) {
-        float *host = malloc(2 * o->n_elems * sizeof(float));
-        if (!host) return rl_err_oom(err, "optimizer state", 2 * o->n_elems * sizeof(float));
-        if (rl_memcpy(o->ctx, host, o->m, 2 * o->n_elems * sizeof(float), RL_D2H) != 0) {
-            free(host);
-            return rl_err_set(err, "optimizer state: %s", o->ctx->err.msg);
-        }
-        rl_st_write_tensor t[2] = {{"exp_avg", RL_F32, 1, {(int64_t)o->n_elems}, host},
-                                   {"exp_avg_sq", RL_F32, 1, {(int64_t)o->n_elems}, host + o->n_elems}};
-        int rc = join(path, sizeof path, dir, "optimizer.safetensors", err) ||
-                 rl_safetensors_write(path, t, 2, err);
-        free(host);
-        if (rc) return -1;
+        rl_st_write_tensor t[2] = {{"exp_avg", RL_F32, 1, {(int64_t)o->n_elems}, moments},
+                                   {"exp_avg_sq", RL_F32, 1, {(int64_t)o->n_elems}, moments + o->n_elems}};
+        if (join(path, sizeof path, dir, "optimizer.safetensors", err) || rl_safetensors_write(path, t, 2, err))
+            return -1;
     }
     cJSON *j = state_json(st, o ? o->step : 0, options);
     char *text = cJSON_Print(j);
@@ -95,15 +107,16 @@ static int save_into(const char *dir, const rl_model *m, const rl_optim *o, cons
     return rc ? -1 : 0;
 }
 
-int rl_checkpoint_save(const char *dir, const rl_model *m, const rl_optim *o,
-                       const rl_train_state *st, const cJSON *options, const char *tokenizer_dir,
-                       rl_err *err)
+/* Writes the checkpoint from host copies, atomically (see checkpoint.h). */
+static int write_checkpoint(const char *dir, const rl_model *m, const float *master, const rl_optim *o,
+                            const float *moments, const rl_train_state *st, const cJSON *options,
+                            const char *tokenizer_dir, rl_err *err)
 {
     char tmp[4096], old[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid());
     snprintf(old, sizeof old, "%s.old.%ld", dir, (long)getpid());
     if (rl_remove_tree(tmp, err) != 0) return -1;
-    if (save_into(tmp, m, o, st, options, tokenizer_dir, err) != 0) {
+    if (save_into(tmp, m, master, o, moments, st, options, tokenizer_dir, err) != 0) {
         rl_err tmp_err;
         rl_remove_tree(tmp, &tmp_err);
         return rl_err_prefix(err, "checkpoint %s: ", dir);
@@ -117,6 +130,26 @@ int rl_checkpoint_save(const char *dir, const rl_model *m, const rl_optim *o,
         return rl_err_set(err, "checkpoint %s: cannot rename %s into place: %s", dir, tmp, strerror(e));
     }
     return had_old ? rl_remove_tree(old, err) : 0;
+}
+
+int rl_checkpoint_save(const char *dir, const rl_model *m, const rl_optim *o,
+                       const rl_train_state *st, const cJSON *options, const char *tokenizer_dir,
+                       rl_err *err)
+{
+    rl_dp *dp = o ? o->cfg.dp : NULL;
+    float *master, *moments;
+    int rc = fetch_state(m, o, &master, &moments, err);
+    if (rc == 0 && rl_dp_rank(dp) == 0)
+        rc = write_checkpoint(dir, m, master, o, moments, st, options, tokenizer_dir, err);
+    free(master);
+    free(moments);
+    if (dp) { /* every rank learns whether the checkpoint was written */
+        int any_failed;
+        rl_err agree;
+        if (rl_dp_any(dp, rc != 0, &any_failed, &agree) != 0) return rc ? rc : (*err = agree, -1);
+        if (any_failed && rc == 0) return rl_err_set(err, "checkpoint %s: not written (see rank 0's message)", dir);
+    }
+    return rc;
 }
 
 static int read_hex64(const cJSON *obj, const char *key, uint64_t *out, const char *what, rl_err *err)
@@ -191,10 +224,12 @@ int rl_checkpoint_load_optim(const char *dir, rl_optim *o, rl_err *err)
     if (join(path, sizeof path, dir, "optimizer.safetensors", err) != 0) return -1;
     rl_safetensors *st;
     if (rl_safetensors_open(&st, path, err) != 0) return -1;
+    /* the moments of the elements [lo, hi) this optimizer holds (a shard under ZeRO) */
     const char *names[2] = {"exp_avg", "exp_avg_sq"};
     float *dst[2] = {o->m, o->v};
-    float *host = malloc(o->n_elems * sizeof(float));
-    rc = host ? 0 : rl_err_oom(err, "optimizer state", o->n_elems * sizeof(float));
+    size_t held = o->hi - o->lo;
+    float *host = malloc((held ? held : 1) * sizeof(float));
+    rc = host ? 0 : rl_err_oom(err, "optimizer state", held * sizeof(float));
     for (int k = 0; k < 2 && rc == 0; k++) {
         const rl_st_tensor *t = rl_safetensors_find(st, names[k]);
         if (!t || t->dtype != RL_F32 || rl_st_tensor_numel(t) != (int64_t)o->n_elems) {
@@ -202,8 +237,8 @@ int rl_checkpoint_load_optim(const char *dir, rl_optim *o, rl_err *err)
                             path, names[k], o->n_elems);
             break;
         }
-        rl_safetensors_to_f32(t, host);
-        if (rl_memcpy(o->ctx, dst[k], host, o->n_elems * sizeof(float), RL_H2D) != 0)
+        memcpy(host, (const char *)t->data + o->lo * sizeof(float), held * sizeof(float));
+        if (rl_memcpy(o->ctx, dst[k], host, held * sizeof(float), RL_H2D) != 0)
             rc = rl_err_set(err, "%s: %s", path, o->ctx->err.msg);
     }
     free(host);

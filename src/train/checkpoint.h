@@ -11,7 +11,11 @@
  *                                     the trainer's options
  * Atomic: everything is written into "DIR.tmp.<pid>", which is then renamed to DIR (an older
  * DIR is moved aside first and removed after), so an interrupted save never leaves a broken
- * checkpoint under the final name. */
+ * checkpoint under the final name.
+ *
+ * Data parallel (an optimizer with cfg.dp, train/dp.h): saving is collective; rank 0 gathers the
+ * masters and the moments from every rank's shard and alone writes the directory, in this same
+ * format, so a checkpoint resumes on any number of ranks (each reads its slice of the moments). */
 #ifndef RL_TRAIN_CHECKPOINT_H
 #define RL_TRAIN_CHECKPOINT_H
 
@@ -40,7 +44,8 @@ int rl_checkpoint_save(const char *dir, const rl_model *m, const rl_optim *o,
  * options (caller frees with cJSON_Delete). */
 int rl_checkpoint_load_state(const char *dir, rl_train_state *st, cJSON **options, rl_err *err);
 
-/* Reads dir's optimizer.safetensors into o (created for the same model) and sets o->step. */
+/* Reads dir's optimizer.safetensors into o (created for the same model; the elements o holds,
+ * all or its shard) and sets o->step. */
 int rl_checkpoint_load_optim(const char *dir, rl_optim *o, rl_err *err);
 
 /* Copies the tokenizer files that exist in src_dir into dst_dir. */

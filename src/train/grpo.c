@@ -9,6 +9,7 @@
 
 #include "backend/ops.h"
 #include "core/timer.h"
+#include "train/dp.h"
 
 enum { D_LOGP, D_OLD, D_REF, D_ADV, D_W, D_DLOGP, N_DEV };
 
@@ -139,8 +140,8 @@ int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *t
     rl_rng_init(&t->state.rng, cfg->seed);
     rl_acts_mode mode = cfg->recompute ? RL_ACTS_TRAIN_CHECKPOINT : RL_ACTS_TRAIN;
     if (rl_order_create(&t->order, n_data, cfg->seed, cfg->shuffle, err) ||
-        rl_engine_create(&t->engine, m, tok, err) || rl_model_enable_grads(m, err) ||
-        rl_model_zero_grads(m, err) || rl_acts_create(&t->acts, m, cfg->max_tokens, mode, err) ||
+        rl_engine_create(&t->engine, m, tok, err) || rl_dp_prepare(cfg->optim.dp, m, err) ||
+        rl_acts_create(&t->acts, m, cfg->max_tokens, mode, err) ||
         (t->ref && rl_acts_create(&t->ref_acts, t->ref, cfg->max_tokens, RL_ACTS_INFER, err)) ||
         rl_optim_create(&t->optim, m->ctx, m->params, m->n_params, m->n_elems, &cfg->optim, err)) {
         rl_grpo_free(t);
@@ -198,6 +199,8 @@ static void lay_out(rl_grpo *t, int *mb, int *n_mb)
     *n_mb = k;
 }
 
+/* Rewards, advantages and loss weights of this rank's sequences; reward and length statistics
+ * of the whole step (all ranks). */
 static int score(rl_grpo *t, double *mean, double *std, double *mean_len, rl_err *err)
 {
     int n = t->n_seqs;
@@ -209,12 +212,23 @@ static int score(rl_grpo *t, double *mean, double *std, double *mean_len, rl_err
     if (rl_reward_score(t->reward, t->items, n, t->rewards, err) != 0) return -1;
     double sum = 0, sq = 0, len = 0;
     for (int s = 0; s < n; s++) sum += t->rewards[s], len += t->comp_len[s];
-    *mean = sum / n;
-    for (int s = 0; s < n; s++) sq += (t->rewards[s] - *mean) * (t->rewards[s] - *mean);
-    *std = sqrt(sq / n);
-    *mean_len = len / n;
+    double local_mean = sum / n;
+    for (int s = 0; s < n; s++) sq += (t->rewards[s] - local_mean) * (t->rewards[s] - local_mean);
+    /* across ranks: count, sum, squared deviations and len; the deviations combine as
+     * M2 = sum of M2_r + sum of n_r mean_r^2 - n mean^2 (Chan et al. 1979) */
+    double st[5] = {n, sum, sq, n * local_mean * local_mean, len};
+    rl_dp *dp = t->cfg.optim.dp;
+    if (rl_dp_sum(dp, st, 5, err) != 0) return -1;
+    *mean = st[1] / st[0];
+    double m2 = dp ? st[2] + st[3] - st[0] * *mean * *mean : st[2];
+    *std = sqrt((m2 > 0 ? m2 : 0) / st[0]);
+    *mean_len = st[4] / st[0];
     rl_grpo_advantages(t->rewards, t->cfg.prompts_per_step, t->cfg.group_size, t->cfg.scale_std, t->adv);
     rl_grpo_weights(t->cfg.loss_norm, t->comp_len, n, t->cfg.gen.max_new_tokens, t->seq_w);
+    /* the normalisers are the step's, over every rank's sequences (grpo_math.h) */
+    double global = t->cfg.loss_norm == RL_NORM_TOKEN ? (len > 0 ? len / st[4] : 0) : st[0] > 0 ? n / st[0] : 0;
+    if (dp)
+        for (int s = 0; s < n; s++) t->seq_w[s] = (float)(t->seq_w[s] * global);
     return 0;
 }
 
@@ -223,6 +237,7 @@ static int update(rl_grpo *t, const int *mb, int n_mb, double acc[4], rl_optim_s
 {
     rl_ctx *ctx = t->model->ctx;
     rl_policy_loss_params lp = {t->cfg.clip_low, t->cfg.clip_high, t->cfg.kl_beta};
+    if (rl_dp_begin_update(t->cfg.optim.dp, n_mb, err) != 0) return -1;
     for (int b = 0; b < n_mb; b++) {
         int s0 = mb[b], s1 = mb[b + 1];
         size_t off = (size_t)t->cu[s0], n_tok = (size_t)(t->cu[s1] - t->cu[s0]);
@@ -251,16 +266,22 @@ static int update(rl_grpo *t, const int *mb, int n_mb, double acc[4], rl_optim_s
 int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
 {
     double t0 = rl_time_now();
-    int n = t->n_seqs, G = t->cfg.group_size;
-    for (int b = 0; b < t->cfg.prompts_per_step; b++) {
-        int p = rl_order_next(&t->order, &t->state);
-        for (int g = 0; g < G; g++) {
+    int n = t->n_seqs, G = t->cfg.group_size, P = t->cfg.prompts_per_step;
+    /* Every rank walks the step's prompts for all ranks (prompts_per_step each) and keeps its
+     * own block, so groups stay whole and the data order is the same for any rank count. */
+    rl_dp *dp = t->cfg.optim.dp;
+    int rank = rl_dp_rank(dp);
+    for (int i = 0; i < P * rl_dp_world(dp); i++) {
+        int p = rl_order_next(&t->order, &t->state), b = i - rank * P;
+        for (int g = 0; b >= 0 && b < P && g < G; g++) {
             t->prompt_of[b * G + g] = p;
             t->gen_prompts[b * G + g] = (rl_gen_prompt){t->data[p].ids, t->data[p].n_ids};
         }
     }
     rl_gen_params gen = t->cfg.gen;
-    gen.seed = rl_rng_u64(&t->state.rng);
+    /* one draw per step on every rank (the RNG state stays the same everywhere); ranks sample
+     * with different seeds */
+    gen.seed = rl_rng_u64(&t->state.rng) ^ ((uint64_t)rank * 0x9e3779b97f4a7c15ull);
     memset(t->results, 0, (size_t)n * sizeof *t->results);
     int rc = rl_engine_generate(t->engine, t->gen_prompts, n, &gen, t->results, err);
     double t_gen = rl_time_now() - t0;
@@ -282,6 +303,14 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
             if (t->tok_w[i] == 0) t->ref_lp[i] = 0;
     for (int it = 0; rc == 0 && it < t->cfg.mu; it++) rc = update(t, mb, n_mb, acc, &os, err);
     for (int s = 0; s < n; s++) rl_gen_result_free(&t->results[s]);
+    double tokens = rc == 0 ? t->cu[n] : 0, sums[6] = {acc[0], acc[1], acc[2], acc[3], wsum, tokens};
+    if (rc == 0 && rl_dp_sum(dp, sums, 6, err) == 0) {
+        memcpy(acc, sums, 4 * sizeof(double));
+        wsum = sums[4];
+        tokens = sums[5];
+    } else if (rc == 0) {
+        rc = -1;
+    }
     if (rc != 0) return rl_err_prefix(err, "grpo step %lld: ", (long long)t->state.step + 1);
     t->state.step++;
     double dt = rl_time_now() - t0, mu = t->cfg.mu;
@@ -297,10 +326,10 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
     stats->completion_len = mean_len;
     stats->lr = os.lr;
     stats->grad_norm = os.grad_norm;
-    stats->tokens = (double)t->cu[n] * mu;
+    stats->tokens = tokens * mu;
     stats->seconds = dt;
     stats->gen_seconds = t_gen;
-    stats->tokens_per_s = dt > 0 ? (double)(t->cu[n] - t->cu[0]) / dt : 0;
+    stats->tokens_per_s = dt > 0 ? tokens / dt : 0;
     return 0;
 }
 

@@ -9,7 +9,12 @@
  * "old" log-probs (the sampler's, or recomputed by a training forward when
  * recompute_old_logp), the loss normalisation carried by per-token weights, and, when
  * kl_beta > 0, the k3 KL to a frozen reference model. The training forward scales logits by
- * 1 / temperature, as the sampler did. */
+ * 1 / temperature, as the sampler did.
+ *
+ * Data parallel (cfg.optim.dp, train/dp.h): prompts_per_step is per rank. Each step takes
+ * N x prompts_per_step prompts in the data order, rank r the r-th block (a group stays on one
+ * rank); each rank samples with its own seed, scores its completions and computes its groups'
+ * advantages; loss normalisers, rewards and every statistic are the whole step's. */
 #ifndef RL_TRAIN_GRPO_H
 #define RL_TRAIN_GRPO_H
 

@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "train/dp.h"
+
 void rl_loop_note(const rl_loop_watch *w, const char *fmt, ...)
 {
     if (!w || !w->note) return;
@@ -35,6 +37,10 @@ int rl_train_loop(const rl_train_hooks *h, const rl_loop_config *c, rl_err *err)
         }
         if (w && w->step) w->step(w->user, &st);
         int stop = w && w->stop && *w->stop;
+        if (rl_dp_any(c->dp, stop, &stop, err) != 0) {
+            rc = -1;
+            break;
+        }
         int periodic = c->save_every > 0 && st.step % c->save_every == 0 && st.step < c->total_steps;
         if ((stop || periodic) && c->ckpt_dir && h->save(h->trainer, c->ckpt_dir, err) != 0) {
             rc = -1;

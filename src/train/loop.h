@@ -43,6 +43,8 @@ struct rl_loop_config {
     const char *ckpt_dir;        /* where checkpoints go (NULL: never saved) */
     rl_metrics *metrics;         /* may be NULL */
     const rl_loop_watch *watch;  /* may be NULL */
+    struct rl_dp *dp;            /* data parallel (train/dp.h): every rank stops after the same
+                                    step when any was asked to; NULL: one rank */
 };
 
 /* Returns 0 when the run finished, 1 when it stopped on request after saving, -1 on error

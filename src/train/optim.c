@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend/ops.h"
+#include "train/dp.h"
 
 rl_optim_config rl_optim_defaults(void)
 {
@@ -32,6 +33,8 @@ int rl_optim_create(rl_optim *o, rl_ctx *ctx, const rl_param *params, int n_para
     o->ctx = ctx;
     o->cfg = *cfg;
     o->n_elems = n_elems;
+    o->hi = n_elems;
+    if (cfg->dp && rl_dp_moment_range(cfg->dp, n_elems, &o->lo, &o->hi, err)) return -1;
     o->runs = malloc((size_t)(n_params > 0 ? n_params : 1) * sizeof *o->runs);
     if (!o->runs) return rl_err_oom(err, "optimizer groups", (size_t)n_params * sizeof *o->runs);
     for (int i = 0; i < n_params; i++) {
@@ -52,13 +55,13 @@ int rl_optim_create(rl_optim *o, rl_ctx *ctx, const rl_param *params, int n_para
             o->runs[n++] = o->runs[i];
     }
     o->n_runs = n;
-    size_t bytes = 2 * n_elems * sizeof(float);
+    size_t held = o->hi - o->lo, bytes = 2 * (held ? held : 1) * sizeof(float);
     o->m = rl_alloc(ctx, bytes);
     if (!o->m) {
         rl_optim_free(o);
         return rl_err_set(err, "optimizer moments (%zu bytes): %s", bytes, ctx->err.msg);
     }
-    o->v = o->m + n_elems;
+    o->v = o->m + held;
     if (rl_memzero(ctx, o->m, bytes) != 0) {
         rl_optim_free(o);
         return rl_err_set(err, "optimizer moments: %s", ctx->err.msg);
@@ -74,34 +77,54 @@ void rl_optim_free(rl_optim *o)
     o->runs = NULL;
 }
 
-int rl_optim_step(rl_optim *o, float *master, void *working, float *grads, double grad_scale,
-                  rl_optim_stats *stats, rl_err *err)
+int rl_optim_clip(const rl_optim *o, double sumsq, double grad_scale, rl_optim_stats *stats, double *scale,
+                  rl_err *err)
 {
-    rl_ctx *ctx = o->ctx;
-    double sumsq = 0;
-    if (rl_sumsq(ctx, &sumsq, grads, o->n_elems) != 0) return rl_err_set(err, "gradient norm: %s", ctx->err.msg);
     double norm = sqrt(sumsq) * grad_scale;
     if (!isfinite(norm))
         return rl_err_set(err, "optimizer step %d: gradient norm is %g; weights left unchanged", o->step + 1, norm);
-    double scale = grad_scale;
+    *scale = grad_scale;
     int clipped = 0;
     if (o->cfg.max_grad_norm > 0 && norm > o->cfg.max_grad_norm) {
-        scale *= o->cfg.max_grad_norm / (norm + 1e-6);
+        *scale *= o->cfg.max_grad_norm / (norm + 1e-6);
         clipped = 1;
     }
-    double lr = rl_lr_at(&o->cfg.schedule, o->step);
+    *stats = (rl_optim_stats){rl_lr_at(&o->cfg.schedule, o->step), norm, clipped};
+    return 0;
+}
+
+int rl_optim_apply(rl_optim *o, float *master, void *working, const float *grads, double scale, double lr,
+                   rl_err *err)
+{
+    rl_ctx *ctx = o->ctx;
     size_t wsize = rl_dtype_size(ctx->act_dtype);
     for (int r = 0; r < o->n_runs; r++) {
         const rl_optim_run *run = &o->runs[r];
+        size_t a = run->offset > o->lo ? run->offset : o->lo;
+        size_t b = run->offset + run->count < o->hi ? run->offset + run->count : o->hi;
+        if (a >= b) continue;
         rl_adamw_params p = {(float)lr, (float)o->cfg.beta1, (float)o->cfg.beta2, (float)o->cfg.eps,
                              run->decay ? (float)o->cfg.weight_decay : 0.0f, o->step + 1, (float)scale};
-        void *w = working ? (char *)working + run->offset * wsize : NULL;
-        if (rl_adamw_step(ctx, master + run->offset, w, grads + run->offset, o->m + run->offset,
-                          o->v + run->offset, run->count, &p) != 0)
+        size_t k = a - o->lo;
+        void *w = working ? (char *)working + a * wsize : NULL;
+        if (rl_adamw_step(ctx, master + k, w, grads + k, o->m + k, o->v + k, b - a, &p) != 0)
             return rl_err_set(err, "optimizer step %d: %s", o->step + 1, ctx->err.msg);
     }
+    return 0;
+}
+
+int rl_optim_step(rl_optim *o, float *master, void *working, float *grads, double grad_scale,
+                  rl_optim_stats *stats, rl_err *err)
+{
+    if (o->cfg.dp) return rl_dp_step(o->cfg.dp, o, grad_scale, stats, err);
+    rl_ctx *ctx = o->ctx;
+    double sumsq = 0, scale = 1;
+    rl_optim_stats st = {0};
+    if (rl_sumsq(ctx, &sumsq, grads, o->n_elems) != 0) return rl_err_set(err, "gradient norm: %s", ctx->err.msg);
+    if (rl_optim_clip(o, sumsq, grad_scale, &st, &scale, err) || rl_optim_apply(o, master, working, grads, scale, st.lr, err))
+        return -1;
     if (rl_memzero(ctx, grads, o->n_elems * sizeof(float)) != 0) return rl_err_set(err, "zeroing gradients: %s", ctx->err.msg);
     o->step++;
-    if (stats) *stats = (rl_optim_stats){lr, norm, clipped};
+    if (stats) *stats = st;
     return 0;
 }

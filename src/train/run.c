@@ -7,10 +7,14 @@
 
 #include "core/file.h"
 #include "train/data.h"
+#include "train/dp.h"
+#include "train/mem_plan.h"
 
 typedef struct run {
     const rl_run_config *c;
     const char *tok_dir; /* copied into checkpoints; NULL when --tokenizer named a file */
+    rl_dp *dp;           /* data parallel, or NULL */
+    const rl_loop_watch *lead; /* the watcher on rank 0, NULL on the others: one set of notes */
     rl_model model, ref;
     int have_model, have_ref;
     rl_tokenizer *tok;
@@ -49,29 +53,71 @@ static int64_t sft_steps(const rl_run_config *c, const rl_train_data *d)
     return steps < 1 ? 1 : steps;
 }
 
+/* ", 2 ranks, ZeRO 1" for the opening note of a data-parallel run, into text (64 bytes). */
+static const char *ranks_text(const run *r, char *text)
+{
+    text[0] = '\0';
+    if (r->dp) snprintf(text, 64, ", %d ranks, ZeRO %d", rl_dp_world(r->dp), rl_dp_zero(r->dp));
+    return text;
+}
+
+/* Refuses a run whose memory plan does not fit the device, before anything is loaded. */
+static int check_memory(run *r, rl_ctx *ctx, const char *load_dir, rl_err *err)
+{
+    const rl_run_config *c = r->c;
+    char path[4096];
+    rl_model_config cfg;
+    if (rl_path_join(path, sizeof path, load_dir, "config.json")) return rl_err_set(err, "path too long: %s", load_dir);
+    if (rl_config_load(&cfg, path, err)) return -1;
+    int recompute = c->kind == RL_RUN_SFT ? c->sft.recompute : c->grpo.recompute;
+    int max_tokens = c->kind == RL_RUN_SFT ? c->sft.max_tokens : c->grpo.max_tokens;
+    rl_mem_plan plan;
+    rl_mem_plan_make(&plan, &cfg, ctx->kind, rl_dp_world(r->dp), c->zero, max_tokens,
+                     recompute ? RL_ACTS_TRAIN_CHECKPOINT : RL_ACTS_TRAIN, c->kind == RL_RUN_GRPO && c->grpo.kl_beta > 0);
+    if (rl_mem_plan_check(&plan, ctx, err)) return -1;
+    if (r->dp && ctx->kind == RL_BACKEND_CUDA) {
+        char text[600];
+        rl_mem_plan_describe(&plan, text, sizeof text);
+        rl_loop_note(r->lead, "memory plan: %s", text);
+    }
+    return 0;
+}
+
+/* Each rank's closing line: the device memory in use after training (beside the plan). */
+static void note_memory(const run *r, rl_ctx *ctx, const rl_loop_watch *watch)
+{
+    size_t free_bytes, total;
+    if (!r->dp || ctx->kind != RL_BACKEND_CUDA || rl_mem_info(ctx, &free_bytes, &total)) return;
+    rl_loop_note(watch, "rank %d: GPU memory in use after training: %.1f GiB of %.1f", rl_dp_rank(r->dp),
+                 (double)(total - free_bytes) / (1 << 30), (double)total / (1 << 30));
+}
+
 /* Loads the data and creates (and resumes) the trainer; *hooks and *steps describe it. */
 static int make_trainer(run *r, const rl_loop_watch *watch, rl_train_hooks *hooks, int64_t *steps, rl_err *err)
 {
     const rl_run_config *c = r->c;
+    char ranks[64];
     if (c->kind == RL_RUN_SFT) {
         if (rl_train_data_sft(&r->data, c->data, r->tok, &r->model.config, c->max_len, err)) return -1;
         if (r->data.n_truncated)
-            rl_loop_note(watch, "%d examples cut to --max-len %d tokens", r->data.n_truncated, c->max_len);
+            rl_loop_note(r->lead, "%d examples cut to --max-len %d tokens", r->data.n_truncated, c->max_len);
         *steps = sft_steps(c, &r->data);
         rl_sft_config sc = c->sft;
         sc.optim.schedule.total_steps = (int)*steps;
+        sc.optim.dp = r->dp;
         if (rl_sft_create(&r->t.sft, &r->model, r->data.sft, r->data.n, &sc, err)) return -1;
         r->have_trainer = 1;
         if (c->resume && rl_sft_resume(&r->t.sft, c->resume, err)) return -1;
         *hooks = (rl_train_hooks){r, sft_step, sft_save, sft_done};
-        rl_loop_note(watch, "%s, %d examples, %.1fM parameters, %lld steps from step %lld (%s)", c->data, r->data.n,
-                     (double)r->model.n_elems / 1e6, (long long)*steps, (long long)r->t.sft.state.step,
-                     rl_backend_name(r->model.ctx));
+        rl_loop_note(r->lead, "%s, %d examples, %.1fM parameters, %lld steps from step %lld (%s%s)", c->data,
+                     r->data.n, (double)r->model.n_elems / 1e6, (long long)*steps, (long long)r->t.sft.state.step,
+                     rl_backend_name(r->model.ctx), ranks_text(r, ranks));
         return 0;
     }
     *steps = c->steps;
     rl_grpo_config gc = c->grpo;
     gc.optim.schedule.total_steps = (int)*steps;
+    gc.optim.dp = r->dp;
     if (gc.kl_beta > 0) {
         if (!c->model_dir) return rl_err_set(err, "a KL penalty needs the reference model (--model)");
         if (rl_model_load(&r->ref, r->model.ctx, c->model_dir, err)) return -1;
@@ -86,9 +132,9 @@ static int make_trainer(run *r, const rl_loop_watch *watch, rl_train_hooks *hook
     r->have_trainer = 1;
     if (c->resume && rl_grpo_resume(&r->t.grpo, c->resume, err)) return -1;
     *hooks = (rl_train_hooks){r, grpo_step, grpo_save, grpo_done};
-    rl_loop_note(watch, "%s, %d prompts, reward %s, %s loss, %lld steps from step %lld (%s)", c->data, r->data.n,
+    rl_loop_note(r->lead, "%s, %d prompts, reward %s, %s loss, %lld steps from step %lld (%s%s)", c->data, r->data.n,
                  c->reward, rl_loss_norm_names[gc.loss_norm], (long long)*steps, (long long)r->t.grpo.state.step,
-                 rl_backend_name(r->model.ctx));
+                 rl_backend_name(r->model.ctx), ranks_text(r, ranks));
     return 0;
 }
 
@@ -98,6 +144,7 @@ static void run_free(run *r)
         if (r->c->kind == RL_RUN_SFT) rl_sft_free(&r->t.sft);
         else rl_grpo_free(&r->t.grpo);
     }
+    rl_dp_free(r->dp);
     rl_reward_free(r->reward);
     rl_train_data_free(&r->data);
     rl_tok_free(r->tok);
@@ -121,17 +168,27 @@ int rl_train_run(rl_ctx *ctx, const rl_run_config *c, const rl_loop_watch *watch
     memset(&r, 0, sizeof r);
     r.c = c;
     r.tok_dir = c->tokenizer ? NULL : load_dir;
+    r.lead = watch;
     rl_metrics met = {0};
     rl_train_hooks hooks;
     int64_t steps = 0;
     int rc = -1;
-    if (rl_model_load(&r.model, ctx, load_dir, err)) goto done;
+    if (c->comm) {
+        if (rl_dp_create(&r.dp, c->comm, c->zero, err)) return -1;
+        if (rl_dp_rank(r.dp) != 0) r.lead = NULL;
+    }
+    if (check_memory(&r, ctx, load_dir, err) || rl_model_load(&r.model, ctx, load_dir, err)) goto done;
     r.have_model = 1;
     if (rl_tok_load(&r.tok, tok_path, err) || make_trainer(&r, watch, &hooks, &steps, err)) goto done;
-    if (rl_mkdir_p(c->out, err) || rl_metrics_open(&met, metrics_path, c->resume != NULL, err)) goto done;
-    rl_loop_config lc = {c->kind == RL_RUN_SFT ? "sft" : "grpo", steps, c->save_every, ckpt, &met, watch};
+    if (rl_mkdir_p(c->out, err) ||
+        (rl_dp_rank(r.dp) == 0 && rl_metrics_open(&met, metrics_path, c->resume != NULL, err)))
+        goto done;
+    rl_loop_config lc = {c->kind == RL_RUN_SFT ? "sft" : "grpo", steps, c->save_every, c->no_save ? NULL : ckpt,
+                         &met, watch, r.dp};
     rc = rl_train_loop(&hooks, &lc, err);
-    if (rc == 0) rl_loop_note(watch, "model saved to %s, metrics in %s", ckpt, metrics_path);
+    if (rc == 0 && c->no_save) rl_loop_note(r.lead, "metrics in %s (no checkpoint: --no-save)", metrics_path);
+    else if (rc == 0) rl_loop_note(r.lead, "model saved to %s, metrics in %s", ckpt, metrics_path);
+    if (rc >= 0) note_memory(&r, ctx, watch);
 done:
     rl_metrics_close(&met);
     run_free(&r);

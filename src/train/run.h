@@ -7,7 +7,13 @@
  * trainer, continues it from resume when given, and runs the step loop (train/loop.h) with
  * checkpoints in OUT/model and one metrics line per step in OUT/metrics.jsonl (appended to on
  * resume). The one-line messages a user wants (what is being trained, truncated examples, where
- * the result went) go through the watcher's note. */
+ * the result went) go through the watcher's note.
+ *
+ * Before loading anything the run checks its memory plan (train/mem_plan.h) against the device
+ * and refuses a run that cannot fit. With a communicator (a rank of a data-parallel run,
+ * dist/dist.h) the model trains data-parallel with ZeRO stage `zero` (train/dp.h); rank 0 alone
+ * writes the metrics and the checkpoints and makes the notes, except each rank's closing line
+ * with the device memory it used. */
 #ifndef RL_TRAIN_RUN_H
 #define RL_TRAIN_RUN_H
 
@@ -16,6 +22,7 @@
 
 #include "backend/ctx.h"
 #include "core/error.h"
+#include "dist/comm.h"
 #include "reward/reward.h"
 #include "train/grpo.h"
 #include "train/loop.h"
@@ -39,6 +46,9 @@ typedef struct rl_run_config {
     rl_sft_config sft;       /* the trainer's settings (seed and schedule included) */
     rl_grpo_config grpo;
     const cJSON *options;    /* saved with every checkpoint: the defaults of a resumed run */
+    rl_comm *comm;           /* this rank's communicator (not owned); NULL: a single process */
+    int zero;                /* ZeRO stage 0, 1 or 2 (train/dp.h), with a communicator */
+    int no_save;             /* write no checkpoint (benchmarks) */
 } rl_run_config;
 
 /* 0 when the run finished, 1 when it stopped on the watcher's request (checkpoint saved),

@@ -6,6 +6,7 @@
 
 #include "backend/ops.h"
 #include "core/timer.h"
+#include "train/dp.h"
 
 rl_sft_config rl_sft_defaults(void)
 {
@@ -61,7 +62,9 @@ int rl_sft_create(rl_sft *t, rl_model *m, const rl_sft_example *data, int n_data
     t->tokens = malloc((size_t)mt * sizeof *t->tokens);
     t->cu_seqlens = malloc((size_t)(mt + 1) * sizeof *t->cu_seqlens);
     t->host_f = malloc((size_t)mt * sizeof *t->host_f);
-    t->batch_items = malloc((size_t)mt * cfg->grad_accum * sizeof *t->batch_items);
+    /* a step plans the micro-batches of every rank (dp.h) */
+    size_t n_micro = (size_t)cfg->grad_accum * (size_t)rl_dp_world(cfg->optim.dp);
+    t->batch_items = malloc((size_t)mt * n_micro * sizeof *t->batch_items);
     t->logp = rl_alloc(m->ctx, 2 * (size_t)mt * sizeof(float));
     if (!t->tokens || !t->cu_seqlens || !t->host_f || !t->batch_items || !t->logp) {
         rl_sft_free(t);
@@ -70,7 +73,7 @@ int rl_sft_create(rl_sft *t, rl_model *m, const rl_sft_example *data, int n_data
     t->dlogp = t->logp + mt;
     rl_rng_init(&t->state.rng, cfg->seed);
     if (rl_order_create(&t->order, n_data, cfg->seed, cfg->shuffle, err) ||
-        rl_model_enable_grads(m, err) || rl_model_zero_grads(m, err) ||
+        rl_dp_prepare(cfg->optim.dp, m, err) ||
         rl_acts_create(&t->acts, m, mt, cfg->recompute ? RL_ACTS_TRAIN_CHECKPOINT : RL_ACTS_TRAIN, err) ||
         rl_optim_create(&t->optim, m->ctx, m->params, m->n_params, m->n_elems, &cfg->optim, err)) {
         rl_sft_free(t);
@@ -126,11 +129,15 @@ static int run_micro(rl_sft *t, const rl_sft_example *ex, const int *items, int 
 int rl_sft_step(rl_sft *t, rl_step_stats *stats, rl_err *err)
 {
     double t0 = rl_time_now();
-    /* plan: which examples go into each micro-batch, and the step's completion-token count */
-    int starts[t->cfg.grad_accum + 1];
+    /* plan: which examples go into each micro-batch, and the step's completion-token count.
+     * With data parallelism every rank plans the whole step (grad_accum micro-batches per
+     * rank) and runs its own grad_accum of them, so the loss normaliser is the global one. */
+    rl_dp *dp = t->cfg.optim.dp;
+    int n_mb = t->cfg.grad_accum * rl_dp_world(dp), first_mb = t->cfg.grad_accum * rl_dp_rank(dp);
+    int starts[n_mb + 1];
     int n_items = 0;
     double n_loss_tokens = 0, n_tokens = 0;
-    for (int mb = 0; mb < t->cfg.grad_accum; mb++) {
+    for (int mb = 0; mb < n_mb; mb++) {
         starts[mb] = n_items;
         int used = 0;
         for (;;) {
@@ -145,12 +152,14 @@ int rl_sft_step(rl_sft *t, rl_step_stats *stats, rl_err *err)
             if (n_items - starts[mb] >= t->n_data) break; /* every example once per micro-batch at most */
         }
     }
-    starts[t->cfg.grad_accum] = n_items;
+    starts[n_mb] = n_items;
     double nll = 0;
-    for (int mb = 0; mb < t->cfg.grad_accum; mb++)
+    if (rl_dp_begin_update(dp, t->cfg.grad_accum, err) != 0) return -1;
+    for (int mb = first_mb; mb < first_mb + t->cfg.grad_accum; mb++)
         if (run_micro(t, t->data, t->batch_items + starts[mb], starts[mb + 1] - starts[mb], 1,
                       (float)(-1.0 / n_loss_tokens), &nll, err) != 0)
             return rl_err_prefix(err, "sft step %lld: ", (long long)t->state.step + 1);
+    if (rl_dp_sum(dp, &nll, 1, err) != 0) return rl_err_prefix(err, "sft step %lld: ", (long long)t->state.step + 1);
     rl_optim_stats os;
     if (rl_optim_step(&t->optim, t->model->master, rl_model_working_copy(t->model), t->model->grads, 1.0, &os, err) != 0)
         return -1;

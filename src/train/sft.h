@@ -5,7 +5,11 @@
  * consecutive examples (in the data order, order.h) end to end, with no padding, up to
  * max_tokens tokens. The loss of a step is the mean over all its completion tokens of
  * -log p(token | prefix) (every token counts the same, as transformers does with
- * num_items_in_batch), so the gradient needs no scaling after accumulation. */
+ * num_items_in_batch), so the gradient needs no scaling after accumulation.
+ *
+ * Data parallel (cfg.optim.dp, train/dp.h): grad_accum is per rank. A step of N ranks takes the
+ * N x grad_accum micro-batches one rank with grad_accum N x grad_accum would take, rank r the
+ * r-th block of grad_accum of them; loss and token counts are the whole step's. */
 #ifndef RL_TRAIN_SFT_H
 #define RL_TRAIN_SFT_H
 

@@ -48,7 +48,7 @@ static int run(fake *f, int64_t total, int save_every, rl_err *err)
 {
     rl_train_hooks h = {f, step, save, done};
     rl_loop_watch w = {f, begin, on_step, end, NULL, &f->stop};
-    rl_loop_config c = {"test", total, save_every, "/nonexistent/ckpt", NULL, &w};
+    rl_loop_config c = {"test", total, save_every, "/nonexistent/ckpt", NULL, &w, NULL};
     return rl_train_loop(&h, &c, err);
 }
 

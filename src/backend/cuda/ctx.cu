@@ -136,3 +136,9 @@ extern "C" int rl_cuda_sync(rl_ctx *ctx)
     CUDA_CHECK(cudaStreamSynchronize(rl_cuda_st(ctx)->stream));
     return 0;
 }
+
+extern "C" int rl_cuda_mem_info(rl_ctx *ctx, size_t *free_bytes, size_t *total_bytes)
+{
+    CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+    return 0;
+}

@@ -19,6 +19,7 @@ void rl_cuda_free(rl_ctx *ctx, void *ptr);
 int rl_cuda_memcpy(rl_ctx *ctx, void *dst, const void *src, size_t bytes, rl_copy_kind kind);
 int rl_cuda_memzero(rl_ctx *ctx, void *ptr, size_t bytes);
 int rl_cuda_sync(rl_ctx *ctx);
+int rl_cuda_mem_info(rl_ctx *ctx, size_t *free_bytes, size_t *total_bytes);
 
 int rl_cuda_embedding_fwd(rl_ctx *ctx, void *out, const int32_t *ids, const void *table, int n_tokens, int dim);
 int rl_cuda_embedding_bwd(rl_ctx *ctx, float *dtable, const int32_t *ids, const void *dout, int n_tokens, int dim);

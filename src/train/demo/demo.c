@@ -93,7 +93,7 @@ static int run_phase(const rl_train_hooks *h, const char *label, int steps, cons
     snprintf(path, sizeof path, "%s/%s_metrics.jsonl", out, label);
     rl_metrics met;
     if (rl_metrics_open(&met, path, 0, err)) return -1;
-    rl_loop_config lc = {label, steps, 0, ckpt, &met, watch};
+    rl_loop_config lc = {label, steps, 0, ckpt, &met, watch, NULL};
     int rc = rl_train_loop(h, &lc, err);
     rl_metrics_close(&met);
     return rc;

@@ -1,0 +1,64 @@
+/* mem_plan.c — see mem_plan.h. */
+#include "train/mem_plan.h"
+
+#include <stdio.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define WORKSPACE ((size_t)1 << 30)
+
+void rl_mem_plan_make(rl_mem_plan *p, const rl_model_config *cfg, rl_backend_kind backend, int world, int zero,
+                      int max_tokens, rl_acts_mode mode, int with_reference)
+{
+    double psi = (double)rl_config_param_count(cfg);
+    int cuda = backend == RL_BACKEND_CUDA, tied = cfg->tie_word_embeddings;
+    int shards = zero >= 1 ? world : 1;
+    *p = (rl_mem_plan){.cfg = *cfg, .world = world, .zero = zero, .cuda = cuda, .max_tokens = max_tokens,
+                       .with_reference = with_reference, .mode = mode, .n_params = psi};
+    p->weights = cuda ? (size_t)(2 * psi) : 0;
+    p->master = (size_t)(4 * psi / (cuda ? shards : 1));
+    p->moments = (size_t)(8 * psi / shards);
+    p->grads = (size_t)(4 * psi / (zero == 2 ? world : 1));
+    if (zero == 2) {
+        double embed = (double)cfg->vocab_size * cfg->hidden_size;
+        double layer = (psi - embed * (tied ? 1 : 2) - cfg->hidden_size) / cfg->n_layers;
+        double big = tied ? embed : embed + cfg->hidden_size, slot = tied && cfg->hidden_size > layer ? cfg->hidden_size : layer;
+        p->buckets = (size_t)(4 * (big + 2 * slot));
+    }
+    p->acts = rl_acts_plan_bytes(cfg, cuda ? RL_BF16 : RL_F32, max_tokens, mode);
+    p->workspace = cuda ? WORKSPACE : 0;
+    p->reference = with_reference ? (size_t)((cuda ? 6 : 4) * psi) : 0;
+    p->zero_total = p->weights + p->master + p->moments + p->grads;
+    p->total = p->zero_total + p->buckets + p->acts + p->workspace + p->reference;
+}
+
+void rl_mem_plan_describe(const rl_mem_plan *p, char *out, size_t size)
+{
+    snprintf(out, size,
+             "%.1f GiB per %s for %.2fB parameters on %d rank%s with --zero %d: %.1f GiB as ZeRO counts (bf16 "
+             "weights %.1f, fp32 masters %.1f, AdamW moments %.1f, fp32 gradients %.1f) + ZeRO-2 region buffers %.1f "
+             "+ activations %.1f + workspace %.1f%s",
+             p->total / GIB, p->cuda ? "GPU" : "CPU rank", p->n_params / 1e9, p->world, p->world > 1 ? "s" : "",
+             p->zero, p->zero_total / GIB, p->weights / GIB, p->master / GIB, p->moments / GIB, p->grads / GIB,
+             p->buckets / GIB, p->acts / GIB, p->workspace / GIB, p->reference ? " + the KL reference model" : "");
+}
+
+int rl_mem_plan_check(const rl_mem_plan *p, rl_ctx *ctx, rl_err *err)
+{
+    if (ctx->kind != RL_BACKEND_CUDA) return 0;
+    size_t free_bytes, total;
+    if (rl_mem_info(ctx, &free_bytes, &total)) return rl_err_set(err, "memory plan: %s", ctx->err.msg);
+    if (p->total <= free_bytes) return 0;
+    char what[600], fits[160] = "Even 64 GPUs with --zero 2 would not hold it";
+    rl_mem_plan_describe(p, what, sizeof what);
+    /* the same run spread wider: the smallest GPU count that fits with ZeRO 2 */
+    for (int n = 2; n <= 64; n *= 2) {
+        rl_mem_plan wider;
+        rl_mem_plan_make(&wider, &p->cfg, RL_BACKEND_CUDA, n, 2, p->max_tokens, p->mode, p->with_reference);
+        if (n > p->world && wider.total <= free_bytes) {
+            snprintf(fits, sizeof fits, "With --gpus %d --zero 2 it needs about %.1f GiB per GPU", n, wider.total / GIB);
+            break;
+        }
+    }
+    return rl_err_set(err, "not enough GPU memory: training needs about %s; GPU %d has %.1f GiB free of %.1f. %s",
+                      what, ctx->device, free_bytes / GIB, total / GIB, fits);
+}

@@ -1,0 +1,43 @@
+/* mem_plan.h — the memory one rank needs to train a model, from its config alone, before
+ * anything is loaded: so a run that cannot fit is refused with the numbers (needed against
+ * available, part by part, and the GPU count that would fit) instead of failing half-way.
+ *
+ * With Psi parameters, N ranks and ZeRO stage z (train/dp.h), per rank on CUDA:
+ *   working weights  2 Psi          bf16, every rank has all of them
+ *   fp32 masters     4 Psi / N'     N' = N under ZeRO 1 and 2, else 1
+ *   AdamW moments    8 Psi / N'
+ *   fp32 gradients   4 Psi, or 4 Psi / N under ZeRO 2
+ * which is what ZeRO's paper predicts for this mix of dtypes (its 2 + 2 + 12 bytes become
+ * 2 + 4 + 12 here: rlc keeps fp32 gradients); rlc adds the ZeRO 2 region buffers (one sized for
+ * the embedding or lm_head, two for layers), the activations for --max-tokens, and a
+ * workspace allowance (cuBLASLt, NCCL, scratch). On the CPU the masters are the working
+ * weights (4 Psi, never sharded). Generation's key/value cache (GRPO) is allocated only while
+ * generating and is not counted. */
+#ifndef RL_TRAIN_MEM_PLAN_H
+#define RL_TRAIN_MEM_PLAN_H
+
+#include <stddef.h>
+
+#include "backend/ctx.h"
+#include "core/error.h"
+#include "io/config.h"
+#include "model/model.h"
+
+typedef struct rl_mem_plan {
+    rl_model_config cfg;
+    int world, zero, cuda, max_tokens, with_reference;
+    rl_acts_mode mode;
+    double n_params;
+    size_t weights, master, moments, grads; /* as ZeRO counts */
+    size_t buckets, acts, workspace, reference; /* what rlc adds; reference: a frozen copy (KL) */
+    size_t zero_total, total;
+} rl_mem_plan;
+
+void rl_mem_plan_make(rl_mem_plan *p, const rl_model_config *cfg, rl_backend_kind backend, int world, int zero,
+                      int max_tokens, rl_acts_mode mode, int with_reference);
+/* Refuses (err) when the plan exceeds the free memory of ctx's device; CPU contexts pass. */
+int rl_mem_plan_check(const rl_mem_plan *p, rl_ctx *ctx, rl_err *err);
+/* "81.9 GiB as ZeRO counts (weights 15.3, masters 15.3, moments 30.5, gradients 15.3) + ..." */
+void rl_mem_plan_describe(const rl_mem_plan *p, char *out, size_t size);
+
+#endif

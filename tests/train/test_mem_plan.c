@@ -1,0 +1,60 @@
+/* test_mem_plan.c — the memory plan: ZeRO's per-rank figures for the real Qwen3-8B
+ * configuration (18 bytes per parameter on one GPU, 2 + 16 / N under ZeRO 2), the activation
+ * estimate equal to what the activations really allocate, and a CPU context never refused. */
+#include <string.h>
+
+#include "train/mem_plan.h"
+#include "test_util.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static rl_model_config load(const char *path)
+{
+    rl_model_config cfg;
+    rl_err err;
+    cr_assert_eq(rl_config_load(&cfg, path, &err), 0, "%s", err.msg);
+    return cfg;
+}
+
+Test(mem_plan, zero_figures_for_qwen3_8b)
+{
+    rl_model_config cfg = load("bench/configs/qwen3-8b.json");
+    rl_mem_plan one, two;
+    rl_mem_plan_make(&one, &cfg, RL_BACKEND_CUDA, 1, 0, 4096, RL_ACTS_TRAIN_CHECKPOINT, 0);
+    rl_mem_plan_make(&two, &cfg, RL_BACKEND_CUDA, 2, 2, 4096, RL_ACTS_TRAIN_CHECKPOINT, 0);
+    double psi = one.n_params;
+    cr_assert(psi > 8.18e9 && psi < 8.20e9, "Qwen3-8B has 8.19B parameters, the plan counts %.4gB", psi / 1e9);
+    cr_assert(fabs((double)one.zero_total - 18 * psi) < 64, "one GPU: %zu bytes, ZeRO counts 18 per parameter", one.zero_total);
+    cr_assert(fabs((double)two.zero_total - 10 * psi) < 64, "ZeRO 2 on 2: %zu bytes, 2 + 16 / 2 per parameter", two.zero_total);
+    /* region buffers: the untied lm_head plus norm, and two layers */
+    double embed = 151936.0 * 4096, layer = (psi - 2 * embed - 4096) / 36;
+    cr_assert(fabs((double)two.buckets - 4 * (embed + 4096 + 2 * layer)) < 64);
+    cr_assert(one.buckets == 0 && one.acts > 0 && one.workspace > 0);
+    cr_assert(one.total > 140 * GIB && two.total < 100 * GIB, "one GPU %.1f GiB, two %.1f GiB", one.total / GIB,
+              two.total / GIB);
+    char text[600];
+    rl_mem_plan_describe(&two, text, sizeof text);
+    printf("Qwen3-8B, 2 GPUs, ZeRO 2: %s\n", text);
+    cr_assert(strstr(text, "on 2 ranks with --zero 2"), "%s", text);
+}
+
+Test(mem_plan, activation_estimate_is_what_the_activations_allocate)
+{
+    rl_ctx ctx;
+    rl_model m;
+    rl_err err;
+    cr_assert_eq(rl_ctx_create(&ctx, RL_BACKEND_CPU, 0, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_model_load(&m, &ctx, "tests/fixtures/models/qwen3-tiny-tied", &err), 0, "%s", err.msg);
+    rl_acts_mode modes[3] = {RL_ACTS_INFER, RL_ACTS_TRAIN, RL_ACTS_TRAIN_CHECKPOINT};
+    for (int i = 0; i < 3; i++) {
+        rl_acts *a;
+        cr_assert_eq(rl_acts_create(&a, &m, 77, modes[i], &err), 0, "%s", err.msg);
+        cr_assert_eq(rl_acts_plan_bytes(&m.config, RL_F32, 77, modes[i]), rl_acts_bytes(a), "mode %d", i);
+        rl_acts_free(a);
+    }
+    rl_mem_plan p;
+    rl_mem_plan_make(&p, &m.config, RL_BACKEND_CPU, 1, 0, 1 << 20, RL_ACTS_TRAIN, 0);
+    cr_assert_eq(rl_mem_plan_check(&p, &ctx, &err), 0, "the CPU is never refused: %s", err.msg);
+    rl_model_free(&m);
+    rl_ctx_free(&ctx);
+}
