@@ -138,7 +138,7 @@ static int model_create(rl_model *m, rl_ctx *ctx, const rl_model_config *cfg, rl
     return 0;
 
 fail_ctx:
-    *err = ctx->err;
+    rl_ctx_error(ctx, err);
 fail:
     rl_model_free(m);
     return -1;
@@ -160,7 +160,7 @@ void rl_model_free(rl_model *m)
 static int store_f32(rl_model *m, size_t offset, const float *src, size_t n)
 {
     rl_ctx *ctx = m->ctx;
-    RL_OP(rl_memcpy(ctx, m->master + offset, src, n * sizeof(float), RL_H2D));
+    if (rl_memcpy(ctx, m->master + offset, src, n * sizeof(float), RL_H2D)) return -1;
     if (m->working == (void *)m->master) return 0;
     char *working = (char *)m->working + offset * rl_dtype_size(ctx->act_dtype);
     return rl_upload_act(ctx, working, src, n);
@@ -208,7 +208,7 @@ int rl_model_load(rl_model *m, rl_ctx *ctx, const char *dir, rl_err *err)
         rl_safetensors_to_f32(t, staging);
         if (store_f32(m, p->offset, staging, p->count)) {
             free(staging);
-            *err = ctx->err;
+            rl_ctx_error(ctx, err);
             goto fail_model;
         }
     }
@@ -241,7 +241,7 @@ int rl_model_init_random(rl_model *m, rl_ctx *ctx, const rl_model_config *cfg, u
             staging[j] = p->n_dims == 2 ? 0.02f * rl_rng_normal(&rng) : is_norm ? 1.0f : 0.0f;
         if (store_f32(m, p->offset, staging, p->count)) {
             free(staging);
-            *err = ctx->err;
+            rl_ctx_error(ctx, err);
             rl_model_free(m);
             return -1;
         }
@@ -263,7 +263,7 @@ int rl_model_save(const rl_model *m, const char *dir, rl_dtype dtype, rl_err *er
         goto done;
     }
     if (rl_memcpy(ctx, host, m->master, m->n_elems * sizeof(float), RL_D2H)) {
-        *err = ctx->err;
+        rl_ctx_error(ctx, err);
         goto done;
     }
     for (int i = 0; i < m->n_params; i++) {
@@ -294,20 +294,14 @@ int rl_model_enable_grads(rl_model *m, rl_err *err)
 {
     if (m->grads) return 0;
     m->grads = rl_alloc(m->ctx, m->n_elems * sizeof(float));
-    if (!m->grads) {
-        *err = m->ctx->err;
-        return -1;
-    }
+    if (!m->grads) return rl_ctx_error(m->ctx, err);
     return rl_model_zero_grads(m, err);
 }
 
 int rl_model_zero_grads(rl_model *m, rl_err *err)
 {
     if (!m->grads) return rl_err_set(err, "model: gradients are not enabled");
-    if (rl_memzero(m->ctx, m->grads, m->n_elems * sizeof(float))) {
-        *err = m->ctx->err;
-        return -1;
-    }
+    RL_TRY_OP(m->ctx, err, rl_memzero(m->ctx, m->grads, m->n_elems * sizeof(float)));
     return 0;
 }
 
@@ -319,6 +313,5 @@ int rl_model_refresh_working(rl_model *m, rl_err *err)
     int rc = rl_memcpy(m->ctx, host, m->master, m->n_elems * sizeof(float), RL_D2H);
     if (!rc) rc = rl_upload_act(m->ctx, m->working, host, m->n_elems);
     free(host);
-    if (rc) *err = m->ctx->err;
-    return rc;
+    return rc ? rl_ctx_error(m->ctx, err) : 0;
 }
