@@ -76,7 +76,8 @@ static int save_into(const char *dir, const rl_model *m, const rl_optim *o, cons
         if (!host) return rl_err_oom(err, "optimizer state", 2 * o->n_elems * sizeof(float));
         if (rl_memcpy(o->ctx, host, o->m, 2 * o->n_elems * sizeof(float), RL_D2H) != 0) {
             free(host);
-            return rl_err_set(err, "optimizer state: %s", o->ctx->err.msg);
+            rl_ctx_error(o->ctx, err);
+            return rl_err_prefix(err, "optimizer state: ");
         }
         rl_st_write_tensor t[2] = {{"exp_avg", RL_F32, 1, {(int64_t)o->n_elems}, host},
                                    {"exp_avg_sq", RL_F32, 1, {(int64_t)o->n_elems}, host + o->n_elems}};
@@ -203,8 +204,10 @@ int rl_checkpoint_load_optim(const char *dir, rl_optim *o, rl_err *err)
             break;
         }
         rl_safetensors_to_f32(t, host);
-        if (rl_memcpy(o->ctx, dst[k], host, o->n_elems * sizeof(float), RL_H2D) != 0)
-            rc = rl_err_set(err, "%s: %s", path, o->ctx->err.msg);
+        if (rl_memcpy(o->ctx, dst[k], host, o->n_elems * sizeof(float), RL_H2D) != 0) {
+            rl_ctx_error(o->ctx, err);
+            rc = rl_err_prefix(err, "%s: ", path);
+        }
     }
     free(host);
     rl_safetensors_close(st);

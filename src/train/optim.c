@@ -54,14 +54,11 @@ int rl_optim_create(rl_optim *o, rl_ctx *ctx, const rl_param *params, int n_para
     o->n_runs = n;
     size_t bytes = 2 * n_elems * sizeof(float);
     o->m = rl_alloc(ctx, bytes);
-    if (!o->m) {
+    if (o->m) o->v = o->m + n_elems;
+    if (!o->m || rl_memzero(ctx, o->m, bytes) != 0) {
+        rl_ctx_error(ctx, err);
         rl_optim_free(o);
-        return rl_err_set(err, "optimizer moments (%zu bytes): %s", bytes, ctx->err.msg);
-    }
-    o->v = o->m + n_elems;
-    if (rl_memzero(ctx, o->m, bytes) != 0) {
-        rl_optim_free(o);
-        return rl_err_set(err, "optimizer moments: %s", ctx->err.msg);
+        return rl_err_prefix(err, "optimizer moments: ");
     }
     return 0;
 }
@@ -79,7 +76,10 @@ int rl_optim_step(rl_optim *o, float *master, void *working, float *grads, doubl
 {
     rl_ctx *ctx = o->ctx;
     double sumsq = 0;
-    if (rl_sumsq(ctx, &sumsq, grads, o->n_elems) != 0) return rl_err_set(err, "gradient norm: %s", ctx->err.msg);
+    if (rl_sumsq(ctx, &sumsq, grads, o->n_elems) != 0) {
+        rl_ctx_error(ctx, err);
+        return rl_err_prefix(err, "gradient norm: ");
+    }
     double norm = sqrt(sumsq) * grad_scale;
     if (!isfinite(norm))
         return rl_err_set(err, "optimizer step %d: gradient norm is %g; weights left unchanged", o->step + 1, norm);
@@ -97,10 +97,15 @@ int rl_optim_step(rl_optim *o, float *master, void *working, float *grads, doubl
                              run->decay ? (float)o->cfg.weight_decay : 0.0f, o->step + 1, (float)scale};
         void *w = working ? (char *)working + run->offset * wsize : NULL;
         if (rl_adamw_step(ctx, master + run->offset, w, grads + run->offset, o->m + run->offset,
-                          o->v + run->offset, run->count, &p) != 0)
-            return rl_err_set(err, "optimizer step %d: %s", o->step + 1, ctx->err.msg);
+                          o->v + run->offset, run->count, &p) != 0) {
+            rl_ctx_error(ctx, err);
+            return rl_err_prefix(err, "optimizer step %d: ", o->step + 1);
+        }
     }
-    if (rl_memzero(ctx, grads, o->n_elems * sizeof(float)) != 0) return rl_err_set(err, "zeroing gradients: %s", ctx->err.msg);
+    if (rl_memzero(ctx, grads, o->n_elems * sizeof(float)) != 0) {
+        rl_ctx_error(ctx, err);
+        return rl_err_prefix(err, "zeroing gradients: ");
+    }
     o->step++;
     if (stats) *stats = (rl_optim_stats){lr, norm, clipped};
     return 0;
