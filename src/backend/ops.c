@@ -11,6 +11,7 @@
 #include "backend/ops.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
 #ifdef RL_HAVE_CUDA
@@ -20,6 +21,8 @@
 #define BACKEND(name, args) rl_cpu_##name args
 #endif
 
+/* Each entry of ops.h becomes its public op: the check (declared here, written below: a missing
+ * one fails the build), then the backend. */
 #define RL_OPDEF(name, params, args)                                                         \
     static int check_##name params;                                                          \
     int rl_##name params                                                                     \
@@ -31,11 +34,12 @@
 #include "backend/ops.h"
 
 /* ---- the rules, written as "<what> <value> <problem>" ------------------------------------- */
-/* In a check (a function with rl_ctx *ctx): each returns -1 with the message in ctx->err when
- * its rule is broken. NEED and AT_LEAST take the parameter's name from the expression. */
-#define NEED(p)                                                                              \
+/* In a check (a function with rl_ctx *ctx), each returns -1 with the message in ctx->err when its
+ * rule is broken; NEED and AT_LEAST take the names from the arguments as written. */
+#define NEED(...) /* none of these pointers is NULL */                                       \
     do {                                                                                     \
-        if (!(p)) return rl_err_set(&ctx->err, "%s is NULL", #p);                            \
+        const void *need_[] = {__VA_ARGS__};                                                 \
+        if (first_null(ctx, need_, sizeof need_ / sizeof *need_, #__VA_ARGS__)) return -1;   \
     } while (0)
 #define AT_LEAST(x, min)                                                                     \
     do {                                                                                     \
@@ -45,6 +49,18 @@
     do {                                                                                     \
         if (!(ok)) return rl_err_set(&ctx->err, __VA_ARGS__);                                \
     } while (0)
+
+/* names is NEED's argument list as text, "out, lse, q": its i-th item names ptrs[i]. */
+static int first_null(rl_ctx *ctx, const void *const *ptrs, size_t n, const char *names)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strcspn(names, ",");
+        if (!ptrs[i]) return rl_err_set(&ctx->err, "%.*s is NULL", (int)len, names);
+        names += len;
+        while (*names == ',' || *names == ' ') names++;
+    }
+    return 0;
+}
 
 static int below(rl_ctx *ctx, const char *what, long long value, long long min)
 {
@@ -57,10 +73,7 @@ static int check_embedding_fwd(rl_ctx *ctx, void *out, const int32_t *ids, const
 {
     AT_LEAST(n_tokens, 0);
     AT_LEAST(dim, 1);
-    if (n_tokens == 0) return 0;
-    NEED(out);
-    NEED(ids);
-    NEED(table);
+    if (n_tokens > 0) NEED(out, ids, table);
     return 0;
 }
 
@@ -69,10 +82,7 @@ static int check_embedding_bwd(rl_ctx *ctx, float *dtable, const int32_t *ids, c
 {
     AT_LEAST(n_tokens, 0);
     AT_LEAST(dim, 1);
-    if (n_tokens == 0) return 0;
-    NEED(dtable);
-    NEED(ids);
-    NEED(dout);
+    if (n_tokens > 0) NEED(dtable, ids, dout);
     return 0;
 }
 
@@ -83,11 +93,7 @@ static int check_rmsnorm_fwd(rl_ctx *ctx, void *out, float *rstd, const void *x,
     AT_LEAST(n_rows, 0);
     AT_LEAST(dim, 1);
     RULE(eps >= 0.0f, "eps %g is outside [0, inf)", eps);
-    if (n_rows == 0) return 0;
-    NEED(out);
-    NEED(rstd);
-    NEED(x);
-    NEED(weight);
+    if (n_rows > 0) NEED(out, rstd, x, weight);
     return 0;
 }
 
@@ -96,11 +102,8 @@ static int check_rmsnorm_bwd(rl_ctx *ctx, void *dx, float *dweight, const void *
 {
     AT_LEAST(n_rows, 0);
     AT_LEAST(dim, 1);
-    if (n_rows == 0) return 0;
-    NEED(dout);
-    NEED(x);
-    NEED(rstd);
-    if (dx) NEED(weight);
+    if (n_rows > 0) NEED(dout, x, rstd);
+    if (n_rows > 0 && dx) NEED(weight);
     return 0;
 }
 
@@ -112,10 +115,7 @@ static int check_rope(rl_ctx *ctx, void *x, const int32_t *positions, const floa
     AT_LEAST(n_heads, 1);
     AT_LEAST(head_dim, 2);
     RULE(head_dim % 2 == 0, "head_dim %d is not even", head_dim);
-    if (n_tokens == 0) return 0;
-    NEED(x);
-    NEED(positions);
-    NEED(inv_freq);
+    if (n_tokens > 0) NEED(x, positions, inv_freq);
     return 0;
 }
 
@@ -142,6 +142,7 @@ static int check_heads(rl_ctx *ctx, int n_seqs, int n_heads, int n_kv_heads, int
     return 0;
 }
 
+/* A batch of sequences with max_seqlen_q 0 has no queries: no tensor is touched. */
 static int check_attention_fwd(rl_ctx *ctx, void *out, float *lse, const void *q, const void *k, const void *v,
                                const int32_t *cu_seqlens_q, const int32_t *cu_seqlens_k, const int32_t *seqused_k,
                                int n_seqs, int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads,
@@ -150,15 +151,8 @@ static int check_attention_fwd(rl_ctx *ctx, void *out, float *lse, const void *q
     if (check_heads(ctx, n_seqs, n_heads, n_kv_heads, head_dim)) return -1;
     AT_LEAST(max_seqlen_q, 0);
     AT_LEAST(max_seqlen_k, 0);
-    if (n_seqs == 0) return 0;
-    NEED(cu_seqlens_q);
-    NEED(cu_seqlens_k);
-    if (max_seqlen_q == 0) return 0;
-    NEED(out);
-    NEED(lse);
-    NEED(q);
-    NEED(k);
-    NEED(v);
+    if (n_seqs > 0) NEED(cu_seqlens_q, cu_seqlens_k);
+    if (n_seqs > 0 && max_seqlen_q > 0) NEED(out, lse, q, k, v);
     return 0;
 }
 
@@ -169,18 +163,8 @@ static int check_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const 
 {
     if (check_heads(ctx, n_seqs, n_heads, n_kv_heads, head_dim)) return -1;
     AT_LEAST(max_seqlen, 0);
-    if (n_seqs == 0) return 0;
-    NEED(cu_seqlens);
-    if (max_seqlen == 0) return 0;
-    NEED(dq);
-    NEED(dk);
-    NEED(dv);
-    NEED(dout);
-    NEED(out);
-    NEED(lse);
-    NEED(q);
-    NEED(k);
-    NEED(v);
+    if (n_seqs > 0) NEED(cu_seqlens);
+    if (n_seqs > 0 && max_seqlen > 0) NEED(dq, dk, dv, dout, out, lse, q, k, v);
     return 0;
 }
 
@@ -197,10 +181,7 @@ static int check_swiglu_fwd(rl_ctx *ctx, void *out, const void *gate, const void
                             int in_stride)
 {
     if (check_swiglu_shape(ctx, n_rows, dim, in_stride)) return -1;
-    if (n_rows == 0) return 0;
-    NEED(out);
-    NEED(gate);
-    NEED(up);
+    if (n_rows > 0) NEED(out, gate, up);
     return 0;
 }
 
@@ -208,12 +189,7 @@ static int check_swiglu_bwd(rl_ctx *ctx, void *dgate, void *dup, const void *dou
                             int n_rows, int dim, int in_stride)
 {
     if (check_swiglu_shape(ctx, n_rows, dim, in_stride)) return -1;
-    if (n_rows == 0) return 0;
-    NEED(dgate);
-    NEED(dup);
-    NEED(dout);
-    NEED(gate);
-    NEED(up);
+    if (n_rows > 0) NEED(dgate, dup, dout, gate, up);
     return 0;
 }
 
@@ -230,10 +206,7 @@ static int check_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const void *
                             int n, int k, int accumulate)
 {
     if (check_mnk(ctx, m, n, k)) return -1;
-    if (m == 0) return 0;
-    NEED(out);
-    NEED(in);
-    NEED(weight);
+    if (m > 0) NEED(out, in, weight);
     return 0;
 }
 
@@ -251,9 +224,7 @@ static int check_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float *dbias
 /* ---- elementwise ---------------------------------------------------------------------------- */
 static int check_add(rl_ctx *ctx, void *y, const void *x, size_t n)
 {
-    if (n == 0) return 0;
-    NEED(y);
-    NEED(x);
+    if (n > 0) NEED(y, x);
     return 0;
 }
 
@@ -271,12 +242,7 @@ static int check_lm_head_logprobs_fwd(rl_ctx *ctx, float *logp, float *lse, floa
                                       float inv_temperature)
 {
     if (check_head_shape(ctx, n_tokens, dim, vocab)) return -1;
-    if (n_tokens == 0) return 0;
-    NEED(logp);
-    NEED(lse);
-    NEED(hidden);
-    NEED(weight);
-    NEED(targets);
+    if (n_tokens > 0) NEED(logp, lse, hidden, weight, targets);
     return 0;
 }
 
@@ -285,14 +251,7 @@ static int check_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *dweight
                                       const float *lse, int n_tokens, int dim, int vocab, float inv_temperature)
 {
     if (check_head_shape(ctx, n_tokens, dim, vocab)) return -1;
-    if (n_tokens == 0) return 0;
-    NEED(dhidden);
-    NEED(dweight);
-    NEED(dlogp);
-    NEED(hidden);
-    NEED(weight);
-    NEED(targets);
-    NEED(lse);
+    if (n_tokens > 0) NEED(dhidden, dweight, dlogp, hidden, weight, targets, lse);
     return 0;
 }
 
@@ -300,10 +259,7 @@ static int check_lm_head_logits(rl_ctx *ctx, float *logits, const void *hidden, 
                                 int dim, int vocab)
 {
     if (check_head_shape(ctx, n_rows, dim, vocab)) return -1;
-    if (n_rows == 0) return 0;
-    NEED(logits);
-    NEED(hidden);
-    NEED(weight);
+    if (n_rows > 0) NEED(logits, hidden, weight);
     return 0;
 }
 
@@ -321,10 +277,7 @@ static int check_sample(rl_ctx *ctx, int32_t *tokens, float *logp, float *logits
     RULE(params->top_k >= 0, "top_k %d is negative", params->top_k);
     RULE(params->top_p > 0.0f && params->top_p <= 1.0f, "top_p %g is outside (0, 1]", params->top_p);
     RULE(params->min_p >= 0.0f && params->min_p <= 1.0f, "min_p %g is outside [0, 1]", params->min_p);
-    if (n_rows == 0) return 0;
-    NEED(tokens);
-    NEED(logp);
-    NEED(logits);
+    if (n_rows > 0) NEED(tokens, logp, logits);
     return 0;
 }
 
@@ -336,11 +289,7 @@ static int check_adamw_step(rl_ctx *ctx, float *param, void *working, const floa
     RULE(params->step >= 1, "step %d is less than 1 (steps count from 1)", params->step);
     RULE(params->beta1 >= 0.0f && params->beta1 < 1.0f, "beta1 %g is outside [0, 1)", params->beta1);
     RULE(params->beta2 >= 0.0f && params->beta2 < 1.0f, "beta2 %g is outside [0, 1)", params->beta2);
-    if (n == 0) return 0;
-    NEED(param);
-    NEED(grad);
-    NEED(m);
-    NEED(v);
+    if (n > 0) NEED(param, grad, m, v);
     return 0;
 }
 
@@ -363,16 +312,11 @@ static int check_policy_loss(rl_ctx *ctx, float *dlogp, double *stats, const flo
                              const rl_policy_loss_params *params)
 {
     AT_LEAST(n_tokens, 0);
-    NEED(params);
-    NEED(stats);
+    NEED(params, stats);
     RULE(params->clip_low >= 0.0f && params->clip_low <= 1.0f, "clip_low %g is outside [0, 1]", params->clip_low);
     RULE(params->clip_high >= 0.0f, "clip_high %g is outside [0, inf)", params->clip_high);
     if (n_tokens == 0) return 0;
     RULE(ref_logp || params->kl_beta == 0.0f, "ref_logp is NULL, but kl_beta %g needs it", params->kl_beta);
-    NEED(dlogp);
-    NEED(logp);
-    NEED(old_logp);
-    NEED(advantage);
-    NEED(weight);
+    NEED(dlogp, logp, old_logp, advantage, weight);
     return 0;
 }
