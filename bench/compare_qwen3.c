@@ -87,28 +87,21 @@ static int run_model(rl_backend_kind kind, const char *model_dir, const int32_t 
     if (grads && rl_model_enable_grads(m, err)) return -1;
     float *d_logp = rl_alloc(ctx, (size_t)n_tokens * sizeof(float));
     float *d_w = rl_alloc(ctx, (size_t)n_tokens * sizeof(float));
-    if (!d_logp || !d_w || rl_memcpy(ctx, d_w, weights, (size_t)n_tokens * sizeof(float), RL_H2D)) {
-        rl_err_set(err, "%s", ctx->err.msg);
-        return -1;
-    }
+    if (!d_logp || !d_w) return rl_ctx_error(ctx, err);
+    RL_TRY_OP(ctx, err, rl_memcpy(ctx, d_w, weights, (size_t)n_tokens * sizeof(float), RL_H2D));
     double t0 = rl_time_now();
     if (rl_model_forward(m, acts, tokens, cu, n_seqs, 1.0f, d_logp, NULL, err)) return -1;
     if (grads && rl_model_backward(m, acts, d_w, err)) return -1;
-    if (rl_sync(ctx)) {
-        rl_err_set(err, "%s", ctx->err.msg);
-        return -1;
-    }
+    RL_TRY_OP(ctx, err, rl_sync(ctx));
     fprintf(stderr, "compare_qwen3: %s %s: %.2f s\n", rl_backend_name(ctx), grads ? "forward+backward" : "forward",
             rl_time_now() - t0);
-    if (rl_memcpy(ctx, logp, d_logp, (size_t)n_tokens * sizeof(float), RL_D2H)) {
-        rl_err_set(err, "%s", ctx->err.msg);
-        return -1;
-    }
+    RL_TRY_OP(ctx, err, rl_memcpy(ctx, logp, d_logp, (size_t)n_tokens * sizeof(float), RL_D2H));
     if (grads) {
         *grads = malloc(m->n_elems * sizeof(float));
-        if (!*grads || rl_memcpy(ctx, *grads, m->grads, m->n_elems * sizeof(float), RL_D2H)) {
-            rl_err_set(err, "downloading gradients: %s", ctx->err.msg);
-            return -1;
+        if (!*grads) return rl_err_oom(err, "gradients", m->n_elems * sizeof(float));
+        if (rl_memcpy(ctx, *grads, m->grads, m->n_elems * sizeof(float), RL_D2H)) {
+            rl_ctx_error(ctx, err);
+            return rl_err_prefix(err, "downloading gradients: ");
         }
     }
     rl_free(ctx, d_logp);

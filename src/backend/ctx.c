@@ -46,6 +46,12 @@ void rl_ctx_free(rl_ctx *ctx)
 
 const char *rl_backend_name(const rl_ctx *ctx) { return ctx->kind == RL_BACKEND_CUDA ? "cuda" : "cpu"; }
 
+int rl_ctx_error(rl_ctx *ctx, rl_err *err)
+{
+    if (err && err != &ctx->err) *err = ctx->err;
+    return -1;
+}
+
 void *rl_alloc(rl_ctx *ctx, size_t bytes)
 {
 #ifdef RL_HAVE_CUDA

@@ -57,10 +57,16 @@ int rl_mem_info(rl_ctx *ctx, size_t *free_bytes, size_t *total_bytes);
 int rl_upload_act(rl_ctx *ctx, void *dst, const float *src, size_t n);
 int rl_download_act(rl_ctx *ctx, float *dst, const void *src, size_t n);
 
-/* Ops return 0 or -1; RL_OP(expr) propagates a failure from a function returning int. */
-#define RL_OP(expr)                                                                          \
+/* The one bridge from the backend's error to a caller's. Ops and the memory functions above
+ * return 0, or -1 with the reason in ctx->err. A function that reports through its own
+ * `rl_err *err` takes the reason over with
+ *     RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, ...));    -- returns -1 from the function on failure
+ * or, where it must clean up first, with `return rl_ctx_error(ctx, err);` (copies ctx->err into
+ * *err, returns -1). Context goes in front with rl_err_prefix, as everywhere ("layer 3: "). */
+int rl_ctx_error(rl_ctx *ctx, rl_err *err);
+#define RL_TRY_OP(ctx, err, expr)                                                            \
     do {                                                                                     \
-        if ((expr) != 0) return -1;                                                          \
+        if ((expr) != 0) return rl_ctx_error((ctx), (err));                                  \
     } while (0)
 
 #endif

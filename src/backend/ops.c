@@ -1,116 +1,322 @@
-/* ops.c — sends each op of ops.h to the backend the context names. */
+/* ops.c — the one place that checks an op's arguments and sends it to its backend.
+ *
+ * Every rl_<name> of ops.h is made here from its list entry: check_<name> (below, one per op,
+ * same parameters) applies the rules of the op's doc comment, then rl_cpu_<name> or
+ * rl_cuda_<name> runs, as ctx->kind says. Whatever fails (a rule here, a backend's own limit, a
+ * CUDA call) gets "rl_<name>: " in front, so every op error names its op, in one format:
+ *     rl_attention_fwd: n_heads 12 is not a multiple of n_kv_heads 5
+ * The checks read only scalars, host structs and pointer values, never backend memory (on CUDA
+ * that would need a copy and a sync per op): values inside tensors (ids, cu_seqlens) are
+ * checked where they are made, and by the CPU reference, which reads them anyway. */
 #include "backend/ops.h"
+
+#include <math.h>
+#include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
 #ifdef RL_HAVE_CUDA
 #include "backend/cuda/cuda_ops.h"
-#define DISPATCH(op, ...) \
-    return ctx->kind == RL_BACKEND_CUDA ? rl_cuda_##op(__VA_ARGS__) : rl_cpu_##op(__VA_ARGS__)
+#define BACKEND(name, args) (ctx->kind == RL_BACKEND_CUDA ? rl_cuda_##name args : rl_cpu_##name args)
 #else
-#define DISPATCH(op, ...) return rl_cpu_##op(__VA_ARGS__)
+#define BACKEND(name, args) rl_cpu_##name args
 #endif
 
-int rl_embedding_fwd(rl_ctx *ctx, void *out, const int32_t *ids, const void *table, int n_tokens, int dim)
+/* Each entry of ops.h becomes its public op: the check (declared here, written below: a missing
+ * one fails the build), then the backend. */
+#define RL_OPDEF(name, params, args)                                                         \
+    static int check_##name params;                                                          \
+    int rl_##name params                                                                     \
+    {                                                                                        \
+        if (check_##name args != 0 || BACKEND(name, args) != 0)                              \
+            return rl_err_prefix(&ctx->err, "rl_" #name ": ");                               \
+        return 0;                                                                            \
+    }
+#include "backend/ops.h"
+
+/* ---- the rules, written as "<what> <value> <problem>" ------------------------------------- */
+/* In a check (a function with rl_ctx *ctx), each returns -1 with the message in ctx->err when its
+ * rule is broken; NEED and AT_LEAST take the names from the arguments as written. */
+#define NEED(...) /* none of these pointers is NULL */                                       \
+    do {                                                                                     \
+        const void *need_[] = {__VA_ARGS__};                                                 \
+        if (first_null(ctx, need_, sizeof need_ / sizeof *need_, #__VA_ARGS__)) return -1;   \
+    } while (0)
+#define AT_LEAST(x, min)                                                                     \
+    do {                                                                                     \
+        if ((x) < (min)) return below(ctx, #x, (x), (min));                                  \
+    } while (0)
+#define RULE(ok, ...)                                                                        \
+    do {                                                                                     \
+        if (!(ok)) return rl_err_set(&ctx->err, __VA_ARGS__);                                \
+    } while (0)
+
+/* names is NEED's argument list as text, "out, lse, q": its i-th item names ptrs[i]. */
+static int first_null(rl_ctx *ctx, const void *const *ptrs, size_t n, const char *names)
 {
-    DISPATCH(embedding_fwd, ctx, out, ids, table, n_tokens, dim);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strcspn(names, ",");
+        if (!ptrs[i]) return rl_err_set(&ctx->err, "%.*s is NULL", (int)len, names);
+        names += len;
+        while (*names == ',' || *names == ' ') names++;
+    }
+    return 0;
 }
 
-int rl_embedding_bwd(rl_ctx *ctx, float *dtable, const int32_t *ids, const void *dout, int n_tokens, int dim)
+static int below(rl_ctx *ctx, const char *what, long long value, long long min)
 {
-    DISPATCH(embedding_bwd, ctx, dtable, ids, dout, n_tokens, dim);
+    if (min == 0) return rl_err_set(&ctx->err, "%s %lld is negative", what, value);
+    return rl_err_set(&ctx->err, "%s %lld is less than %lld", what, value, min);
 }
 
-int rl_rmsnorm_fwd(rl_ctx *ctx, void *out, float *rstd, const void *x, const void *weight, int n_rows, int dim, float eps)
+/* ---- embedding ------------------------------------------------------------------------------ */
+static int check_embedding_fwd(rl_ctx *ctx, void *out, const int32_t *ids, const void *table, int n_tokens, int dim)
 {
-    DISPATCH(rmsnorm_fwd, ctx, out, rstd, x, weight, n_rows, dim, eps);
+    AT_LEAST(n_tokens, 0);
+    AT_LEAST(dim, 1);
+    if (n_tokens > 0) NEED(out, ids, table);
+    return 0;
 }
 
-int rl_rmsnorm_bwd(rl_ctx *ctx, void *dx, float *dweight, const void *dout, const void *x, const void *weight, const float *rstd, int n_rows, int dim, int accumulate_dx)
+static int check_embedding_bwd(rl_ctx *ctx, float *dtable, const int32_t *ids, const void *dout, int n_tokens,
+                               int dim)
 {
-    DISPATCH(rmsnorm_bwd, ctx, dx, dweight, dout, x, weight, rstd, n_rows, dim, accumulate_dx);
+    AT_LEAST(n_tokens, 0);
+    AT_LEAST(dim, 1);
+    if (n_tokens > 0) NEED(dtable, ids, dout);
+    return 0;
 }
 
-int rl_rope_fwd(rl_ctx *ctx, void *x, const int32_t *positions, const float *inv_freq, int n_tokens, int n_heads, int head_dim)
+/* ---- RMSNorm -------------------------------------------------------------------------------- */
+static int check_rmsnorm_fwd(rl_ctx *ctx, void *out, float *rstd, const void *x, const void *weight, int n_rows,
+                             int dim, float eps)
 {
-    DISPATCH(rope_fwd, ctx, x, positions, inv_freq, n_tokens, n_heads, head_dim);
+    AT_LEAST(n_rows, 0);
+    AT_LEAST(dim, 1);
+    RULE(eps >= 0.0f, "eps %g is outside [0, inf)", eps);
+    if (n_rows > 0) NEED(out, rstd, x, weight);
+    return 0;
 }
 
-int rl_rope_bwd(rl_ctx *ctx, void *dx, const int32_t *positions, const float *inv_freq, int n_tokens, int n_heads, int head_dim)
+static int check_rmsnorm_bwd(rl_ctx *ctx, void *dx, float *dweight, const void *dout, const void *x,
+                             const void *weight, const float *rstd, int n_rows, int dim, int accumulate_dx)
 {
-    DISPATCH(rope_bwd, ctx, dx, positions, inv_freq, n_tokens, n_heads, head_dim);
+    AT_LEAST(n_rows, 0);
+    AT_LEAST(dim, 1);
+    if (n_rows > 0) NEED(dout, x, rstd);
+    if (n_rows > 0 && dx) NEED(weight);
+    return 0;
 }
 
-int rl_attention_fwd(rl_ctx *ctx, void *out, float *lse, const void *q, const void *k, const void *v, const int32_t *cu_seqlens_q, const int32_t *cu_seqlens_k, const int32_t *seqused_k, int n_seqs, int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads, int head_dim, float scale, int causal)
+/* ---- RoPE ------------------------------------------------------------------------------------ */
+static int check_rope(rl_ctx *ctx, void *x, const int32_t *positions, const float *inv_freq, int n_tokens,
+                      int n_heads, int head_dim)
 {
-    DISPATCH(attention_fwd, ctx, out, lse, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, n_seqs, max_seqlen_q, max_seqlen_k, n_heads, n_kv_heads, head_dim, scale, causal);
+    AT_LEAST(n_tokens, 0);
+    AT_LEAST(n_heads, 1);
+    AT_LEAST(head_dim, 2);
+    RULE(head_dim % 2 == 0, "head_dim %d is not even", head_dim);
+    if (n_tokens > 0) NEED(x, positions, inv_freq);
+    return 0;
 }
 
-int rl_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const void *out, const float *lse, const void *q, const void *k, const void *v, const int32_t *cu_seqlens, int n_seqs, int max_seqlen, int n_heads, int n_kv_heads, int head_dim, float scale, int causal)
+static int check_rope_fwd(rl_ctx *ctx, void *x, const int32_t *positions, const float *inv_freq, int n_tokens,
+                          int n_heads, int head_dim)
 {
-    DISPATCH(attention_bwd, ctx, dq, dk, dv, dout, out, lse, q, k, v, cu_seqlens, n_seqs, max_seqlen, n_heads, n_kv_heads, head_dim, scale, causal);
+    return check_rope(ctx, x, positions, inv_freq, n_tokens, n_heads, head_dim);
 }
 
-int rl_swiglu_fwd(rl_ctx *ctx, void *out, const void *gate, const void *up, int n_rows, int dim, int in_stride)
+static int check_rope_bwd(rl_ctx *ctx, void *dx, const int32_t *positions, const float *inv_freq, int n_tokens,
+                          int n_heads, int head_dim)
 {
-    DISPATCH(swiglu_fwd, ctx, out, gate, up, n_rows, dim, in_stride);
+    return check_rope(ctx, dx, positions, inv_freq, n_tokens, n_heads, head_dim);
 }
 
-int rl_swiglu_bwd(rl_ctx *ctx, void *dgate, void *dup, const void *dout, const void *gate, const void *up, int n_rows, int dim, int in_stride)
+/* ---- attention ------------------------------------------------------------------------------ */
+static int check_heads(rl_ctx *ctx, int n_seqs, int n_heads, int n_kv_heads, int head_dim)
 {
-    DISPATCH(swiglu_bwd, ctx, dgate, dup, dout, gate, up, n_rows, dim, in_stride);
+    AT_LEAST(n_seqs, 0);
+    AT_LEAST(n_heads, 1);
+    AT_LEAST(n_kv_heads, 1);
+    AT_LEAST(head_dim, 1);
+    RULE(n_heads % n_kv_heads == 0, "n_heads %d is not a multiple of n_kv_heads %d", n_heads, n_kv_heads);
+    return 0;
 }
 
-int rl_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const void *weight, const void *bias, int m, int n, int k, int accumulate)
+/* A batch of sequences with max_seqlen_q 0 has no queries: no tensor is touched. */
+static int check_attention_fwd(rl_ctx *ctx, void *out, float *lse, const void *q, const void *k, const void *v,
+                               const int32_t *cu_seqlens_q, const int32_t *cu_seqlens_k, const int32_t *seqused_k,
+                               int n_seqs, int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads,
+                               int head_dim, float scale, int causal)
 {
-    DISPATCH(matmul_fwd, ctx, out, in, weight, bias, m, n, k, accumulate);
+    if (check_heads(ctx, n_seqs, n_heads, n_kv_heads, head_dim)) return -1;
+    AT_LEAST(max_seqlen_q, 0);
+    AT_LEAST(max_seqlen_k, 0);
+    if (n_seqs > 0) NEED(cu_seqlens_q, cu_seqlens_k);
+    if (n_seqs > 0 && max_seqlen_q > 0) NEED(out, lse, q, k, v);
+    return 0;
 }
 
-int rl_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout, const void *in, const void *weight, int m, int n, int k, int accumulate_din)
+static int check_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const void *out,
+                               const float *lse, const void *q, const void *k, const void *v,
+                               const int32_t *cu_seqlens, int n_seqs, int max_seqlen, int n_heads, int n_kv_heads,
+                               int head_dim, float scale, int causal)
 {
-    DISPATCH(matmul_bwd, ctx, din, dweight, dbias, dout, in, weight, m, n, k, accumulate_din);
+    if (check_heads(ctx, n_seqs, n_heads, n_kv_heads, head_dim)) return -1;
+    AT_LEAST(max_seqlen, 0);
+    if (n_seqs > 0) NEED(cu_seqlens);
+    if (n_seqs > 0 && max_seqlen > 0) NEED(dq, dk, dv, dout, out, lse, q, k, v);
+    return 0;
 }
 
-int rl_add(rl_ctx *ctx, void *y, const void *x, size_t n)
+/* ---- SwiGLU --------------------------------------------------------------------------------- */
+static int check_swiglu_shape(rl_ctx *ctx, int n_rows, int dim, int in_stride)
 {
-    DISPATCH(add, ctx, y, x, n);
+    AT_LEAST(n_rows, 0);
+    AT_LEAST(dim, 1);
+    RULE(in_stride >= dim, "in_stride %d is less than dim %d", in_stride, dim);
+    return 0;
 }
 
-int rl_lm_head_logprobs_fwd(rl_ctx *ctx, float *logp, float *lse, float *entropy, const void *hidden, const void *weight, const int32_t *targets, int n_tokens, int dim, int vocab, float inv_temperature)
+static int check_swiglu_fwd(rl_ctx *ctx, void *out, const void *gate, const void *up, int n_rows, int dim,
+                            int in_stride)
 {
-    DISPATCH(lm_head_logprobs_fwd, ctx, logp, lse, entropy, hidden, weight, targets, n_tokens, dim, vocab, inv_temperature);
+    if (check_swiglu_shape(ctx, n_rows, dim, in_stride)) return -1;
+    if (n_rows > 0) NEED(out, gate, up);
+    return 0;
 }
 
-int rl_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *dweight, const float *dlogp, const void *hidden, const void *weight, const int32_t *targets, const float *lse, int n_tokens, int dim, int vocab, float inv_temperature)
+static int check_swiglu_bwd(rl_ctx *ctx, void *dgate, void *dup, const void *dout, const void *gate, const void *up,
+                            int n_rows, int dim, int in_stride)
 {
-    DISPATCH(lm_head_logprobs_bwd, ctx, dhidden, dweight, dlogp, hidden, weight, targets, lse, n_tokens, dim, vocab, inv_temperature);
+    if (check_swiglu_shape(ctx, n_rows, dim, in_stride)) return -1;
+    if (n_rows > 0) NEED(dgate, dup, dout, gate, up);
+    return 0;
 }
 
-int rl_lm_head_logits(rl_ctx *ctx, float *logits, const void *hidden, const void *weight, int n_rows, int dim, int vocab)
+/* ---- linear layer --------------------------------------------------------------------------- */
+static int check_mnk(rl_ctx *ctx, int m, int n, int k)
 {
-    DISPATCH(lm_head_logits, ctx, logits, hidden, weight, n_rows, dim, vocab);
+    AT_LEAST(m, 0);
+    AT_LEAST(n, 1);
+    AT_LEAST(k, 1);
+    return 0;
 }
 
-int rl_sample(rl_ctx *ctx, int32_t *tokens, float *logp, float *logits, int n_rows, int vocab, const rl_sample_params *params, uint64_t seed, uint64_t step)
+static int check_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const void *weight, const void *bias, int m,
+                            int n, int k, int accumulate)
 {
-    DISPATCH(sample, ctx, tokens, logp, logits, n_rows, vocab, params, seed, step);
+    if (check_mnk(ctx, m, n, k)) return -1;
+    if (m > 0) NEED(out, in, weight);
+    return 0;
 }
 
-int rl_adamw_step(rl_ctx *ctx, float *param, void *working, const float *grad, float *m, float *v, size_t n, const rl_adamw_params *params)
+static int check_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout, const void *in,
+                            const void *weight, int m, int n, int k, int accumulate_din)
 {
-    DISPATCH(adamw_step, ctx, param, working, grad, m, v, n, params);
+    if (check_mnk(ctx, m, n, k)) return -1;
+    if (m == 0) return 0;
+    NEED(dout);
+    if (din) NEED(weight);
+    if (dweight) NEED(in);
+    return 0;
 }
 
-int rl_sumsq(rl_ctx *ctx, double *out, const float *x, size_t n)
+/* ---- elementwise ---------------------------------------------------------------------------- */
+static int check_add(rl_ctx *ctx, void *y, const void *x, size_t n)
 {
-    DISPATCH(sumsq, ctx, out, x, n);
+    if (n > 0) NEED(y, x);
+    return 0;
 }
 
-int rl_scale(rl_ctx *ctx, float *x, float s, size_t n)
+/* ---- lm_head -------------------------------------------------------------------------------- */
+static int check_head_shape(rl_ctx *ctx, int n_tokens, int dim, int vocab)
 {
-    DISPATCH(scale, ctx, x, s, n);
+    AT_LEAST(n_tokens, 0);
+    AT_LEAST(dim, 1);
+    AT_LEAST(vocab, 1);
+    return 0;
 }
 
-int rl_policy_loss(rl_ctx *ctx, float *dlogp, double *stats, const float *logp, const float *old_logp, const float *ref_logp, const float *advantage, const float *weight, int n_tokens, const rl_policy_loss_params *params)
+static int check_lm_head_logprobs_fwd(rl_ctx *ctx, float *logp, float *lse, float *entropy, const void *hidden,
+                                      const void *weight, const int32_t *targets, int n_tokens, int dim, int vocab,
+                                      float inv_temperature)
 {
-    DISPATCH(policy_loss, ctx, dlogp, stats, logp, old_logp, ref_logp, advantage, weight, n_tokens, params);
+    if (check_head_shape(ctx, n_tokens, dim, vocab)) return -1;
+    if (n_tokens > 0) NEED(logp, lse, hidden, weight, targets);
+    return 0;
+}
+
+static int check_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *dweight, const float *dlogp,
+                                      const void *hidden, const void *weight, const int32_t *targets,
+                                      const float *lse, int n_tokens, int dim, int vocab, float inv_temperature)
+{
+    if (check_head_shape(ctx, n_tokens, dim, vocab)) return -1;
+    if (n_tokens > 0) NEED(dhidden, dweight, dlogp, hidden, weight, targets, lse);
+    return 0;
+}
+
+static int check_lm_head_logits(rl_ctx *ctx, float *logits, const void *hidden, const void *weight, int n_rows,
+                                int dim, int vocab)
+{
+    if (check_head_shape(ctx, n_rows, dim, vocab)) return -1;
+    if (n_rows > 0) NEED(logits, hidden, weight);
+    return 0;
+}
+
+/* ---- sampling ------------------------------------------------------------------------------- */
+static int check_sample(rl_ctx *ctx, int32_t *tokens, float *logp, float *logits, int n_rows, int vocab,
+                        const rl_sample_params *params, uint64_t seed, uint64_t step)
+{
+    AT_LEAST(n_rows, 0);
+    AT_LEAST(vocab, 1);
+    NEED(params);
+    float t = params->temperature;
+    /* 1/t must be finite too: the filters work on logits / t */
+    RULE(t == 0.0f || (t > 0.0f && t < INFINITY && 1.0f / t < INFINITY),
+         "temperature %g is neither 0 nor finite with a finite inverse", t);
+    RULE(params->top_k >= 0, "top_k %d is negative", params->top_k);
+    RULE(params->top_p > 0.0f && params->top_p <= 1.0f, "top_p %g is outside (0, 1]", params->top_p);
+    RULE(params->min_p >= 0.0f && params->min_p <= 1.0f, "min_p %g is outside [0, 1]", params->min_p);
+    if (n_rows > 0) NEED(tokens, logp, logits);
+    return 0;
+}
+
+/* ---- optimizer and gradient norm ------------------------------------------------------------ */
+static int check_adamw_step(rl_ctx *ctx, float *param, void *working, const float *grad, float *m, float *v,
+                            size_t n, const rl_adamw_params *params)
+{
+    NEED(params);
+    RULE(params->step >= 1, "step %d is less than 1 (steps count from 1)", params->step);
+    RULE(params->beta1 >= 0.0f && params->beta1 < 1.0f, "beta1 %g is outside [0, 1)", params->beta1);
+    RULE(params->beta2 >= 0.0f && params->beta2 < 1.0f, "beta2 %g is outside [0, 1)", params->beta2);
+    if (n > 0) NEED(param, grad, m, v);
+    return 0;
+}
+
+static int check_sumsq(rl_ctx *ctx, double *out, const float *x, size_t n)
+{
+    NEED(out);
+    if (n > 0) NEED(x);
+    return 0;
+}
+
+static int check_scale(rl_ctx *ctx, float *x, float s, size_t n)
+{
+    if (n > 0) NEED(x);
+    return 0;
+}
+
+/* ---- policy loss ---------------------------------------------------------------------------- */
+static int check_policy_loss(rl_ctx *ctx, float *dlogp, double *stats, const float *logp, const float *old_logp,
+                             const float *ref_logp, const float *advantage, const float *weight, int n_tokens,
+                             const rl_policy_loss_params *params)
+{
+    AT_LEAST(n_tokens, 0);
+    NEED(params, stats);
+    RULE(params->clip_low >= 0.0f && params->clip_low <= 1.0f, "clip_low %g is outside [0, 1]", params->clip_low);
+    RULE(params->clip_high >= 0.0f, "clip_high %g is outside [0, inf)", params->clip_high);
+    if (n_tokens == 0) return 0;
+    RULE(ref_logp || params->kl_beta == 0.0f, "ref_logp is NULL, but kl_beta %g needs it", params->kl_beta);
+    NEED(dlogp, logp, old_logp, advantage, weight);
+    return 0;
 }

@@ -1,6 +1,6 @@
 /* ops.h — every operation the model, engine and trainers use; declared once, implemented twice:
  * backend/cpu (plain C, fp32, OpenMP: the readable reference) and backend/cuda (bf16 storage,
- * fp32 accumulation). backend/ops.c dispatches on ctx->kind.
+ * fp32 accumulation). backend/ops.c checks the arguments and sends each op to ctx->kind.
  *
  * Conventions (see ctx.h for dtypes and memory):
  *  - `void *` tensors are in ctx->act_dtype; `float *` are fp32; `int32_t *` are token ids,
@@ -11,7 +11,39 @@
  *    are always added to (+=), so micro-batches accumulate.
  *  - A packed batch is several sequences laid end to end; cu_seqlens[s] is where sequence s
  *    starts (n_seqs + 1 entries, cu_seqlens[0] = 0, last = n_tokens). No padding anywhere.
- *  - Every op returns 0, or -1 with the reason in ctx->err. */
+ *  - Pointers may be NULL only where the op says so, or when the op has no work (zero tokens,
+ *    rows or elements).
+ *  - Every op returns 0, or -1 with the reason in ctx->err, always as
+ *    "rl_<op>: <what> <value> <problem>", e.g. "rl_attention_fwd: n_heads 12 is not a multiple
+ *    of n_kv_heads 5". Callers with their own rl_err take it over with RL_TRY_OP (ctx.h).
+ *
+ * How the list works. Each op is one entry below,
+ *     RL_OPDEF(name, (parameters), (arguments))
+ * with its documentation above it: the op is int rl_<name>(parameters); the arguments name the
+ * same parameters in the same order (the preprocessor cannot derive one list from the other).
+ * Included plainly, this file declares the rl_<name> functions. Three files define RL_OPDEF
+ * and include it again to make the rest from the same entries:
+ *     backend/cpu/cpu_ops.h    declares int rl_cpu_<name>(parameters);
+ *     backend/cuda/cuda_ops.h  declares int rl_cuda_<name>(parameters);  (C linkage)
+ *     backend/ops.c            defines rl_<name>: check_<name>(arguments), then the backend's
+ *                              function, and puts "rl_<name>: " in front of any failure.
+ * So no signature is written twice, and a backend that lacks an op, or has it with other
+ * parameters, does not compile.
+ *
+ * To add an op:
+ *  1. Here: its parameter struct, if it has one, in the types section (inside the include
+ *     guard); its entry in the list, with a doc comment that says the shapes, which pointers may
+ *     be NULL and what is overwritten or added to. The first parameter is always rl_ctx *ctx.
+ *  2. backend/ops.c: static int check_<name>(same parameters), next to the checks of its family:
+ *     every shape, count, range and NULL rule of the doc comment, written with the helpers there
+ *     so the message has the one format. (Forgetting it fails the build: ops.c calls it.)
+ *  3. backend/cpu/<family>.c: int rl_cpu_<name>(...), the fp32 reference; backend/cuda/
+ *     <family>.cu: extern "C" int rl_cuda_<name>(...), its launcher. Both may assume that the
+ *     checks passed; a backend checks only what is its own limit (say why next to it) and what
+ *     only it can read (the CPU reference checks values in its inputs, e.g. ids).
+ *  4. Tests: tests/backend/test_<family>.c (the CPU op against a fixture made by tools/, and
+ *     bad arguments refused with their message), tests/gpu/test_<family>.c (CUDA against CPU on
+ *     random inputs at awkward shapes). */
 #ifndef RL_BACKEND_OPS_H
 #define RL_BACKEND_OPS_H
 
@@ -20,98 +52,9 @@
 
 #include "backend/ctx.h"
 
-/* ---- embedding: out[t] = table[ids[t]] ---------------------------------------------------- */
-int rl_embedding_fwd(rl_ctx *ctx, void *out, const int32_t *ids, const void *table, int n_tokens,
-                     int dim);
-/* dtable[ids[t]] += dout[t] (fp32, adds; repeated ids accumulate). */
-int rl_embedding_bwd(rl_ctx *ctx, float *dtable, const int32_t *ids, const void *dout,
-                     int n_tokens, int dim);
+/* ---- parameter structs of the ops below ----------------------------------------------------- */
 
-/* ---- RMSNorm: out = x * rstd * weight, rstd = 1/sqrt(mean(x^2) + eps) per row --------------- */
-/* rstd [n_rows] fp32 is saved for the backward. Statistics in fp32 (as transformers does). */
-int rl_rmsnorm_fwd(rl_ctx *ctx, void *out, float *rstd, const void *x, const void *weight,
-                   int n_rows, int dim, float eps);
-/* dx = (overwrite, or adds when accumulate_dx) gradient wrt x; dweight += sum over rows. The
- * add form folds the residual stream's gradient into the same pass. */
-int rl_rmsnorm_bwd(rl_ctx *ctx, void *dx, float *dweight, const void *dout, const void *x,
-                   const void *weight, const float *rstd, int n_rows, int dim, int accumulate_dx);
-
-/* ---- rotary position embedding, Qwen/Llama split-half form (rotate_half) --------------------- */
-/* In place on x [n_tokens, n_heads, head_dim]: for i < head_dim/2, angle = positions[t] *
- * inv_freq[i]; (x[i], x[i + half]) <- (x[i] cos - x[i+half] sin, x[i+half] cos + x[i] sin).
- * inv_freq [head_dim/2] fp32 comes from the config (theta, Llama 3 scaling) via the model. */
-int rl_rope_fwd(rl_ctx *ctx, void *x, const int32_t *positions, const float *inv_freq,
-                int n_tokens, int n_heads, int head_dim);
-/* In place on dx: the transpose of the rotation (rotation by -angle). */
-int rl_rope_bwd(rl_ctx *ctx, void *dx, const int32_t *positions, const float *inv_freq,
-                int n_tokens, int n_heads, int head_dim);
-
-/* ---- attention: softmax(q k^T * scale) v, packed variable-length, GQA ----------------------- */
-/* Flash-attention varlen semantics. Query sequence s is rows cu_seqlens_q[s] ..
- * cu_seqlens_q[s+1] of q (cu_seqlens_q[0] = 0); its keys are rows cu_seqlens_k[s] ..
- * cu_seqlens_k[s] + len_k of k/v, where len_k = seqused_k ? seqused_k[s] : cu_seqlens_k[s+1] -
- * cu_seqlens_k[s]. So cu_seqlens_k (non-decreasing, cu_seqlens_k[0] >= 0; rows before it are not
- * read) cuts k/v into slabs, and seqused_k (0 <= seqused_k[s] <= slab length) lets a KV cache
- * slab be longer than what is filled. Causal masks bottom-right aligned: query i of
- * a sequence with len_q queries sees keys j <= len_k - len_q + i (training: len_q == len_k;
- * decode: one query sees every cached key). Query head h reads kv head h / (n_heads /
- * n_kv_heads). Writes out [total_q, n_heads, head_dim] and lse [total_q, n_heads] fp32 (natural
- * log of the softmax denominator of the scaled scores, saved for the backward). max_seqlen_q and
- * max_seqlen_k bound the query lengths and len_k (not the slab lengths); CUDA sizes its grid
- * with them. */
-int rl_attention_fwd(rl_ctx *ctx, void *out, float *lse, const void *q, const void *k,
-                     const void *v, const int32_t *cu_seqlens_q, const int32_t *cu_seqlens_k,
-                     const int32_t *seqused_k, int n_seqs, int max_seqlen_q, int max_seqlen_k,
-                     int n_heads, int n_kv_heads, int head_dim, float scale, int causal);
-/* Gradients wrt q, k, v (overwritten; dk/dv sum over the query heads sharing a kv head).
- * Training layout only: cu_seqlens shared by q and k, no seqused_k. */
-int rl_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout,
-                     const void *out, const float *lse, const void *q, const void *k,
-                     const void *v, const int32_t *cu_seqlens, int n_seqs, int max_seqlen,
-                     int n_heads, int n_kv_heads, int head_dim, float scale, int causal);
-
-/* ---- SwiGLU: out = silu(gate) * up --------------------------------------------------------- */
-/* gate and up rows are in_stride elements apart (dim for separate buffers, 2*dim when they are
- * the two halves of one fused gate_up product). out is [n_rows, dim] contiguous. */
-int rl_swiglu_fwd(rl_ctx *ctx, void *out, const void *gate, const void *up, int n_rows, int dim,
-                  int in_stride);
-/* dgate, dup use the same in_stride layout as gate and up (may be one fused buffer). */
-int rl_swiglu_bwd(rl_ctx *ctx, void *dgate, void *dup, const void *dout, const void *gate,
-                  const void *up, int n_rows, int dim, int in_stride);
-
-/* ---- linear layer (torch.nn.Linear layout): out[m, n] = in[m, k] @ weight[n, k]^T + bias --- */
-/* bias [n] may be NULL. accumulate: out += instead of out =. */
-int rl_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const void *weight, const void *bias,
-                  int m, int n, int k, int accumulate);
-/* din[m, k] = dout @ weight (adds when accumulate_din); dweight[n, k] += dout^T @ in;
- * dbias[n] += column sums of dout. Any of din, dweight, dbias may be NULL to skip it. */
-int rl_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout,
-                  const void *in, const void *weight, int m, int n, int k, int accumulate_din);
-
-/* ---- elementwise ----------------------------------------------------------------------------- */
-/* y += x over n elements (act dtype). */
-int rl_add(rl_ctx *ctx, void *y, const void *x, size_t n);
-
-/* ---- lm_head + log-softmax, chunked over the vocabulary ------------------------------------- */
-/* For each token t: z = (hidden[t] @ weight^T) * inv_temperature over the vocabulary (never a
- * [n_tokens x vocab] buffer: chunks of the vocabulary with an online log-sum-exp);
- * lse[t] = logsumexp(z); logp[t] = z[targets[t]] - lse[t]; entropy[t] = -sum p log p (entropy
- * may be NULL). targets[t] < 0 marks a token with no target: logp[t] = 0. */
-int rl_lm_head_logprobs_fwd(rl_ctx *ctx, float *logp, float *lse, float *entropy,
-                            const void *hidden, const void *weight, const int32_t *targets,
-                            int n_tokens, int dim, int vocab, float inv_temperature);
-/* Backward of sum_t dlogp[t] * logp[t]: dz = dlogp[t] * (onehot(target) - softmax(z)), then
- * dhidden[t] = inv_temperature * dz @ weight (overwritten), dweight += inv_temperature *
- * dz^T @ hidden. Uses the lse saved by the forward; recomputes the logits chunk by chunk. */
-int rl_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *dweight, const float *dlogp,
-                            const void *hidden, const void *weight, const int32_t *targets,
-                            const float *lse, int n_tokens, int dim, int vocab,
-                            float inv_temperature);
-/* Full fp32 logits for a few rows (the last position of each sequence while generating). */
-int rl_lm_head_logits(rl_ctx *ctx, float *logits, const void *hidden, const void *weight,
-                      int n_rows, int dim, int vocab);
-
-/* ---- sampling --------------------------------------------------------------------------------- */
+/* rl_sample's filters. */
 typedef struct rl_sample_params {
     float temperature; /* 0 = greedy (argmax; ties to the lowest id) */
     int top_k;         /* 0 = off */
@@ -119,48 +62,170 @@ typedef struct rl_sample_params {
     float min_p;       /* 0 = off: drop tokens with p < min_p * p_max */
 } rl_sample_params;
 
-/* One token per row of logits [n_rows, vocab] (fp32; may be modified as scratch). Filters in
- * the order temperature, top-k, top-p, min-p, then draws with Philox(key = seed, counter =
- * (step, row)), so CPU and CUDA draw the same uniform for the same (seed, step, row).
- * logp[row] is the log-probability of the chosen token under softmax(logits / temperature)
- * before truncation (what the trainer recomputes; greedy: temperature 1). */
-int rl_sample(rl_ctx *ctx, int32_t *tokens, float *logp, float *logits, int n_rows, int vocab,
-              const rl_sample_params *params, uint64_t seed, uint64_t step);
-
-/* ---- optimizer and gradient norm ------------------------------------------------------------ */
+/* rl_adamw_step's hyper-parameters. */
 typedef struct rl_adamw_params {
     float lr, beta1, beta2, eps, weight_decay;
     int step;         /* 1-based, for bias correction */
     float grad_scale; /* gradients are multiplied by this first (clipping, 1/accumulation) */
 } rl_adamw_params;
 
-/* AdamW (Loshchilov & Hutter; decoupled decay): on n fp32 master weights with fp32 moments m, v.
- * param -= lr * (mhat / (sqrt(vhat) + eps) + weight_decay * param). When working is not NULL
- * it receives the updated weights in ctx->act_dtype (the bf16 copy the CUDA forward reads;
- * NULL on the CPU, where the masters are the working weights). */
-int rl_adamw_step(rl_ctx *ctx, float *param, void *working, const float *grad, float *m,
-                  float *v, size_t n, const rl_adamw_params *params);
-/* *out (host) = sum of x[i]^2 in double precision. */
-int rl_sumsq(rl_ctx *ctx, double *out, const float *x, size_t n);
-/* x *= s over n fp32 elements. */
-int rl_scale(rl_ctx *ctx, float *x, float s, size_t n);
-
-/* ---- GRPO / DAPO / Dr. GRPO clipped policy loss, forward and backward fused ------------------ */
+/* rl_policy_loss's clipping and KL weight. */
 typedef struct rl_policy_loss_params {
     float clip_low;  /* ratio clipped to [1 - clip_low, 1 + clip_high] (DAPO: clip-higher) */
     float clip_high;
     float kl_beta;   /* weight of the k3 KL estimate to the reference; 0 = off */
 } rl_policy_loss_params;
 
+/* Slots of rl_policy_loss's stats. */
 enum { RL_LOSS_STAT_LOSS, RL_LOSS_STAT_KL, RL_LOSS_STAT_CLIPPED, RL_LOSS_STAT_RATIO, RL_LOSS_N_STATS };
 
+#endif /* the list below is outside the guard: it is read once per RL_OPDEF */
+
+#ifndef RL_OPDEF
+#define RL_OPDEF(name, params, args) int rl_##name params;
+#endif
+
+/* ---- embedding: out[t] = table[ids[t]] ---------------------------------------------------- */
+RL_OPDEF(embedding_fwd, (rl_ctx *ctx, void *out, const int32_t *ids, const void *table, int n_tokens, int dim),
+         (ctx, out, ids, table, n_tokens, dim))
+/* dtable[ids[t]] += dout[t] (fp32, adds; repeated ids accumulate). */
+RL_OPDEF(embedding_bwd, (rl_ctx *ctx, float *dtable, const int32_t *ids, const void *dout, int n_tokens, int dim),
+         (ctx, dtable, ids, dout, n_tokens, dim))
+
+/* ---- RMSNorm: out = x * rstd * weight, rstd = 1/sqrt(mean(x^2) + eps) per row --------------- */
+/* rstd [n_rows] fp32 is saved for the backward. Statistics in fp32 (as transformers does). */
+RL_OPDEF(rmsnorm_fwd, (rl_ctx *ctx, void *out, float *rstd, const void *x, const void *weight, int n_rows, int dim,
+                       float eps),
+         (ctx, out, rstd, x, weight, n_rows, dim, eps))
+/* dx = (overwrite, or adds when accumulate_dx) gradient wrt x; dweight += sum over rows. The
+ * add form folds the residual stream's gradient into the same pass. dx or dweight may be NULL to
+ * skip it (weight is needed only for dx). */
+RL_OPDEF(rmsnorm_bwd, (rl_ctx *ctx, void *dx, float *dweight, const void *dout, const void *x, const void *weight,
+                       const float *rstd, int n_rows, int dim, int accumulate_dx),
+         (ctx, dx, dweight, dout, x, weight, rstd, n_rows, dim, accumulate_dx))
+
+/* ---- rotary position embedding, Qwen/Llama split-half form (rotate_half) --------------------- */
+/* In place on x [n_tokens, n_heads, head_dim] (head_dim even): for i < head_dim/2, angle =
+ * positions[t] * inv_freq[i]; (x[i], x[i + half]) <- (x[i] cos - x[i+half] sin,
+ * x[i+half] cos + x[i] sin). inv_freq [head_dim/2] fp32 comes from the config (theta, Llama 3
+ * scaling) via the model. */
+RL_OPDEF(rope_fwd, (rl_ctx *ctx, void *x, const int32_t *positions, const float *inv_freq, int n_tokens, int n_heads,
+                    int head_dim),
+         (ctx, x, positions, inv_freq, n_tokens, n_heads, head_dim))
+/* In place on dx: the transpose of the rotation (rotation by -angle). */
+RL_OPDEF(rope_bwd, (rl_ctx *ctx, void *dx, const int32_t *positions, const float *inv_freq, int n_tokens, int n_heads,
+                    int head_dim),
+         (ctx, dx, positions, inv_freq, n_tokens, n_heads, head_dim))
+
+/* ---- attention: softmax(q k^T * scale) v, packed variable-length, GQA ----------------------- */
+/* Flash-attention varlen semantics. Query sequence s is rows cu_seqlens_q[s] ..
+ * cu_seqlens_q[s+1] of q (cu_seqlens_q[0] = 0); its keys are rows cu_seqlens_k[s] ..
+ * cu_seqlens_k[s] + len_k of k/v, where len_k = seqused_k ? seqused_k[s] : cu_seqlens_k[s+1] -
+ * cu_seqlens_k[s]. So cu_seqlens_k (non-decreasing, cu_seqlens_k[0] >= 0; rows before it are not
+ * read) cuts k/v into slabs, and seqused_k (may be NULL; 0 <= seqused_k[s] <= slab length) lets a
+ * KV cache slab be longer than what is filled. Causal masks bottom-right aligned: query i of
+ * a sequence with len_q queries sees keys j <= len_k - len_q + i (training: len_q == len_k;
+ * decode: one query sees every cached key). Query head h reads kv head h / (n_heads /
+ * n_kv_heads), so n_heads is a multiple of n_kv_heads. Writes out [total_q, n_heads, head_dim]
+ * and lse [total_q, n_heads] fp32 (natural log of the softmax denominator of the scaled scores,
+ * saved for the backward). max_seqlen_q and max_seqlen_k bound the query lengths and len_k (not
+ * the slab lengths); CUDA sizes its grid with them. */
+RL_OPDEF(attention_fwd, (rl_ctx *ctx, void *out, float *lse, const void *q, const void *k, const void *v,
+                         const int32_t *cu_seqlens_q, const int32_t *cu_seqlens_k, const int32_t *seqused_k,
+                         int n_seqs, int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads,
+                         int head_dim, float scale, int causal),
+         (ctx, out, lse, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, n_seqs, max_seqlen_q, max_seqlen_k,
+          n_heads, n_kv_heads, head_dim, scale, causal))
+/* Gradients wrt q, k, v (overwritten; dk/dv sum over the query heads sharing a kv head).
+ * Training layout only: cu_seqlens shared by q and k, no seqused_k. */
+RL_OPDEF(attention_bwd, (rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const void *out,
+                         const float *lse, const void *q, const void *k, const void *v, const int32_t *cu_seqlens,
+                         int n_seqs, int max_seqlen, int n_heads, int n_kv_heads, int head_dim, float scale,
+                         int causal),
+         (ctx, dq, dk, dv, dout, out, lse, q, k, v, cu_seqlens, n_seqs, max_seqlen, n_heads, n_kv_heads, head_dim,
+          scale, causal))
+
+/* ---- SwiGLU: out = silu(gate) * up --------------------------------------------------------- */
+/* gate and up rows are in_stride (>= dim) elements apart (dim for separate buffers, 2*dim when
+ * they are the two halves of one fused gate_up product). out is [n_rows, dim] contiguous. */
+RL_OPDEF(swiglu_fwd, (rl_ctx *ctx, void *out, const void *gate, const void *up, int n_rows, int dim, int in_stride),
+         (ctx, out, gate, up, n_rows, dim, in_stride))
+/* dgate, dup use the same in_stride layout as gate and up (may be one fused buffer). */
+RL_OPDEF(swiglu_bwd, (rl_ctx *ctx, void *dgate, void *dup, const void *dout, const void *gate, const void *up,
+                      int n_rows, int dim, int in_stride),
+         (ctx, dgate, dup, dout, gate, up, n_rows, dim, in_stride))
+
+/* ---- linear layer (torch.nn.Linear layout): out[m, n] = in[m, k] @ weight[n, k]^T + bias --- */
+/* m >= 0 rows, n and k >= 1. bias [n] may be NULL. accumulate: out += instead of out =. */
+RL_OPDEF(matmul_fwd, (rl_ctx *ctx, void *out, const void *in, const void *weight, const void *bias, int m, int n,
+                      int k, int accumulate),
+         (ctx, out, in, weight, bias, m, n, k, accumulate))
+/* din[m, k] = dout @ weight (adds when accumulate_din); dweight[n, k] += dout^T @ in;
+ * dbias[n] += column sums of dout. Any of din, dweight, dbias may be NULL to skip it. */
+RL_OPDEF(matmul_bwd, (rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout, const void *in,
+                      const void *weight, int m, int n, int k, int accumulate_din),
+         (ctx, din, dweight, dbias, dout, in, weight, m, n, k, accumulate_din))
+
+/* ---- elementwise ----------------------------------------------------------------------------- */
+/* y += x over n elements (act dtype). */
+RL_OPDEF(add, (rl_ctx *ctx, void *y, const void *x, size_t n), (ctx, y, x, n))
+
+/* ---- lm_head + log-softmax, chunked over the vocabulary ------------------------------------- */
+/* For each token t: z = (hidden[t] @ weight^T) * inv_temperature over the vocabulary (never a
+ * [n_tokens x vocab] buffer: chunks of the vocabulary with an online log-sum-exp);
+ * lse[t] = logsumexp(z); logp[t] = z[targets[t]] - lse[t]; entropy[t] = -sum p log p (entropy
+ * may be NULL). targets[t] < 0 marks a token with no target: logp[t] = 0. */
+RL_OPDEF(lm_head_logprobs_fwd, (rl_ctx *ctx, float *logp, float *lse, float *entropy, const void *hidden,
+                                const void *weight, const int32_t *targets, int n_tokens, int dim, int vocab,
+                                float inv_temperature),
+         (ctx, logp, lse, entropy, hidden, weight, targets, n_tokens, dim, vocab, inv_temperature))
+/* Backward of sum_t dlogp[t] * logp[t]: dz = dlogp[t] * (onehot(target) - softmax(z)), then
+ * dhidden[t] = inv_temperature * dz @ weight (overwritten), dweight += inv_temperature *
+ * dz^T @ hidden. Uses the lse saved by the forward; recomputes the logits chunk by chunk. */
+RL_OPDEF(lm_head_logprobs_bwd, (rl_ctx *ctx, void *dhidden, float *dweight, const float *dlogp, const void *hidden,
+                                const void *weight, const int32_t *targets, const float *lse, int n_tokens, int dim,
+                                int vocab, float inv_temperature),
+         (ctx, dhidden, dweight, dlogp, hidden, weight, targets, lse, n_tokens, dim, vocab, inv_temperature))
+/* Full fp32 logits for a few rows (the last position of each sequence while generating). */
+RL_OPDEF(lm_head_logits, (rl_ctx *ctx, float *logits, const void *hidden, const void *weight, int n_rows, int dim,
+                          int vocab),
+         (ctx, logits, hidden, weight, n_rows, dim, vocab))
+
+/* ---- sampling --------------------------------------------------------------------------------- */
+/* One token per row of logits [n_rows, vocab] (fp32; may be modified as scratch). Filters
+ * (params, host) in the order temperature, top-k, top-p, min-p, then draws with
+ * Philox(key = seed, counter = (step, row)), so CPU and CUDA draw the same uniform for the same
+ * (seed, step, row). logp[row] is the log-probability of the chosen token under
+ * softmax(logits / temperature) before truncation (what the trainer recomputes; greedy:
+ * temperature 1). */
+RL_OPDEF(sample, (rl_ctx *ctx, int32_t *tokens, float *logp, float *logits, int n_rows, int vocab,
+                  const rl_sample_params *params, uint64_t seed, uint64_t step),
+         (ctx, tokens, logp, logits, n_rows, vocab, params, seed, step))
+
+/* ---- optimizer and gradient norm ------------------------------------------------------------ */
+/* AdamW (Loshchilov & Hutter; decoupled decay): on n fp32 master weights with fp32 moments m, v.
+ * param -= lr * (mhat / (sqrt(vhat) + eps) + weight_decay * param). params (host): step >= 1,
+ * beta1 and beta2 in [0, 1). When working is not NULL it receives the updated weights in
+ * ctx->act_dtype (the bf16 copy the CUDA forward reads; NULL on the CPU, where the masters are the
+ * working weights). */
+RL_OPDEF(adamw_step, (rl_ctx *ctx, float *param, void *working, const float *grad, float *m, float *v, size_t n,
+                      const rl_adamw_params *params),
+         (ctx, param, working, grad, m, v, n, params))
+/* *out (host) = sum of x[i]^2 in double precision. */
+RL_OPDEF(sumsq, (rl_ctx *ctx, double *out, const float *x, size_t n), (ctx, out, x, n))
+/* x *= s over n fp32 elements. */
+RL_OPDEF(scale, (rl_ctx *ctx, float *x, float s, size_t n), (ctx, x, s, n))
+
+/* ---- GRPO / DAPO / Dr. GRPO clipped policy loss, forward and backward fused ------------------ */
 /* Per token i with weight[i] != 0: r = exp(logp - old_logp); s = min(r A, clip(r) A) with
  * A = advantage[i]; kl = exp(ref - logp) - (ref - logp) - 1 (k3, Schulman 2020);
  * loss = sum_i weight[i] * (-s + kl_beta * kl). weight carries the mask and the normalisation
  * (1/|o| per sequence, or 1/total tokens). dlogp[i] = d loss / d logp[i] (0 where weight is 0).
+ * params (host): clip_low in [0, 1], clip_high >= 0; ref_logp may be NULL when kl_beta is 0.
  * stats (host, RL_LOSS_N_STATS): loss, and weight-averaged kl, clipped fraction, ratio. */
-int rl_policy_loss(rl_ctx *ctx, float *dlogp, double *stats, const float *logp,
-                   const float *old_logp, const float *ref_logp, const float *advantage,
-                   const float *weight, int n_tokens, const rl_policy_loss_params *params);
+RL_OPDEF(policy_loss, (rl_ctx *ctx, float *dlogp, double *stats, const float *logp, const float *old_logp,
+                       const float *ref_logp, const float *advantage, const float *weight, int n_tokens,
+                       const rl_policy_loss_params *params),
+         (ctx, dlogp, stats, logp, old_logp, ref_logp, advantage, weight, n_tokens, params))
 
-#endif
+#undef RL_OPDEF

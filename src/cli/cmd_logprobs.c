@@ -75,7 +75,7 @@ static int score_line(scorer *s, const char *line, size_t len, rl_err *err)
     int32_t cu[2] = {0, n};
     if (rl_model_forward(s->model, s->acts, ids, cu, 1, s->inv_temperature, s->d_logp, NULL, err)) goto done;
     if (rl_memcpy(s->model->ctx, s->logp, s->d_logp, (size_t)n * sizeof(float), RL_D2H)) {
-        rl_err_set(err, "%s", s->model->ctx->err.msg);
+        rl_ctx_error(s->model->ctx, err);
         goto done;
     }
     print_line("logprobs", cJSON_CreateFloatArray(s->logp + 1, n - 1));

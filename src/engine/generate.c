@@ -213,7 +213,7 @@ static int run_alloc(rl_engine *e, run *r, const rl_gen_prompt *prompts, int n, 
     if (!r->logits_step || !r->logits_all || !r->logp_dev || !r->tokens_dev) goto fail_ctx;
     return 0;
 fail_ctx:
-    *err = ctx->err;
+    rl_ctx_error(ctx, err);
     return rl_err_prefix(err, "generate: ");
 }
 
@@ -221,11 +221,8 @@ fail_ctx:
 static int put_logits(rl_ctx *ctx, run *r, int vocab, int from, int to, rl_err *err)
 {
     size_t row = (size_t)vocab * sizeof(float);
-    if (rl_memcpy(ctx, (char *)r->logits_all + (size_t)to * row, (char *)r->logits_step + (size_t)from * row,
-                  row, RL_D2D)) {
-        *err = ctx->err;
-        return -1;
-    }
+    RL_TRY_OP(ctx, err, rl_memcpy(ctx, (char *)r->logits_all + (size_t)to * row,
+                                  (char *)r->logits_step + (size_t)from * row, row, RL_D2D));
     return 0;
 }
 
@@ -370,7 +367,7 @@ static int decode_loop(rl_engine *e, run *r, int n, const rl_gen_params *p, rl_g
         if (step_forward(e, r, n_runs, err)) return -1;
     }
 fail_ctx:
-    *err = ctx->err;
+    rl_ctx_error(ctx, err);
     return rl_err_prefix(err, "generate: ");
 }
 

@@ -156,10 +156,9 @@ int rl_acts_create(rl_acts **out, const rl_model *m, int max_tokens, rl_acts_mod
     a->bytes = p.arena.peak;
     a->base = rl_alloc(m->ctx, a->bytes);
     if (!a->base) {
-        *err = m->ctx->err;
-        rl_err_prefix(err, "activations for %d tokens: ", max_tokens);
+        rl_ctx_error(m->ctx, err);
         rl_acts_free(a);
-        return -1;
+        return rl_err_prefix(err, "activations for %d tokens: ", max_tokens);
     }
     p.arena = (rl_arena){.base = a->base, .capacity = a->bytes};
     plan(&p, a);

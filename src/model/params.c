@@ -139,7 +139,7 @@ static int model_create(rl_model *m, rl_ctx *ctx, const rl_model_config *cfg, rl
     return 0;
 
 fail_ctx:
-    *err = ctx->err;
+    rl_ctx_error(ctx, err);
 fail:
     rl_model_free(m);
     return -1;
@@ -162,7 +162,7 @@ static int store_f32(rl_model *m, size_t offset, const float *src, size_t n)
 {
     RL_ASSERT(m->master_count == m->n_elems); /* loading happens before any sharding */
     rl_ctx *ctx = m->ctx;
-    RL_OP(rl_memcpy(ctx, m->master + offset, src, n * sizeof(float), RL_H2D));
+    if (rl_memcpy(ctx, m->master + offset, src, n * sizeof(float), RL_H2D)) return -1;
     if (m->working == (void *)m->master) return 0;
     char *working = (char *)m->working + offset * rl_dtype_size(ctx->act_dtype);
     return rl_upload_act(ctx, working, src, n);
@@ -210,7 +210,7 @@ int rl_model_load(rl_model *m, rl_ctx *ctx, const char *dir, rl_err *err)
         rl_safetensors_to_f32(t, staging);
         if (store_f32(m, p->offset, staging, p->count)) {
             free(staging);
-            *err = ctx->err;
+            rl_ctx_error(ctx, err);
             goto fail_model;
         }
     }
@@ -243,7 +243,7 @@ int rl_model_init_random(rl_model *m, rl_ctx *ctx, const rl_model_config *cfg, u
             staging[j] = p->n_dims == 2 ? 0.02f * rl_rng_normal(&rng) : is_norm ? 1.0f : 0.0f;
         if (store_f32(m, p->offset, staging, p->count)) {
             free(staging);
-            *err = ctx->err;
+            rl_ctx_error(ctx, err);
             rl_model_free(m);
             return -1;
         }
@@ -259,7 +259,7 @@ int rl_model_save(const rl_model *m, const char *dir, rl_dtype dtype, rl_err *er
     float *host = malloc(m->n_elems * sizeof(float));
     if (!host) return rl_err_oom(err, "model save staging", m->n_elems * sizeof(float));
     int rc = rl_memcpy(m->ctx, host, m->master, m->n_elems * sizeof(float), RL_D2H);
-    if (rc) *err = m->ctx->err;
+    if (rc) rl_ctx_error(m->ctx, err);
     else rc = rl_model_save_host(m, host, dir, dtype, err);
     free(host);
     return rc;
@@ -302,20 +302,14 @@ int rl_model_enable_grads(rl_model *m, rl_err *err)
 {
     if (m->grads) return 0;
     m->grads = rl_alloc(m->ctx, m->n_elems * sizeof(float));
-    if (!m->grads) {
-        *err = m->ctx->err;
-        return -1;
-    }
+    if (!m->grads) return rl_ctx_error(m->ctx, err);
     return rl_model_zero_grads(m, err);
 }
 
 int rl_model_zero_grads(rl_model *m, rl_err *err)
 {
     if (!m->grads) return rl_err_set(err, "model: gradients are not enabled");
-    if (rl_memzero(m->ctx, m->grads, m->n_elems * sizeof(float))) {
-        *err = m->ctx->err;
-        return -1;
-    }
+    RL_TRY_OP(m->ctx, err, rl_memzero(m->ctx, m->grads, m->n_elems * sizeof(float)));
     return 0;
 }
 
@@ -329,8 +323,7 @@ int rl_model_refresh_working(rl_model *m, rl_err *err)
     int rc = rl_memcpy(m->ctx, host, m->master, n * sizeof(float), RL_D2H);
     if (!rc) rc = rl_upload_act(m->ctx, working, host, n);
     free(host);
-    if (rc) *err = m->ctx->err;
-    return rc;
+    return rc ? rl_ctx_error(m->ctx, err) : 0;
 }
 
 int rl_model_shard_master(rl_model *m, size_t lo, size_t count, rl_err *err)
@@ -342,7 +335,7 @@ int rl_model_shard_master(rl_model *m, size_t lo, size_t count, rl_err *err)
                           m->master_count);
     float *shard = rl_alloc(m->ctx, (count ? count : 1) * sizeof(float));
     if (!shard || rl_memcpy(m->ctx, shard, m->master + (lo - m->master_lo), count * sizeof(float), RL_D2D)) {
-        *err = m->ctx->err;
+        rl_ctx_error(m->ctx, err);
         rl_free(m->ctx, shard);
         return rl_err_prefix(err, "model: master shard of %zu elements: ", count);
     }

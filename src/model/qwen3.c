@@ -23,15 +23,6 @@
 #include "backend/ops.h"
 #include "model/acts_internal.h"
 
-/* Propagates an op failure with the context's message. */
-#define CK(expr)                                                                             \
-    do {                                                                                     \
-        if ((expr) != 0) {                                                                   \
-            *err = m->ctx->err;                                                              \
-            return -1;                                                                       \
-        }                                                                                    \
-    } while (0)
-
 /* A batch as the attention of one layer sees it. Training: q and k share cu_q. Generation:
  * keys come from the cache slabs (cu_k, seqused_k) and new keys are appended there first. */
 typedef struct attn_batch {
@@ -73,7 +64,7 @@ static void *act_row(const rl_model *m, void *base, size_t row, size_t width)
 static int copy_act(rl_model *m, void *dst, const void *src, size_t n, rl_err *err)
 {
     if (dst == src) return 0;
-    CK(rl_memcpy(m->ctx, dst, src, n * rl_dtype_size(m->ctx->act_dtype), RL_D2D));
+    RL_TRY_OP(m->ctx, err, rl_memcpy(m->ctx, dst, src, n * rl_dtype_size(m->ctx->act_dtype), RL_D2D));
     return 0;
 }
 
@@ -84,8 +75,8 @@ static int attn_norm_fwd(rl_model *m, rl_acts *a, int l, int T, rl_err *err)
 {
     const rl_model_config *c = &m->config;
     rl_layer_acts *s = &a->layers[l];
-    CK(rl_rmsnorm_fwd(m->ctx, s->xn1, s->rstd1, a->x[l], weight(m, m->layers[l].attn_norm), T,
-                      c->hidden_size, (float)c->rms_norm_eps));
+    RL_TRY_OP(m->ctx, err, rl_rmsnorm_fwd(m->ctx, s->xn1, s->rstd1, a->x[l], weight(m, m->layers[l].attn_norm), T,
+                                          c->hidden_size, (float)c->rms_norm_eps));
     return 0;
 }
 
@@ -99,11 +90,12 @@ static int qk_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, rl_err *e
     int T = b->n_tokens, H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
     float eps = (float)c->rms_norm_eps;
     if (c->qk_norm) {
-        CK(rl_rmsnorm_fwd(m->ctx, s->q, s->q_rstd, s->q_raw, weight(m, W->q_norm), T * H, hd, eps));
-        CK(rl_rmsnorm_fwd(m->ctx, s->k, s->k_rstd, s->k_raw, weight(m, W->k_norm), T * KV, hd, eps));
+        RL_TRY_OP(m->ctx, err, rl_rmsnorm_fwd(m->ctx, s->q, s->q_rstd, s->q_raw, weight(m, W->q_norm), T * H, hd, eps));
+        RL_TRY_OP(m->ctx, err, rl_rmsnorm_fwd(m->ctx, s->k, s->k_rstd, s->k_raw, weight(m, W->k_norm), T * KV, hd,
+                                              eps));
     }
-    CK(rl_rope_fwd(m->ctx, s->q, b->positions, m->inv_freq, T, H, hd));
-    CK(rl_rope_fwd(m->ctx, s->k, b->positions, m->inv_freq, T, KV, hd));
+    RL_TRY_OP(m->ctx, err, rl_rope_fwd(m->ctx, s->q, b->positions, m->inv_freq, T, H, hd));
+    RL_TRY_OP(m->ctx, err, rl_rope_fwd(m->ctx, s->k, b->positions, m->inv_freq, T, KV, hd));
     return 0;
 }
 
@@ -111,8 +103,8 @@ static int mlp_norm_fwd(rl_model *m, rl_acts *a, int l, int T, rl_err *err)
 {
     const rl_model_config *c = &m->config;
     rl_layer_acts *s = &a->layers[l];
-    CK(rl_rmsnorm_fwd(m->ctx, s->xn2, s->rstd2, s->h, weight(m, m->layers[l].mlp_norm), T,
-                      c->hidden_size, (float)c->rms_norm_eps));
+    RL_TRY_OP(m->ctx, err, rl_rmsnorm_fwd(m->ctx, s->xn2, s->rstd2, s->h, weight(m, m->layers[l].mlp_norm), T,
+                                          c->hidden_size, (float)c->rms_norm_eps));
     return 0;
 }
 
@@ -120,7 +112,7 @@ static int swiglu_fwd(rl_model *m, rl_acts *a, int l, int T, rl_err *err)
 {
     int I = m->config.intermediate_size;
     rl_layer_acts *s = &a->layers[l];
-    CK(rl_swiglu_fwd(m->ctx, s->act, s->gate, s->up, T, I, I));
+    RL_TRY_OP(m->ctx, err, rl_swiglu_fwd(m->ctx, s->act, s->gate, s->up, T, I, I));
     return 0;
 }
 
@@ -139,9 +131,9 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
     if (attn_norm_fwd(m, a, l, T, err)) return -1;
     void *q = c->qk_norm ? s->q_raw : s->q;
     void *k = c->qk_norm ? s->k_raw : s->k;
-    CK(rl_matmul_fwd(ctx, q, s->xn1, weight(m, W->q), weight(m, W->q_bias), T, H * hd, D, 0));
-    CK(rl_matmul_fwd(ctx, k, s->xn1, weight(m, W->k), weight(m, W->k_bias), T, KV * hd, D, 0));
-    CK(rl_matmul_fwd(ctx, s->v, s->xn1, weight(m, W->v), weight(m, W->v_bias), T, KV * hd, D, 0));
+    RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, q, s->xn1, weight(m, W->q), weight(m, W->q_bias), T, H * hd, D, 0));
+    RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, k, s->xn1, weight(m, W->k), weight(m, W->k_bias), T, KV * hd, D, 0));
+    RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->v, s->xn1, weight(m, W->v), weight(m, W->v_bias), T, KV * hd, D, 0));
     if (qk_fwd(m, a, l, b, err)) return -1;
 
     float scale = 1.0f / sqrtf((float)hd);
@@ -152,30 +144,30 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
         for (int r = 0; r < b->n_seqs; r++) {
             int slot = b->slots[r], first = b->host_cu[r], n = b->host_cu[r + 1] - first;
             size_t at = (size_t)kv->slab_start[slot] + (size_t)kv->used[slot];
-            CK(rl_memcpy(ctx, (char *)kv->k[l] + at * row_bytes, (char *)s->k + first * row_bytes,
-                         n * row_bytes, RL_D2D));
-            CK(rl_memcpy(ctx, (char *)kv->v[l] + at * row_bytes, (char *)s->v + first * row_bytes,
-                         n * row_bytes, RL_D2D));
+            RL_TRY_OP(ctx, err, rl_memcpy(ctx, (char *)kv->k[l] + at * row_bytes, (char *)s->k + first * row_bytes,
+                                          n * row_bytes, RL_D2D));
+            RL_TRY_OP(ctx, err, rl_memcpy(ctx, (char *)kv->v[l] + at * row_bytes, (char *)s->v + first * row_bytes,
+                                          n * row_bytes, RL_D2D));
         }
-        CK(rl_attention_fwd(ctx, s->attn, s->lse, s->q, (char *)kv->k[l] + b->kv_row0 * row_bytes,
-                            (char *)kv->v[l] + b->kv_row0 * row_bytes, b->cu_q, b->cu_k,
-                            b->seqused_k, b->n_seqs, b->max_seqlen_q, b->max_seqlen_k, H, KV, hd,
-                            scale, 1));
+        RL_TRY_OP(ctx, err, rl_attention_fwd(ctx, s->attn, s->lse, s->q, (char *)kv->k[l] + b->kv_row0 * row_bytes,
+                                             (char *)kv->v[l] + b->kv_row0 * row_bytes, b->cu_q, b->cu_k,
+                                             b->seqused_k, b->n_seqs, b->max_seqlen_q, b->max_seqlen_k, H, KV, hd,
+                                             scale, 1));
     } else {
-        CK(rl_attention_fwd(ctx, s->attn, s->lse, s->q, s->k, s->v, b->cu_q, b->cu_q, NULL,
-                            b->n_seqs, b->max_seqlen_q, b->max_seqlen_q, H, KV, hd, scale, 1));
+        RL_TRY_OP(ctx, err, rl_attention_fwd(ctx, s->attn, s->lse, s->q, s->k, s->v, b->cu_q, b->cu_q, NULL,
+                                             b->n_seqs, b->max_seqlen_q, b->max_seqlen_q, H, KV, hd, scale, 1));
     }
 
     if (copy_act(m, s->h, x, (size_t)T * D, err)) return -1;
-    CK(rl_matmul_fwd(ctx, s->h, s->attn, weight(m, W->o), NULL, T, D, H * hd, 1));
+    RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->h, s->attn, weight(m, W->o), NULL, T, D, H * hd, 1));
     if (mlp_norm_fwd(m, a, l, T, err)) return -1;
-    CK(rl_matmul_fwd(ctx, s->gate, s->xn2, weight(m, W->gate), NULL, T, I, D, 0));
-    CK(rl_matmul_fwd(ctx, s->up, s->xn2, weight(m, W->up), NULL, T, I, D, 0));
+    RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->gate, s->xn2, weight(m, W->gate), NULL, T, I, D, 0));
+    RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->up, s->xn2, weight(m, W->up), NULL, T, I, D, 0));
     if (swiglu_fwd(m, a, l, T, err)) return -1;
     if (!write_output) return 0;
     void *out = a->x[l + 1];
     if (copy_act(m, out, s->h, (size_t)T * D, err)) return -1;
-    CK(rl_matmul_fwd(ctx, out, s->act, weight(m, W->down), NULL, T, D, I, 1));
+    RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, out, s->act, weight(m, W->down), NULL, T, D, I, 1));
     return 0;
 }
 
@@ -194,33 +186,43 @@ static int layer_bwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, rl_err
 
     /* MLP: x' = h + act Wd^T; the residual passes dres through to h unchanged. */
     if (remake && swiglu_fwd(m, a, l, T, err)) return -1;
-    CK(rl_matmul_bwd(ctx, a->dact, grad(m, W->down), NULL, a->dres, s->act, weight(m, W->down), T, D, I, 0));
-    CK(rl_swiglu_bwd(ctx, a->dgate, a->dup, a->dact, s->gate, s->up, T, I, I));
+    RL_TRY_OP(ctx, err, rl_matmul_bwd(ctx, a->dact, grad(m, W->down), NULL, a->dres, s->act, weight(m, W->down), T,
+                                      D, I, 0));
+    RL_TRY_OP(ctx, err, rl_swiglu_bwd(ctx, a->dgate, a->dup, a->dact, s->gate, s->up, T, I, I));
     if (remake && mlp_norm_fwd(m, a, l, T, err)) return -1;
-    CK(rl_matmul_bwd(ctx, a->dxn, grad(m, W->gate), NULL, a->dgate, s->xn2, weight(m, W->gate), T, I, D, 0));
-    CK(rl_matmul_bwd(ctx, a->dxn, grad(m, W->up), NULL, a->dup, s->xn2, weight(m, W->up), T, I, D, 1));
-    CK(rl_rmsnorm_bwd(ctx, a->dres, grad(m, W->mlp_norm), a->dxn, s->h, weight(m, W->mlp_norm), s->rstd2, T, D, 1));
+    RL_TRY_OP(ctx, err, rl_matmul_bwd(ctx, a->dxn, grad(m, W->gate), NULL, a->dgate, s->xn2, weight(m, W->gate), T,
+                                      I, D, 0));
+    RL_TRY_OP(ctx, err, rl_matmul_bwd(ctx, a->dxn, grad(m, W->up), NULL, a->dup, s->xn2, weight(m, W->up), T, I, D, 1));
+    RL_TRY_OP(ctx, err, rl_rmsnorm_bwd(ctx, a->dres, grad(m, W->mlp_norm), a->dxn, s->h, weight(m, W->mlp_norm),
+                                       s->rstd2, T, D, 1));
 
     /* Attention: h = x + attn Wo^T. */
-    CK(rl_matmul_bwd(ctx, a->dattn, grad(m, W->o), NULL, a->dres, s->attn, weight(m, W->o), T, D, H * hd, 0));
+    RL_TRY_OP(ctx, err, rl_matmul_bwd(ctx, a->dattn, grad(m, W->o), NULL, a->dres, s->attn, weight(m, W->o), T, D,
+                                      H * hd, 0));
     if (remake && c->qk_norm && qk_fwd(m, a, l, b, err)) return -1;
     float scale = 1.0f / sqrtf((float)hd);
-    CK(rl_attention_bwd(ctx, a->dq, a->dk, a->dv, a->dattn, s->attn, s->lse, s->q, s->k, s->v,
-                        b->cu_q, b->n_seqs, b->max_seqlen_q, H, KV, hd, scale, 1));
-    CK(rl_rope_bwd(ctx, a->dq, b->positions, m->inv_freq, T, H, hd));
-    CK(rl_rope_bwd(ctx, a->dk, b->positions, m->inv_freq, T, KV, hd));
+    RL_TRY_OP(ctx, err, rl_attention_bwd(ctx, a->dq, a->dk, a->dv, a->dattn, s->attn, s->lse, s->q, s->k, s->v,
+                                         b->cu_q, b->n_seqs, b->max_seqlen_q, H, KV, hd, scale, 1));
+    RL_TRY_OP(ctx, err, rl_rope_bwd(ctx, a->dq, b->positions, m->inv_freq, T, H, hd));
+    RL_TRY_OP(ctx, err, rl_rope_bwd(ctx, a->dk, b->positions, m->inv_freq, T, KV, hd));
     void *dq = a->dq, *dk = a->dk;
     if (c->qk_norm) {
-        CK(rl_rmsnorm_bwd(ctx, a->dq_raw, grad(m, W->q_norm), a->dq, s->q_raw, weight(m, W->q_norm), s->q_rstd, T * H, hd, 0));
-        CK(rl_rmsnorm_bwd(ctx, a->dk_raw, grad(m, W->k_norm), a->dk, s->k_raw, weight(m, W->k_norm), s->k_rstd, T * KV, hd, 0));
+        RL_TRY_OP(ctx, err, rl_rmsnorm_bwd(ctx, a->dq_raw, grad(m, W->q_norm), a->dq, s->q_raw, weight(m, W->q_norm),
+                                           s->q_rstd, T * H, hd, 0));
+        RL_TRY_OP(ctx, err, rl_rmsnorm_bwd(ctx, a->dk_raw, grad(m, W->k_norm), a->dk, s->k_raw, weight(m, W->k_norm),
+                                           s->k_rstd, T * KV, hd, 0));
         dq = a->dq_raw;
         dk = a->dk_raw;
     }
     if (remake && attn_norm_fwd(m, a, l, T, err)) return -1;
-    CK(rl_matmul_bwd(ctx, a->dxn, grad(m, W->q), grad(m, W->q_bias), dq, s->xn1, weight(m, W->q), T, H * hd, D, 0));
-    CK(rl_matmul_bwd(ctx, a->dxn, grad(m, W->k), grad(m, W->k_bias), dk, s->xn1, weight(m, W->k), T, KV * hd, D, 1));
-    CK(rl_matmul_bwd(ctx, a->dxn, grad(m, W->v), grad(m, W->v_bias), a->dv, s->xn1, weight(m, W->v), T, KV * hd, D, 1));
-    CK(rl_rmsnorm_bwd(ctx, a->dres, grad(m, W->attn_norm), a->dxn, a->x[l], weight(m, W->attn_norm), s->rstd1, T, D, 1));
+    RL_TRY_OP(ctx, err, rl_matmul_bwd(ctx, a->dxn, grad(m, W->q), grad(m, W->q_bias), dq, s->xn1, weight(m, W->q), T,
+                                      H * hd, D, 0));
+    RL_TRY_OP(ctx, err, rl_matmul_bwd(ctx, a->dxn, grad(m, W->k), grad(m, W->k_bias), dk, s->xn1, weight(m, W->k), T,
+                                      KV * hd, D, 1));
+    RL_TRY_OP(ctx, err, rl_matmul_bwd(ctx, a->dxn, grad(m, W->v), grad(m, W->v_bias), a->dv, s->xn1, weight(m, W->v),
+                                      T, KV * hd, D, 1));
+    RL_TRY_OP(ctx, err, rl_rmsnorm_bwd(ctx, a->dres, grad(m, W->attn_norm), a->dxn, a->x[l], weight(m, W->attn_norm),
+                                       s->rstd1, T, D, 1));
     return 0;
 }
 
@@ -259,8 +261,9 @@ static int shift_to_tokens(rl_model *m, float *dst, const float *src, const int3
                            rl_err *err)
 {
     int n_tokens = cu[n_seqs];
-    if (n_tokens > 1) CK(rl_memcpy(m->ctx, dst + 1, src, (size_t)(n_tokens - 1) * sizeof(float), RL_D2D));
-    for (int s = 0; s < n_seqs; s++) CK(rl_memzero(m->ctx, dst + cu[s], sizeof(float)));
+    if (n_tokens > 1) RL_TRY_OP(m->ctx, err, rl_memcpy(m->ctx, dst + 1, src, (size_t)(n_tokens - 1) * sizeof(float),
+                                                       RL_D2D));
+    for (int s = 0; s < n_seqs; s++) RL_TRY_OP(m->ctx, err, rl_memzero(m->ctx, dst + cu[s], sizeof(float)));
     return 0;
 }
 
@@ -279,20 +282,21 @@ int rl_model_forward(rl_model *m, rl_acts *a, const int32_t *tokens, const int32
             a->host_targets[t] = t + 1 < cu_seqlens[s + 1] ? tokens[t + 1] : -1;
         }
     memcpy(a->host_cu, cu_seqlens, (size_t)(n_seqs + 1) * sizeof(int32_t));
-    CK(rl_memcpy(ctx, a->tokens, tokens, (size_t)T * sizeof(int32_t), RL_H2D));
-    CK(rl_memcpy(ctx, a->positions, a->host_positions, (size_t)T * sizeof(int32_t), RL_H2D));
-    CK(rl_memcpy(ctx, a->targets, a->host_targets, (size_t)T * sizeof(int32_t), RL_H2D));
-    CK(rl_memcpy(ctx, a->cu_q, cu_seqlens, (size_t)(n_seqs + 1) * sizeof(int32_t), RL_H2D));
+    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->tokens, tokens, (size_t)T * sizeof(int32_t), RL_H2D));
+    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->positions, a->host_positions, (size_t)T * sizeof(int32_t), RL_H2D));
+    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->targets, a->host_targets, (size_t)T * sizeof(int32_t), RL_H2D));
+    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->cu_q, cu_seqlens, (size_t)(n_seqs + 1) * sizeof(int32_t), RL_H2D));
 
     attn_batch b = {.n_tokens = T, .n_seqs = n_seqs, .max_seqlen_q = max_len, .max_seqlen_k = max_len,
                        .positions = a->positions, .cu_q = a->cu_q, .host_cu = a->host_cu};
-    CK(rl_embedding_fwd(ctx, a->x[0], a->tokens, weight(m, m->embed), T, D));
+    RL_TRY_OP(ctx, err, rl_embedding_fwd(ctx, a->x[0], a->tokens, weight(m, m->embed), T, D));
     for (int l = 0; l < c->n_layers; l++)
         if (layer_fwd(m, a, l, &b, 1, err)) return rl_err_prefix(err, "layer %d: ", l);
-    CK(rl_rmsnorm_fwd(ctx, a->xf, a->rstd_f, a->x[c->n_layers], weight(m, m->final_norm), T, D,
-                      (float)c->rms_norm_eps));
-    CK(rl_lm_head_logprobs_fwd(ctx, a->logp_next, a->head_lse, entropy ? a->entropy_next : NULL, a->xf,
-                               weight(m, m->lm_head), a->targets, T, D, c->vocab_size, inv_temperature));
+    RL_TRY_OP(ctx, err, rl_rmsnorm_fwd(ctx, a->xf, a->rstd_f, a->x[c->n_layers], weight(m, m->final_norm), T, D,
+                                       (float)c->rms_norm_eps));
+    RL_TRY_OP(ctx, err, rl_lm_head_logprobs_fwd(ctx, a->logp_next, a->head_lse, entropy ? a->entropy_next : NULL,
+                                                a->xf, weight(m, m->lm_head), a->targets, T, D, c->vocab_size,
+                                                inv_temperature));
     if (shift_to_tokens(m, logp, a->logp_next, cu_seqlens, n_seqs, err)) return -1;
     if (entropy && shift_to_tokens(m, entropy, a->entropy_next, cu_seqlens, n_seqs, err)) return -1;
 
@@ -318,18 +322,19 @@ int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err)
 
     /* Row t of the lm_head scores token t + 1: dlogp_next[t] = dlogp[t + 1], 0 on each
      * sequence's last row (its target is the next sequence's first token, or nothing). */
-    if (T > 1) CK(rl_memcpy(ctx, a->dlogp_next, dlogp + 1, (size_t)(T - 1) * sizeof(float), RL_D2D));
-    for (int s = 0; s < n_seqs; s++) CK(rl_memzero(ctx, a->dlogp_next + cu[s + 1] - 1, sizeof(float)));
+    if (T > 1) RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->dlogp_next, dlogp + 1, (size_t)(T - 1) * sizeof(float), RL_D2D));
+    for (int s = 0; s < n_seqs; s++) RL_TRY_OP(ctx, err, rl_memzero(ctx, a->dlogp_next + cu[s + 1] - 1, sizeof(float)));
 
     attn_batch b = {.n_tokens = T, .n_seqs = n_seqs, .max_seqlen_q = a->max_seqlen,
                        .max_seqlen_k = a->max_seqlen, .positions = a->positions, .cu_q = a->cu_q,
                        .host_cu = a->host_cu};
     int L = c->n_layers, tied = m->lm_head == m->embed;
     if ((tied && region_hook(m, 1, L + 1, err)) || region_hook(m, 1, 0, err)) return -1;
-    CK(rl_lm_head_logprobs_bwd(ctx, a->dxn, grad(m, m->lm_head), a->dlogp_next, a->xf, weight(m, m->lm_head),
-                               a->targets, a->head_lse, T, D, c->vocab_size, a->inv_temperature));
-    CK(rl_rmsnorm_bwd(ctx, a->dres, grad(m, m->final_norm), a->dxn, a->x[L], weight(m, m->final_norm),
-                      a->rstd_f, T, D, 0));
+    RL_TRY_OP(ctx, err, rl_lm_head_logprobs_bwd(ctx, a->dxn, grad(m, m->lm_head), a->dlogp_next, a->xf,
+                                                weight(m, m->lm_head), a->targets, a->head_lse, T, D, c->vocab_size,
+                                                a->inv_temperature));
+    RL_TRY_OP(ctx, err, rl_rmsnorm_bwd(ctx, a->dres, grad(m, m->final_norm), a->dxn, a->x[L],
+                                       weight(m, m->final_norm), a->rstd_f, T, D, 0));
     if (region_hook(m, 0, 0, err)) return -1;
     for (int l = L - 1; l >= 0; l--) {
         if (a->mode == RL_ACTS_TRAIN_CHECKPOINT && layer_fwd(m, a, l, &b, 0, err))
@@ -339,7 +344,7 @@ int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err)
         if (region_hook(m, 0, L - l, err)) return -1;
     }
     if (!tied && region_hook(m, 1, L + 1, err)) return -1;
-    CK(rl_embedding_bwd(ctx, grad(m, m->embed), a->tokens, a->dres, T, D));
+    RL_TRY_OP(ctx, err, rl_embedding_bwd(ctx, grad(m, m->embed), a->tokens, a->dres, T, D));
     return region_hook(m, 0, L + 1, err);
 }
 
@@ -372,17 +377,17 @@ int rl_model_forward_cached(rl_model *m, rl_acts *a, rl_kv_slabs *kv, const int3
     a->host_cu_k[n_seqs] = kv->slab_start[last] + kv->slab_rows[last] - kv->slab_start[slots[0]];
     memcpy(a->host_cu, cu_seqlens, (size_t)(n_seqs + 1) * sizeof(int32_t));
     int T = cu_seqlens[n_seqs], D = c->hidden_size;
-    CK(rl_memcpy(ctx, a->tokens, tokens, (size_t)T * sizeof(int32_t), RL_H2D));
-    CK(rl_memcpy(ctx, a->positions, a->host_positions, (size_t)T * sizeof(int32_t), RL_H2D));
-    CK(rl_memcpy(ctx, a->cu_q, cu_seqlens, (size_t)(n_seqs + 1) * sizeof(int32_t), RL_H2D));
-    CK(rl_memcpy(ctx, a->cu_k, a->host_cu_k, (size_t)(n_seqs + 1) * sizeof(int32_t), RL_H2D));
-    CK(rl_memcpy(ctx, a->seqused_k, a->host_seqused, (size_t)n_seqs * sizeof(int32_t), RL_H2D));
+    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->tokens, tokens, (size_t)T * sizeof(int32_t), RL_H2D));
+    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->positions, a->host_positions, (size_t)T * sizeof(int32_t), RL_H2D));
+    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->cu_q, cu_seqlens, (size_t)(n_seqs + 1) * sizeof(int32_t), RL_H2D));
+    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->cu_k, a->host_cu_k, (size_t)(n_seqs + 1) * sizeof(int32_t), RL_H2D));
+    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->seqused_k, a->host_seqused, (size_t)n_seqs * sizeof(int32_t), RL_H2D));
 
     attn_batch b = {.n_tokens = T, .n_seqs = n_seqs, .max_seqlen_q = max_q, .max_seqlen_k = max_k,
                        .positions = a->positions, .cu_q = a->cu_q, .cu_k = a->cu_k,
                        .seqused_k = a->seqused_k, .host_cu = a->host_cu, .kv = kv,
                    .kv_row0 = (size_t)kv->slab_start[slots[0]], .slots = slots};
-    CK(rl_embedding_fwd(ctx, a->x[0], a->tokens, weight(m, m->embed), T, D));
+    RL_TRY_OP(ctx, err, rl_embedding_fwd(ctx, a->x[0], a->tokens, weight(m, m->embed), T, D));
     for (int l = 0; l < c->n_layers; l++)
         if (layer_fwd(m, a, l, &b, 1, err)) return rl_err_prefix(err, "layer %d: ", l);
 
@@ -391,8 +396,9 @@ int rl_model_forward_cached(rl_model *m, rl_acts *a, rl_kv_slabs *kv, const int3
         if (copy_act(m, act_row(m, a->gather, (size_t)s, (size_t)D),
                      act_row(m, a->x[c->n_layers], (size_t)cu_seqlens[s + 1] - 1, (size_t)D), (size_t)D, err))
             return -1;
-    CK(rl_rmsnorm_fwd(ctx, a->xf, a->rstd_f, a->gather, weight(m, m->final_norm), n_seqs, D, (float)c->rms_norm_eps));
-    CK(rl_lm_head_logits(ctx, logits, a->xf, weight(m, m->lm_head), n_seqs, D, c->vocab_size));
+    RL_TRY_OP(ctx, err, rl_rmsnorm_fwd(ctx, a->xf, a->rstd_f, a->gather, weight(m, m->final_norm), n_seqs, D,
+                                       (float)c->rms_norm_eps));
+    RL_TRY_OP(ctx, err, rl_lm_head_logits(ctx, logits, a->xf, weight(m, m->lm_head), n_seqs, D, c->vocab_size));
     for (int s = 0; s < n_seqs; s++) kv->used[slots[s]] += cu_seqlens[s + 1] - cu_seqlens[s];
     return 0;
 }

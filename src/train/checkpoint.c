@@ -77,10 +77,14 @@ static int fetch_state(const rl_model *m, const rl_optim *o, float **master, flo
     *master = malloc(n * sizeof(float));
     *moments = o ? malloc(2 * n * sizeof(float)) : NULL;
     if (!*master || (o && !*moments)) return rl_err_oom(err, "checkpoint staging", 3 * n * sizeof(float));
-    if (rl_memcpy(m->ctx, *master, m->master, n * sizeof(float), RL_D2H) != 0)
-        return rl_err_set(err, "model weights: %s", m->ctx->err.msg);
-    if (o && rl_memcpy(o->ctx, *moments, o->m, 2 * n * sizeof(float), RL_D2H) != 0)
-        return rl_err_set(err, "optimizer state: %s", o->ctx->err.msg);
+    if (rl_memcpy(m->ctx, *master, m->master, n * sizeof(float), RL_D2H) != 0) {
+        rl_ctx_error(m->ctx, err);
+        return rl_err_prefix(err, "model weights: ");
+    }
+    if (o && rl_memcpy(o->ctx, *moments, o->m, 2 * n * sizeof(float), RL_D2H) != 0) {
+        rl_ctx_error(o->ctx, err);
+        return rl_err_prefix(err, "optimizer state: ");
+    }
     return 0;
 }
 
@@ -238,8 +242,10 @@ int rl_checkpoint_load_optim(const char *dir, rl_optim *o, rl_err *err)
             break;
         }
         memcpy(host, (const char *)t->data + o->lo * sizeof(float), held * sizeof(float));
-        if (rl_memcpy(o->ctx, dst[k], host, held * sizeof(float), RL_H2D) != 0)
-            rc = rl_err_set(err, "%s: %s", path, o->ctx->err.msg);
+        if (rl_memcpy(o->ctx, dst[k], host, held * sizeof(float), RL_H2D) != 0) {
+            rl_ctx_error(o->ctx, err);
+            rc = rl_err_prefix(err, "%s: ", path);
+        }
     }
     free(host);
     rl_safetensors_close(st);

@@ -204,7 +204,7 @@ int rl_dp_prepare(rl_dp *dp, rl_model *m, rl_err *err)
         dp->grad_shard = rl_alloc(dp->ctx, (held ? held : 1) * sizeof(float));
         for (int s = 0; s < N_SLOTS && dp->grad_shard; s++) dp->slot[s] = rl_alloc(dp->ctx, want[s] * sizeof(float));
         if (!dp->grad_shard || !dp->slot[N_SLOTS - 1] || rl_memzero(dp->ctx, dp->grad_shard, held * sizeof(float))) {
-            *err = dp->ctx->err;
+            rl_ctx_error(dp->ctx, err);
             return rl_err_prefix(err, "ZeRO-2 gradient buffers: ");
         }
         dp->hooks.at = hook_at;
@@ -269,7 +269,10 @@ int rl_dp_step(rl_dp *dp, rl_optim *o, double grad_scale, rl_optim_stats *stats,
     size_t lo = o->lo, held = o->hi - o->lo;
     float *grads = dp->zero == 2 ? dp->grad_shard : m->grads + lo;
     double sumsq = 0, scale = 1;
-    if (rl_sumsq(ctx, &sumsq, grads, held) != 0) return rl_err_set(err, "gradient norm: %s", ctx->err.msg);
+    if (rl_sumsq(ctx, &sumsq, grads, held) != 0) {
+        rl_ctx_error(ctx, err);
+        return rl_err_prefix(err, "gradient norm: ");
+    }
     if (dp->zero >= 1 && rl_comm_host_reduce(dp->comm, &sumsq, 1, RL_COMM_SUM, err)) return -1;
     rl_optim_stats st = {0};
     void *working = rl_model_working_copy(m);
@@ -284,7 +287,10 @@ int rl_dp_step(rl_dp *dp, rl_optim *o, double grad_scale, rl_optim_stats *stats,
     }
     float *zero_from = dp->zero == 2 ? dp->grad_shard : m->grads;
     size_t zero_n = dp->zero == 2 ? held : m->n_elems;
-    if (rl_memzero(ctx, zero_from, zero_n * sizeof(float)) != 0) return rl_err_set(err, "zeroing gradients: %s", ctx->err.msg);
+    if (rl_memzero(ctx, zero_from, zero_n * sizeof(float)) != 0) {
+        rl_ctx_error(ctx, err);
+        return rl_err_prefix(err, "zeroing gradients: ");
+    }
     o->step++;
     dp->announced = dp->n_micro = dp->backwards = dp->synced = 0;
     if (stats) *stats = st;
@@ -300,13 +306,13 @@ static int gather_array(rl_dp *dp, float *host, const float *part, int sharded, 
     rl_ctx *ctx = dp->ctx;
     if (!sharded) {
         if (dp->rank == 0 && rl_memcpy(ctx, host, part, dp->shard[dp->world] * sizeof(float), RL_D2H))
-            return rl_err_set(err, "%s", ctx->err.msg);
+            return rl_ctx_error(ctx, err);
         return 0;
     }
     for (int r = 0; r < dp->world; r++) {
         size_t first = dp->shard[r], count = dp->shard[r + 1] - first;
         if (dp->rank == 0 && r == 0) {
-            if (rl_memcpy(ctx, host + first, part, count * sizeof(float), RL_D2H)) return rl_err_set(err, "%s", ctx->err.msg);
+            if (rl_memcpy(ctx, host + first, part, count * sizeof(float), RL_D2H)) return rl_ctx_error(ctx, err);
             continue;
         }
         if (dp->rank != 0 && dp->rank != r) continue;
@@ -318,8 +324,10 @@ static int gather_array(rl_dp *dp, float *host, const float *part, int sharded, 
                 if (rl_comm_recv(dp->comm, staging, k * sizeof(float), r, err) ||
                     rl_comm_wait(dp->comm, rl_comm_ticket(dp->comm), err))
                     return rl_err_prefix(err, "gathering rank %d's shard: ", r);
-                if (rl_memcpy(ctx, host + first + at, staging, k * sizeof(float), RL_D2H))
-                    return rl_err_set(err, "gathering rank %d's shard: %s", r, ctx->err.msg);
+                if (rl_memcpy(ctx, host + first + at, staging, k * sizeof(float), RL_D2H)) {
+                    rl_ctx_error(ctx, err);
+                    return rl_err_prefix(err, "gathering rank %d's shard: ", r);
+                }
             }
         }
     }

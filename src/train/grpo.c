@@ -162,8 +162,10 @@ static int forward_slice(rl_grpo *t, rl_model *m, rl_acts *a, int s0, int s1, fl
     if (rl_model_forward(m, a, t->tokens + t->cu[s0], cu_local, s1 - s0, inv_t, dev(t, D_LOGP), NULL, err) != 0)
         return -1;
     size_t bytes = (size_t)cu_local[s1 - s0] * sizeof(float);
-    if (host_out && rl_memcpy(m->ctx, host_out + t->cu[s0], dev(t, D_LOGP), bytes, RL_D2H) != 0)
-        return rl_err_set(err, "grpo: %s", m->ctx->err.msg);
+    if (host_out && rl_memcpy(m->ctx, host_out + t->cu[s0], dev(t, D_LOGP), bytes, RL_D2H) != 0) {
+        rl_ctx_error(m->ctx, err);
+        return rl_err_prefix(err, "grpo: ");
+    }
     return 0;
 }
 
@@ -243,15 +245,16 @@ static int update(rl_grpo *t, const int *mb, int n_mb, double acc[4], rl_optim_s
         size_t off = (size_t)t->cu[s0], n_tok = (size_t)(t->cu[s1] - t->cu[s0]);
         if (forward_slice(t, t->model, t->acts, s0, s1, NULL, err) != 0) return -1;
         size_t bytes = n_tok * sizeof(float);
+        double st[RL_LOSS_N_STATS];
         if (rl_memcpy(ctx, dev(t, D_OLD), t->old_lp + off, bytes, RL_H2D) ||
             rl_memcpy(ctx, dev(t, D_REF), t->ref_lp + off, bytes, RL_H2D) ||
             rl_memcpy(ctx, dev(t, D_ADV), t->tok_adv + off, bytes, RL_H2D) ||
-            rl_memcpy(ctx, dev(t, D_W), t->tok_w + off, bytes, RL_H2D))
-            return rl_err_set(err, "grpo: %s", ctx->err.msg);
-        double st[RL_LOSS_N_STATS];
-        if (rl_policy_loss(ctx, dev(t, D_DLOGP), st, dev(t, D_LOGP), dev(t, D_OLD), dev(t, D_REF), dev(t, D_ADV),
-                           dev(t, D_W), (int)n_tok, &lp) != 0)
-            return rl_err_set(err, "grpo: %s", ctx->err.msg);
+            rl_memcpy(ctx, dev(t, D_W), t->tok_w + off, bytes, RL_H2D) ||
+            rl_policy_loss(ctx, dev(t, D_DLOGP), st, dev(t, D_LOGP), dev(t, D_OLD), dev(t, D_REF), dev(t, D_ADV),
+                           dev(t, D_W), (int)n_tok, &lp) != 0) {
+            rl_ctx_error(ctx, err);
+            return rl_err_prefix(err, "grpo: ");
+        }
         double wsum = 0;
         for (size_t i = 0; i < n_tok; i++) wsum += t->tok_w[off + i];
         acc[0] += st[RL_LOSS_STAT_LOSS];

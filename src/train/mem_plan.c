@@ -46,7 +46,10 @@ int rl_mem_plan_check(const rl_mem_plan *p, rl_ctx *ctx, rl_err *err)
 {
     if (ctx->kind != RL_BACKEND_CUDA) return 0;
     size_t free_bytes, total;
-    if (rl_mem_info(ctx, &free_bytes, &total)) return rl_err_set(err, "memory plan: %s", ctx->err.msg);
+    if (rl_mem_info(ctx, &free_bytes, &total)) {
+        rl_ctx_error(ctx, err);
+        return rl_err_prefix(err, "memory plan: ");
+    }
     if (p->total <= free_bytes) return 0;
     char what[600], fits[160] = "Even 64 GPUs with --zero 2 would not hold it";
     rl_mem_plan_describe(p, what, sizeof what);

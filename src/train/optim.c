@@ -57,14 +57,11 @@ int rl_optim_create(rl_optim *o, rl_ctx *ctx, const rl_param *params, int n_para
     o->n_runs = n;
     size_t held = o->hi - o->lo, bytes = 2 * (held ? held : 1) * sizeof(float);
     o->m = rl_alloc(ctx, bytes);
-    if (!o->m) {
+    if (o->m) o->v = o->m + held;
+    if (!o->m || rl_memzero(ctx, o->m, bytes) != 0) {
+        rl_ctx_error(ctx, err);
         rl_optim_free(o);
-        return rl_err_set(err, "optimizer moments (%zu bytes): %s", bytes, ctx->err.msg);
-    }
-    o->v = o->m + held;
-    if (rl_memzero(ctx, o->m, bytes) != 0) {
-        rl_optim_free(o);
-        return rl_err_set(err, "optimizer moments: %s", ctx->err.msg);
+        return rl_err_prefix(err, "optimizer moments: ");
     }
     return 0;
 }
@@ -107,8 +104,10 @@ int rl_optim_apply(rl_optim *o, float *master, void *working, const float *grads
                              run->decay ? (float)o->cfg.weight_decay : 0.0f, o->step + 1, (float)scale};
         size_t k = a - o->lo;
         void *w = working ? (char *)working + a * wsize : NULL;
-        if (rl_adamw_step(ctx, master + k, w, grads + k, o->m + k, o->v + k, b - a, &p) != 0)
-            return rl_err_set(err, "optimizer step %d: %s", o->step + 1, ctx->err.msg);
+        if (rl_adamw_step(ctx, master + k, w, grads + k, o->m + k, o->v + k, b - a, &p) != 0) {
+            rl_ctx_error(ctx, err);
+            return rl_err_prefix(err, "optimizer step %d: ", o->step + 1);
+        }
     }
     return 0;
 }
@@ -120,10 +119,16 @@ int rl_optim_step(rl_optim *o, float *master, void *working, float *grads, doubl
     rl_ctx *ctx = o->ctx;
     double sumsq = 0, scale = 1;
     rl_optim_stats st = {0};
-    if (rl_sumsq(ctx, &sumsq, grads, o->n_elems) != 0) return rl_err_set(err, "gradient norm: %s", ctx->err.msg);
+    if (rl_sumsq(ctx, &sumsq, grads, o->n_elems) != 0) {
+        rl_ctx_error(ctx, err);
+        return rl_err_prefix(err, "gradient norm: ");
+    }
     if (rl_optim_clip(o, sumsq, grad_scale, &st, &scale, err) || rl_optim_apply(o, master, working, grads, scale, st.lr, err))
         return -1;
-    if (rl_memzero(ctx, grads, o->n_elems * sizeof(float)) != 0) return rl_err_set(err, "zeroing gradients: %s", ctx->err.msg);
+    if (rl_memzero(ctx, grads, o->n_elems * sizeof(float)) != 0) {
+        rl_ctx_error(ctx, err);
+        return rl_err_prefix(err, "zeroing gradients: ");
+    }
     o->step++;
     if (stats) *stats = st;
     return 0;

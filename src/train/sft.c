@@ -107,8 +107,10 @@ static int run_micro(rl_sft *t, const rl_sft_example *ex, const int *items, int 
     int n = pack(t, ex, items, n_items);
     if (rl_model_forward(t->model, t->acts, t->tokens, t->cu_seqlens, n_items, 1.0f, t->logp, NULL, err) != 0)
         return -1;
-    if (rl_memcpy(ctx, t->host_f, t->logp, (size_t)n * sizeof(float), RL_D2H) != 0)
-        return rl_err_set(err, "sft: %s", ctx->err.msg);
+    if (rl_memcpy(ctx, t->host_f, t->logp, (size_t)n * sizeof(float), RL_D2H) != 0) {
+        rl_ctx_error(ctx, err);
+        return rl_err_prefix(err, "sft: ");
+    }
     double sum = 0;
     for (int i = 0; i < n_items; i++) {
         const rl_sft_example *e = &ex[items[i]];
@@ -121,8 +123,10 @@ static int run_micro(rl_sft *t, const rl_sft_example *ex, const int *items, int 
         const rl_sft_example *e = &ex[items[i]];
         for (int k = first_loss_token(e); k < e->n_ids; k++) t->host_f[t->cu_seqlens[i] + k] = dscale;
     }
-    if (rl_memcpy(ctx, t->dlogp, t->host_f, (size_t)n * sizeof(float), RL_H2D) != 0)
-        return rl_err_set(err, "sft: %s", ctx->err.msg);
+    if (rl_memcpy(ctx, t->dlogp, t->host_f, (size_t)n * sizeof(float), RL_H2D) != 0) {
+        rl_ctx_error(ctx, err);
+        return rl_err_prefix(err, "sft: ");
+    }
     return rl_model_backward(t->model, t->acts, t->dlogp, err);
 }
 

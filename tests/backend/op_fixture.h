@@ -1,7 +1,8 @@
 /* op_fixture.h — helpers for the CPU op tests: a CPU context, reading the torch references that
  * tools/make_op_fixtures.py writes to tests/fixtures/ops/<family>.safetensors (integers are
- * stored as F32 there), comparing arrays with the max abs / rel errors in the message, and a
- * central finite-difference check of a gradient against a scalar loss summed in double. */
+ * stored as F32 there), comparing arrays with the max abs / rel errors in the message, a
+ * central finite-difference check of a gradient against a scalar loss summed in double, and the
+ * check that an op refuses bad arguments with the expected message. */
 #ifndef RL_TESTS_OP_FIXTURE_H
 #define RL_TESTS_OP_FIXTURE_H
 
@@ -59,6 +60,14 @@ static inline float *fx_alloc_poisoned(size_t n)
     float *x = malloc((n ? n : 1) * sizeof *x);
     tu_poison(x, n);
     return x;
+}
+
+/* Expects an op's refusal: rc -1 and exactly the message want (ops.h's one format,
+ * "rl_<op>: <what> <value> <problem>"). */
+static inline void fx_expect_refused(const rl_ctx *ctx, int rc, const char *want)
+{
+    cr_expect_eq(rc, -1, "accepted, expected the refusal \"%s\"", want);
+    cr_expect_str_eq(ctx->err.msg, want);
 }
 
 /* Expects max |got - ref| / (|ref| + floor) <= rtol; the message names both errors. */

@@ -129,7 +129,9 @@ Test(lm_head, target_outside_vocabulary)
     rl_ctx ctx = fx_cpu();
     float h[4] = {1, 2, 3, 4}, w[6] = {1, 2, 3, 4, 5, 6}, logp[2], lse[2];
     int32_t tgt[2] = {1, 3};
-    cr_expect_eq(rl_lm_head_logprobs_fwd(&ctx, logp, lse, NULL, h, w, tgt, 2, 2, 3, 1.0f), -1);
-    cr_expect(strstr(ctx.err.msg, "lm_head_logprobs_fwd: targets[1] = 3 is outside the vocabulary (3)") != NULL,
-              "message: %s", ctx.err.msg);
+    fx_expect_refused(&ctx, rl_lm_head_logprobs_fwd(&ctx, logp, lse, NULL, h, w, tgt, 2, 2, 3, 1.0f),
+                      "rl_lm_head_logprobs_fwd: targets[1] 3 is outside the vocabulary [0, 3)");
+    float dh[4], dw[6] = {0}, dlogp[2] = {1, 1};
+    fx_expect_refused(&ctx, rl_lm_head_logprobs_bwd(&ctx, dh, dw, dlogp, h, w, tgt, lse, 2, 2, 3, 1.0f),
+                      "rl_lm_head_logprobs_bwd: targets[1] 3 is outside the vocabulary [0, 3)");
 }

@@ -66,14 +66,3 @@ Test(rope, finite_differences)
     fd_state s = {&ctx, x, y, dout, inv_freq, pos};
     fx_check_fd("rope dx", x, FT * FH * FD, dx, fd_loss, &s, 1e-2f, 1e-4);
 }
-
-Test(rope, bad_arguments)
-{
-    rl_ctx ctx = fx_cpu();
-    float a[6] = {0}, f[3] = {1, 1, 1};
-    int32_t pos[1] = {0};
-    cr_expect_eq(rl_rope_fwd(&ctx, a, pos, f, 1, 1, 5), -1);
-    cr_expect(strstr(ctx.err.msg, "rope_fwd: head_dim = 5, must be even") != NULL, "message: %s", ctx.err.msg);
-    cr_expect_eq(rl_rope_bwd(&ctx, a, NULL, f, 1, 1, 6), -1);
-    cr_expect(strstr(ctx.err.msg, "rope_bwd: positions is NULL") != NULL, "message: %s", ctx.err.msg);
-}

@@ -120,7 +120,18 @@ Test(gpu_attention, bad_heads)
     gu g;
     gu_begin(&g);
     cr_assert_eq(rl_attention_fwd(&g.gpu, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, 4, 4, 6, 4, 64, 1.0f, 1), -1);
-    cr_assert(strstr(g.gpu.err.msg, "not a multiple"), "%s", g.gpu.err.msg);
+    cr_assert_str_eq(g.gpu.err.msg, "rl_attention_fwd: n_heads 6 is not a multiple of n_kv_heads 4");
+    gu_end(&g);
+}
+
+/* The CUDA kernels' own limit; the buffers are never read, the launcher refuses first. */
+Test(gpu_attention, head_dim_above_256_is_refused)
+{
+    gu g;
+    gu_begin(&g);
+    void *d = gu_dev(&g, 256);
+    cr_assert_eq(rl_attention_fwd(&g.gpu, d, d, d, d, d, d, d, NULL, 1, 4, 4, 2, 1, 320, 1.0f, 1), -1);
+    cr_assert_str_eq(g.gpu.err.msg, "rl_attention_fwd: head_dim 320 is more than 256, the most the CUDA attention takes");
     gu_end(&g);
 }
 

@@ -26,27 +26,17 @@
 
 enum { TQ = 64 };
 
-static int check_heads(rl_ctx *ctx, const char *op, int n_heads, int n_kv_heads, int head_dim)
+/* The offsets are tensors, which backend/ops.c does not read; the reference reads them here on
+ * the host, and refuses what would make it read or write outside the buffers.
+ * cu[0] = 0, non-decreasing, every length <= max_len. */
+static int check_cu(rl_ctx *ctx, const int32_t *cu, int n_seqs, int max_len, const char *what)
 {
-    RL_OP(cpu_min(ctx, op, n_heads, 1, "n_heads"));
-    RL_OP(cpu_min(ctx, op, n_kv_heads, 1, "n_kv_heads"));
-    RL_OP(cpu_min(ctx, op, head_dim, 1, "head_dim"));
-    if (n_heads % n_kv_heads)
-        return rl_err_set(&ctx->err, "%s: n_heads = %d is not a multiple of n_kv_heads = %d", op,
-                          n_heads, n_kv_heads);
-    return 0;
-}
-
-/* cu[0] = 0, non-decreasing, every length <= max_len. */
-static int check_cu(rl_ctx *ctx, const char *op, const int32_t *cu, int n_seqs, int max_len,
-                    const char *what)
-{
-    if (cu[0] != 0) return rl_err_set(&ctx->err, "%s: %s[0] = %d, must be 0", op, what, cu[0]);
+    if (cu[0] != 0) return rl_err_set(&ctx->err, "%s[0] %d is not 0", what, cu[0]);
     for (int s = 0; s < n_seqs; s++) {
         int len = cu[s + 1] - cu[s];
         if (len < 0 || len > max_len)
-            return rl_err_set(&ctx->err, "%s: sequence %d has length %d in %s (max_seqlen %d)",
-                              op, s, len, what, max_len);
+            return rl_err_set(&ctx->err, "%s: sequence %d has length %d, outside [0, max_seqlen %d]", what, s,
+                              len, max_len);
     }
     return 0;
 }
@@ -54,19 +44,17 @@ static int check_cu(rl_ctx *ctx, const char *op, const int32_t *cu, int n_seqs, 
 /* Key slabs (ops.h): cu_seqlens_k[0] >= 0 and non-decreasing (rows before cu_seqlens_k[0] are
  * not read); each used length len_k (seqused_k[s], at most the slab's length, or the slab's
  * length) is at most max_seqlen_k. */
-static int check_kv(rl_ctx *ctx, const char *op, const int32_t *cu_k, const int32_t *used, int n_seqs,
-                    int max_len)
+static int check_kv(rl_ctx *ctx, const int32_t *cu_k, const int32_t *used, int n_seqs, int max_len)
 {
-    if (cu_k[0] < 0) return rl_err_set(&ctx->err, "%s: cu_seqlens_k[0] = %d is negative", op, cu_k[0]);
+    if (cu_k[0] < 0) return rl_err_set(&ctx->err, "cu_seqlens_k[0] %d is negative", cu_k[0]);
     for (int s = 0; s < n_seqs; s++) {
         int slab = cu_k[s + 1] - cu_k[s];
-        if (slab < 0)
-            return rl_err_set(&ctx->err, "%s: key slab %d has length %d in cu_seqlens_k", op, s, slab);
+        if (slab < 0) return rl_err_set(&ctx->err, "cu_seqlens_k: key slab %d has length %d", s, slab);
         if (used && (used[s] < 0 || used[s] > slab || used[s] > max_len))
-            return rl_err_set(&ctx->err, "%s: seqused_k[%d] = %d outside [0, min(slab %d, max_seqlen_k %d)]",
-                              op, s, used[s], slab, max_len);
+            return rl_err_set(&ctx->err, "seqused_k[%d] %d is outside [0, min(slab %d, max_seqlen_k %d)]", s,
+                              used[s], slab, max_len);
         if (!used && slab > max_len)
-            return rl_err_set(&ctx->err, "%s: sequence %d has length %d in cu_seqlens_k (max_seqlen %d)", op,
+            return rl_err_set(&ctx->err, "cu_seqlens_k: sequence %d has length %d, outside [0, max_seqlen %d]",
                               s, slab, max_len);
     }
     return 0;
@@ -84,27 +72,18 @@ int rl_cpu_attention_fwd(rl_ctx *ctx, void *out, float *lse, const void *q, cons
                          const int32_t *seqused_k, int n_seqs, int max_seqlen_q, int max_seqlen_k,
                          int n_heads, int n_kv_heads, int head_dim, float scale, int causal)
 {
-    static const char op[] = "attention_fwd";
-    RL_OP(cpu_min(ctx, op, n_seqs, 0, "n_seqs"));
-    RL_OP(check_heads(ctx, op, n_heads, n_kv_heads, head_dim));
     if (n_seqs == 0) return 0;
-    RL_OP(cpu_need(ctx, op, cu_seqlens_q, "cu_seqlens_q"));
-    RL_OP(cpu_need(ctx, op, cu_seqlens_k, "cu_seqlens_k"));
-    RL_OP(check_cu(ctx, op, cu_seqlens_q, n_seqs, max_seqlen_q, "cu_seqlens_q"));
-    RL_OP(check_kv(ctx, op, cu_seqlens_k, seqused_k, n_seqs, max_seqlen_k));
+    if (check_cu(ctx, cu_seqlens_q, n_seqs, max_seqlen_q, "cu_seqlens_q") ||
+        check_kv(ctx, cu_seqlens_k, seqused_k, n_seqs, max_seqlen_k))
+        return -1;
     if (cu_seqlens_q[n_seqs] == 0) return 0;
-    RL_OP(cpu_need(ctx, op, out, "out"));
-    RL_OP(cpu_need(ctx, op, lse, "lse"));
-    RL_OP(cpu_need(ctx, op, q, "q"));
-    RL_OP(cpu_need(ctx, op, k, "k"));
-    RL_OP(cpu_need(ctx, op, v, "v"));
 
     double work = (double)cu_seqlens_q[n_seqs] * n_heads * head_dim * max_seqlen_k / 16;
     int n_threads = cpu_threads(ctx, work), group = n_heads / n_kv_heads;
     size_t q_row = (size_t)n_heads * head_dim, kv_row = (size_t)n_kv_heads * head_dim;
     size_t per_thread = (size_t)TQ * (max_seqlen_k > 0 ? max_seqlen_k : 1) + cpu_gemm_scratch_floats();
     float *scratch = malloc((size_t)n_threads * per_thread * sizeof(float));
-    if (!scratch) return rl_err_oom(&ctx->err, "attention_fwd scratch", (size_t)n_threads * per_thread * 4);
+    if (!scratch) return rl_err_oom(&ctx->err, "scratch", (size_t)n_threads * per_thread * 4);
     const float *qs = q, *ks = k, *vs = v;
     float *os = out;
     long n_items = (long)n_seqs * n_heads;
@@ -158,17 +137,10 @@ int rl_cpu_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *
                          const void *v, const int32_t *cu_seqlens, int n_seqs, int max_seqlen,
                          int n_heads, int n_kv_heads, int head_dim, float scale, int causal)
 {
-    static const char op[] = "attention_bwd";
-    RL_OP(cpu_min(ctx, op, n_seqs, 0, "n_seqs"));
-    RL_OP(check_heads(ctx, op, n_heads, n_kv_heads, head_dim));
     if (n_seqs == 0) return 0;
-    RL_OP(cpu_need(ctx, op, cu_seqlens, "cu_seqlens"));
-    RL_OP(check_cu(ctx, op, cu_seqlens, n_seqs, max_seqlen, "cu_seqlens"));
+    if (check_cu(ctx, cu_seqlens, n_seqs, max_seqlen, "cu_seqlens")) return -1;
     int total = cu_seqlens[n_seqs];
     if (total == 0) return 0;
-    const void *need[] = {dq, dk, dv, dout, out, lse, q, k, v};
-    const char *names[] = {"dq", "dk", "dv", "dout", "out", "lse", "q", "k", "v"};
-    for (int i = 0; i < 9; i++) RL_OP(cpu_need(ctx, op, need[i], names[i]));
 
     int n_threads = cpu_threads(ctx, (double)total * n_heads * head_dim * max_seqlen / 8);
     int group = n_heads / n_kv_heads;
@@ -176,7 +148,7 @@ int rl_cpu_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *
     size_t tile = (size_t)TQ * (max_seqlen > 0 ? max_seqlen : 1);
     size_t per_thread = 2 * tile + cpu_gemm_scratch_floats();
     float *scratch = malloc((size_t)n_threads * per_thread * sizeof(float));
-    if (!scratch) return rl_err_oom(&ctx->err, "attention_bwd scratch", (size_t)n_threads * per_thread * 4);
+    if (!scratch) return rl_err_oom(&ctx->err, "scratch", (size_t)n_threads * per_thread * 4);
     float *dqs = dq, *dks = dk, *dvs = dv;
     const float *dos = dout, *os = out, *qs = q, *ks = k, *vs = v;
     memset(dks, 0, (size_t)total * kv_row * sizeof(float));

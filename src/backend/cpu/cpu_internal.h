@@ -1,7 +1,6 @@
 /* cpu_internal.h — helpers shared by the files of the CPU backend (not part of its interface):
- * the OpenMP thread count a context asks for, argument checks that fill ctx->err, and the
- * packed, cache-blocked fp32 matrix product that matmul.c, attention.c and lm_head.c
- * build on. */
+ * the OpenMP thread count a context asks for, and the packed, cache-blocked fp32 matrix product
+ * that matmul.c, attention.c and lm_head.c build on. (Argument checks are backend/ops.c's.) */
 #ifndef RL_BACKEND_CPU_INTERNAL_H
 #define RL_BACKEND_CPU_INTERNAL_H
 
@@ -21,11 +20,6 @@ static inline int cpu_threads(const rl_ctx *ctx, double work)
     if (work < CPU_MIN_PARALLEL_WORK) return 1;
     return ctx->n_threads > 0 ? ctx->n_threads : omp_get_max_threads();
 }
-
-/* Fails with "<op>: <what> is NULL" when p is NULL. */
-int cpu_need(rl_ctx *ctx, const char *op, const void *p, const char *what);
-/* Fails with "<op>: <what> = <value>, must be >= <min>" when value < min. */
-int cpu_min(rl_ctx *ctx, const char *op, long long value, long long min, const char *what);
 
 /* C[M, N] (+)= A[M, K] B[K, N], where A(i, p) = a[i * a_rs + p * a_cs] and B(p, j) =
  * b[p * b_rs + j * b_cs]: the strides let one routine serve x W^T, dY W and dY^T X without

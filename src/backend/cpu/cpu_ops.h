@@ -1,30 +1,12 @@
-/* cpu_ops.h — the CPU backend: one function per op in ops.h, same arguments and meaning
- * (fp32 everywhere, host memory, OpenMP). Called only through backend/ops.c. */
+/* cpu_ops.h — the CPU backend: rl_cpu_<name> for every op of ops.h, same parameters and meaning
+ * (fp32 everywhere, host memory, OpenMP), declared from ops.h's list. Called through
+ * backend/ops.c after its argument checks; the GPU tests call these directly as the reference. */
 #ifndef RL_BACKEND_CPU_OPS_H
 #define RL_BACKEND_CPU_OPS_H
 
 #include "backend/ops.h"
 
-int rl_cpu_embedding_fwd(rl_ctx *ctx, void *out, const int32_t *ids, const void *table, int n_tokens, int dim);
-int rl_cpu_embedding_bwd(rl_ctx *ctx, float *dtable, const int32_t *ids, const void *dout, int n_tokens, int dim);
-int rl_cpu_rmsnorm_fwd(rl_ctx *ctx, void *out, float *rstd, const void *x, const void *weight, int n_rows, int dim, float eps);
-int rl_cpu_rmsnorm_bwd(rl_ctx *ctx, void *dx, float *dweight, const void *dout, const void *x, const void *weight, const float *rstd, int n_rows, int dim, int accumulate_dx);
-int rl_cpu_rope_fwd(rl_ctx *ctx, void *x, const int32_t *positions, const float *inv_freq, int n_tokens, int n_heads, int head_dim);
-int rl_cpu_rope_bwd(rl_ctx *ctx, void *dx, const int32_t *positions, const float *inv_freq, int n_tokens, int n_heads, int head_dim);
-int rl_cpu_attention_fwd(rl_ctx *ctx, void *out, float *lse, const void *q, const void *k, const void *v, const int32_t *cu_seqlens_q, const int32_t *cu_seqlens_k, const int32_t *seqused_k, int n_seqs, int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads, int head_dim, float scale, int causal);
-int rl_cpu_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const void *out, const float *lse, const void *q, const void *k, const void *v, const int32_t *cu_seqlens, int n_seqs, int max_seqlen, int n_heads, int n_kv_heads, int head_dim, float scale, int causal);
-int rl_cpu_swiglu_fwd(rl_ctx *ctx, void *out, const void *gate, const void *up, int n_rows, int dim, int in_stride);
-int rl_cpu_swiglu_bwd(rl_ctx *ctx, void *dgate, void *dup, const void *dout, const void *gate, const void *up, int n_rows, int dim, int in_stride);
-int rl_cpu_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const void *weight, const void *bias, int m, int n, int k, int accumulate);
-int rl_cpu_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout, const void *in, const void *weight, int m, int n, int k, int accumulate_din);
-int rl_cpu_add(rl_ctx *ctx, void *y, const void *x, size_t n);
-int rl_cpu_lm_head_logprobs_fwd(rl_ctx *ctx, float *logp, float *lse, float *entropy, const void *hidden, const void *weight, const int32_t *targets, int n_tokens, int dim, int vocab, float inv_temperature);
-int rl_cpu_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *dweight, const float *dlogp, const void *hidden, const void *weight, const int32_t *targets, const float *lse, int n_tokens, int dim, int vocab, float inv_temperature);
-int rl_cpu_lm_head_logits(rl_ctx *ctx, float *logits, const void *hidden, const void *weight, int n_rows, int dim, int vocab);
-int rl_cpu_sample(rl_ctx *ctx, int32_t *tokens, float *logp, float *logits, int n_rows, int vocab, const rl_sample_params *params, uint64_t seed, uint64_t step);
-int rl_cpu_adamw_step(rl_ctx *ctx, float *param, void *working, const float *grad, float *m, float *v, size_t n, const rl_adamw_params *params);
-int rl_cpu_sumsq(rl_ctx *ctx, double *out, const float *x, size_t n);
-int rl_cpu_scale(rl_ctx *ctx, float *x, float s, size_t n);
-int rl_cpu_policy_loss(rl_ctx *ctx, float *dlogp, double *stats, const float *logp, const float *old_logp, const float *ref_logp, const float *advantage, const float *weight, int n_tokens, const rl_policy_loss_params *params);
+#define RL_OPDEF(name, params, args) int rl_cpu_##name params;
+#include "backend/ops.h"
 
 #endif

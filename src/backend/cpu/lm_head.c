@@ -20,19 +20,13 @@
 
 enum { TB = 128, VC = 256 };
 
-static int check(rl_ctx *ctx, const char *op, int n_tokens, int dim, int vocab)
-{
-    RL_OP(cpu_min(ctx, op, n_tokens, 0, "n_tokens"));
-    RL_OP(cpu_min(ctx, op, dim, 1, "dim"));
-    return cpu_min(ctx, op, vocab, 1, "vocab");
-}
-
-static int check_targets(rl_ctx *ctx, const char *op, const int32_t *targets, int n_tokens, int vocab)
+/* The targets are a tensor, which backend/ops.c does not read; the reference checks them here
+ * before it indexes with them (negative ones mean "no target"). */
+static int check_targets(rl_ctx *ctx, const int32_t *targets, int n_tokens, int vocab)
 {
     for (int t = 0; t < n_tokens; t++)
         if (targets[t] >= vocab)
-            return rl_err_set(&ctx->err, "%s: targets[%d] = %d is outside the vocabulary (%d)", op, t,
-                              targets[t], vocab);
+            return rl_err_set(&ctx->err, "targets[%d] %d is outside the vocabulary [0, %d)", t, targets[t], vocab);
     return 0;
 }
 
@@ -51,18 +45,13 @@ int rl_cpu_lm_head_logprobs_fwd(rl_ctx *ctx, float *logp, float *lse, float *ent
                                 const void *hidden, const void *weight, const int32_t *targets,
                                 int n_tokens, int dim, int vocab, float inv_temperature)
 {
-    static const char op[] = "lm_head_logprobs_fwd";
-    RL_OP(check(ctx, op, n_tokens, dim, vocab));
     if (n_tokens == 0) return 0;
-    const void *need[] = {logp, lse, hidden, weight, targets};
-    const char *names[] = {"logp", "lse", "hidden", "weight", "targets"};
-    for (int i = 0; i < 5; i++) RL_OP(cpu_need(ctx, op, need[i], names[i]));
-    RL_OP(check_targets(ctx, op, targets, n_tokens, vocab));
+    if (check_targets(ctx, targets, n_tokens, vocab)) return -1;
 
     int n_threads = cpu_threads(ctx, (double)n_tokens * vocab * dim / 32), n_blocks = (n_tokens + TB - 1) / TB;
     size_t per_thread = (size_t)TB * VC + cpu_gemm_scratch_floats();
     float *scratch = malloc((size_t)n_threads * per_thread * sizeof(float));
-    if (!scratch) return rl_err_oom(&ctx->err, "lm_head_logprobs_fwd scratch", (size_t)n_threads * per_thread * 4);
+    if (!scratch) return rl_err_oom(&ctx->err, "scratch", (size_t)n_threads * per_thread * 4);
     const float *hs = hidden, *ws = weight;
 #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int blk = 0; blk < n_blocks; blk++) {
@@ -117,20 +106,15 @@ int rl_cpu_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *dweight, cons
                                 const float *lse, int n_tokens, int dim, int vocab,
                                 float inv_temperature)
 {
-    static const char op[] = "lm_head_logprobs_bwd";
-    RL_OP(check(ctx, op, n_tokens, dim, vocab));
     if (n_tokens == 0) return 0;
-    const void *need[] = {dhidden, dweight, dlogp, hidden, weight, targets, lse};
-    const char *names[] = {"dhidden", "dweight", "dlogp", "hidden", "weight", "targets", "lse"};
-    for (int i = 0; i < 7; i++) RL_OP(cpu_need(ctx, op, need[i], names[i]));
-    RL_OP(check_targets(ctx, op, targets, n_tokens, vocab));
+    if (check_targets(ctx, targets, n_tokens, vocab)) return -1;
 
     int n_threads = cpu_threads(ctx, (double)n_tokens * vocab * dim / 32), n_chunks = (vocab + VC - 1) / VC;
     if (n_threads > n_chunks) n_threads = n_chunks;
     size_t partial = (size_t)n_tokens * dim;
     size_t per_thread = partial + (size_t)TB * VC + cpu_gemm_scratch_floats();
     float *scratch = calloc((size_t)n_threads * per_thread, sizeof(float));
-    if (!scratch) return rl_err_oom(&ctx->err, "lm_head_logprobs_bwd scratch", (size_t)n_threads * per_thread * 4);
+    if (!scratch) return rl_err_oom(&ctx->err, "scratch", (size_t)n_threads * per_thread * 4);
     const float *hs = hidden, *ws = weight;
 #pragma omp parallel for num_threads(n_threads) schedule(static)
     for (int c = 0; c < n_chunks; c++) {
@@ -172,12 +156,7 @@ int rl_cpu_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *dweight, cons
 int rl_cpu_lm_head_logits(rl_ctx *ctx, float *logits, const void *hidden, const void *weight,
                           int n_rows, int dim, int vocab)
 {
-    static const char op[] = "lm_head_logits";
-    RL_OP(check(ctx, op, n_rows, dim, vocab));
     if (n_rows == 0) return 0;
-    RL_OP(cpu_need(ctx, op, logits, "logits"));
-    RL_OP(cpu_need(ctx, op, hidden, "hidden"));
-    RL_OP(cpu_need(ctx, op, weight, "weight"));
     cpu_gemm_args g = {.m = n_rows, .n = vocab, .k = dim, .a = hidden, .a_rs = dim, .a_cs = 1,
                        .b = weight, .b_rs = 1, .b_cs = dim, .c = logits, .ldc = vocab,
                        .accumulate = 0};

@@ -10,21 +10,9 @@
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_ops.h"
 
-static int check_sizes(rl_ctx *ctx, const char *op, int m, int n, int k)
-{
-    RL_OP(cpu_min(ctx, op, m, 0, "m"));
-    RL_OP(cpu_min(ctx, op, n, 0, "n"));
-    return cpu_min(ctx, op, k, 0, "k");
-}
-
 int rl_cpu_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const void *weight, const void *bias,
                       int m, int n, int k, int accumulate)
 {
-    static const char op[] = "matmul_fwd";
-    RL_OP(check_sizes(ctx, op, m, n, k));
-    RL_OP(cpu_need(ctx, op, out, "out"));
-    RL_OP(cpu_need(ctx, op, in, "in"));
-    RL_OP(cpu_need(ctx, op, weight, "weight"));
     float *y = out;
     cpu_gemm_args g = {.m = m, .n = n, .k = k, .a = in, .a_rs = k, .a_cs = 1,
                        .b = weight, .b_rs = 1, .b_cs = k, .c = y, .ldc = n, .accumulate = accumulate};
@@ -58,19 +46,14 @@ static void column_sums(float *dbias, const float *dout, int m, int n, int n_thr
 int rl_cpu_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout,
                       const void *in, const void *weight, int m, int n, int k, int accumulate_din)
 {
-    static const char op[] = "matmul_bwd";
-    RL_OP(check_sizes(ctx, op, m, n, k));
-    RL_OP(cpu_need(ctx, op, dout, "dout"));
     int n_threads = cpu_threads(ctx, (double)m * n * k / 32);
     if (din) {
-        RL_OP(cpu_need(ctx, op, weight, "weight"));
         cpu_gemm_args g = {.m = m, .n = k, .k = n, .a = dout, .a_rs = n, .a_cs = 1,
                            .b = weight, .b_rs = k, .b_cs = 1, .c = din, .ldc = k,
                            .accumulate = accumulate_din};
         if (cpu_gemm(&g, n_threads, &ctx->err)) return -1;
     }
     if (dweight) {
-        RL_OP(cpu_need(ctx, op, in, "in"));
         cpu_gemm_args g = {.m = n, .n = k, .k = m, .a = dout, .a_rs = 1, .a_cs = n,
                            .b = in, .b_rs = k, .b_cs = 1, .c = dweight, .ldc = k, .accumulate = 1};
         if (cpu_gemm(&g, n_threads, &ctx->err)) return -1;

@@ -21,20 +21,7 @@ int rl_cpu_policy_loss(rl_ctx *ctx, float *dlogp, double *stats, const float *lo
                        const float *old_logp, const float *ref_logp, const float *advantage,
                        const float *weight, int n_tokens, const rl_policy_loss_params *params)
 {
-    static const char op[] = "policy_loss";
-    RL_OP(cpu_min(ctx, op, n_tokens, 0, "n_tokens"));
-    RL_OP(cpu_need(ctx, op, params, "params"));
-    RL_OP(cpu_need(ctx, op, stats, "stats"));
-    if (!(params->clip_low >= 0.0f && params->clip_low <= 1.0f) || !(params->clip_high >= 0.0f))
-        return rl_err_set(&ctx->err, "%s: clip_low = %g must be in [0, 1] and clip_high = %g >= 0",
-                          op, params->clip_low, params->clip_high);
     float beta = params->kl_beta;
-    if (n_tokens > 0) {
-        const void *need[] = {dlogp, logp, old_logp, advantage, weight};
-        const char *names[] = {"dlogp", "logp", "old_logp", "advantage", "weight"};
-        for (int i = 0; i < 5; i++) RL_OP(cpu_need(ctx, op, need[i], names[i]));
-        if (beta != 0.0f) RL_OP(cpu_need(ctx, op, ref_logp, "ref_logp (kl_beta != 0)"));
-    }
     double lo = 1.0 - params->clip_low, hi = 1.0 + params->clip_high;
     double loss = 0, kl_sum = 0, clip_sum = 0, ratio_sum = 0, w_sum = 0;
 #pragma omp parallel for num_threads(cpu_threads(ctx, 16.0 * n_tokens)) schedule(static) \

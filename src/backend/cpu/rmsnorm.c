@@ -11,23 +11,9 @@
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_ops.h"
 
-static int check(rl_ctx *ctx, const char *op, int n_rows, int dim)
-{
-    RL_OP(cpu_min(ctx, op, n_rows, 0, "n_rows"));
-    return cpu_min(ctx, op, dim, 1, "dim");
-}
-
 int rl_cpu_rmsnorm_fwd(rl_ctx *ctx, void *out, float *rstd, const void *x, const void *weight,
                        int n_rows, int dim, float eps)
 {
-    static const char op[] = "rmsnorm_fwd";
-    RL_OP(check(ctx, op, n_rows, dim));
-    if (n_rows == 0) return 0;
-    RL_OP(cpu_need(ctx, op, out, "out"));
-    RL_OP(cpu_need(ctx, op, rstd, "rstd"));
-    RL_OP(cpu_need(ctx, op, x, "x"));
-    RL_OP(cpu_need(ctx, op, weight, "weight"));
-    if (!(eps >= 0.0f)) return rl_err_set(&ctx->err, "%s: eps = %g, must be >= 0", op, eps);
     const float *xs = x, *w = weight;
     float *y = out;
 #pragma omp parallel for num_threads(cpu_threads(ctx, (double)n_rows * dim)) schedule(static)
@@ -47,17 +33,10 @@ int rl_cpu_rmsnorm_bwd(rl_ctx *ctx, void *dx, float *dweight, const void *dout, 
                        const void *weight, const float *rstd, int n_rows, int dim,
                        int accumulate_dx)
 {
-    static const char op[] = "rmsnorm_bwd";
     enum { BLOCK = 64 };
-    RL_OP(check(ctx, op, n_rows, dim));
-    if (n_rows == 0) return 0;
-    RL_OP(cpu_need(ctx, op, dout, "dout"));
-    RL_OP(cpu_need(ctx, op, x, "x"));
-    RL_OP(cpu_need(ctx, op, rstd, "rstd"));
     const float *dy = dout, *xs = x, *w = weight;
     int n_threads = cpu_threads(ctx, (double)n_rows * dim);
     if (dx) {
-        RL_OP(cpu_need(ctx, op, weight, "weight"));
         float *dxs = dx;
 #pragma omp parallel for num_threads(n_threads) schedule(static)
         for (int r = 0; r < n_rows; r++) {

@@ -7,18 +7,9 @@
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_ops.h"
 
-static int rotate(rl_ctx *ctx, const char *op, float *x, const int32_t *positions,
-                  const float *inv_freq, int n_tokens, int n_heads, int head_dim, float sign)
+static int rotate(rl_ctx *ctx, float *x, const int32_t *positions, const float *inv_freq, int n_tokens,
+                  int n_heads, int head_dim, float sign)
 {
-    RL_OP(cpu_min(ctx, op, n_tokens, 0, "n_tokens"));
-    RL_OP(cpu_min(ctx, op, n_heads, 1, "n_heads"));
-    RL_OP(cpu_min(ctx, op, head_dim, 2, "head_dim"));
-    if (head_dim % 2)
-        return rl_err_set(&ctx->err, "%s: head_dim = %d, must be even", op, head_dim);
-    if (n_tokens == 0) return 0;
-    RL_OP(cpu_need(ctx, op, x, "x"));
-    RL_OP(cpu_need(ctx, op, positions, "positions"));
-    RL_OP(cpu_need(ctx, op, inv_freq, "inv_freq"));
     int half = head_dim / 2;
 #pragma omp parallel for num_threads(cpu_threads(ctx, (double)n_tokens * n_heads * head_dim)) schedule(static)
     for (int t = 0; t < n_tokens; t++) {
@@ -40,11 +31,11 @@ static int rotate(rl_ctx *ctx, const char *op, float *x, const int32_t *position
 int rl_cpu_rope_fwd(rl_ctx *ctx, void *x, const int32_t *positions, const float *inv_freq,
                     int n_tokens, int n_heads, int head_dim)
 {
-    return rotate(ctx, "rope_fwd", x, positions, inv_freq, n_tokens, n_heads, head_dim, 1.0f);
+    return rotate(ctx, x, positions, inv_freq, n_tokens, n_heads, head_dim, 1.0f);
 }
 
 int rl_cpu_rope_bwd(rl_ctx *ctx, void *dx, const int32_t *positions, const float *inv_freq,
                     int n_tokens, int n_heads, int head_dim)
 {
-    return rotate(ctx, "rope_bwd", dx, positions, inv_freq, n_tokens, n_heads, head_dim, -1.0f);
+    return rotate(ctx, dx, positions, inv_freq, n_tokens, n_heads, head_dim, -1.0f);
 }

@@ -7,26 +7,11 @@
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_ops.h"
 
-static int check(rl_ctx *ctx, const char *op, int n_rows, int dim, int in_stride)
-{
-    RL_OP(cpu_min(ctx, op, n_rows, 0, "n_rows"));
-    RL_OP(cpu_min(ctx, op, dim, 1, "dim"));
-    if (in_stride < dim)
-        return rl_err_set(&ctx->err, "%s: in_stride = %d is less than dim = %d", op, in_stride, dim);
-    return 0;
-}
-
 static inline float sigmoid(float g) { return 1.0f / (1.0f + expf(-g)); }
 
 int rl_cpu_swiglu_fwd(rl_ctx *ctx, void *out, const void *gate, const void *up, int n_rows, int dim,
                       int in_stride)
 {
-    static const char op[] = "swiglu_fwd";
-    RL_OP(check(ctx, op, n_rows, dim, in_stride));
-    if (n_rows == 0) return 0;
-    RL_OP(cpu_need(ctx, op, out, "out"));
-    RL_OP(cpu_need(ctx, op, gate, "gate"));
-    RL_OP(cpu_need(ctx, op, up, "up"));
     const float *g = gate, *u = up;
     float *y = out;
 #pragma omp parallel for num_threads(cpu_threads(ctx, (double)n_rows * dim)) schedule(static)
@@ -41,14 +26,6 @@ int rl_cpu_swiglu_fwd(rl_ctx *ctx, void *out, const void *gate, const void *up, 
 int rl_cpu_swiglu_bwd(rl_ctx *ctx, void *dgate, void *dup, const void *dout, const void *gate,
                       const void *up, int n_rows, int dim, int in_stride)
 {
-    static const char op[] = "swiglu_bwd";
-    RL_OP(check(ctx, op, n_rows, dim, in_stride));
-    if (n_rows == 0) return 0;
-    RL_OP(cpu_need(ctx, op, dgate, "dgate"));
-    RL_OP(cpu_need(ctx, op, dup, "dup"));
-    RL_OP(cpu_need(ctx, op, dout, "dout"));
-    RL_OP(cpu_need(ctx, op, gate, "gate"));
-    RL_OP(cpu_need(ctx, op, up, "up"));
     const float *dy = dout, *g = gate, *u = up;
     float *dg = dgate, *du = dup;
 #pragma omp parallel for num_threads(cpu_threads(ctx, (double)n_rows * dim)) schedule(static)

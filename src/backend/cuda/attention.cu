@@ -265,16 +265,9 @@ __global__ void attn_bwd_dkv_kernel(bf16 *dk, bf16 *dv, const bf16 *dout, const 
     }
 }
 
-static int check_heads(rl_ctx *ctx, const char *op, int n_seqs, int n_heads, int n_kv_heads, int head_dim)
-{
-    ARG_CHECK(n_seqs >= 0 && n_heads > 0 && n_kv_heads > 0 && head_dim > 0,
-              "%s: bad shape n_seqs=%d n_heads=%d n_kv_heads=%d head_dim=%d", op, n_seqs, n_heads, n_kv_heads,
-              head_dim);
-    ARG_CHECK(n_heads % n_kv_heads == 0, "%s: n_heads = %d is not a multiple of n_kv_heads = %d", op, n_heads,
-              n_kv_heads);
-    ARG_CHECK(head_dim <= 256, "%s: head_dim = %d, at most 256 is supported", op, head_dim);
-    return 0;
-}
+/* These kernels' own limit: a warp holds a query row in registers, DPL = head_dim / 32 <= 8
+ * values per lane (DISPATCH_DPL below). */
+#define MAX_HEAD_DIM 256
 
 template <typename K>
 static int launch_prep(rl_ctx *ctx, K kernel, size_t smem)
@@ -296,18 +289,20 @@ extern "C" int rl_cuda_attention_fwd(rl_ctx *ctx, void *out, float *lse, const v
                                      const int32_t *seqused_k, int n_seqs, int max_seqlen_q, int max_seqlen_k,
                                      int n_heads, int n_kv_heads, int head_dim, float scale, int causal)
 {
-    RL_OP(check_heads(ctx, "rl_cuda_attention_fwd", n_seqs, n_heads, n_kv_heads, head_dim));
+    ARG_CHECK(head_dim <= MAX_HEAD_DIM, "head_dim %d is more than %d, the most the CUDA attention takes", head_dim,
+              MAX_HEAD_DIM);
     if (n_seqs == 0 || max_seqlen_q <= 0) return 0;
     int ran = 0;
-    RL_OP(rl_cuda_attention_fwd_mma(ctx, out, lse, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, n_seqs,
-                                    max_seqlen_q, n_heads, n_kv_heads, head_dim, scale, causal, &ran));
+    if (rl_cuda_attention_fwd_mma(ctx, out, lse, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, n_seqs, max_seqlen_q,
+                                  n_heads, n_kv_heads, head_dim, scale, causal, &ran))
+        return -1;
     if (ran) return 0;
     attn_shape sh = {cu_seqlens_q, cu_seqlens_k, seqused_k, n_heads, n_kv_heads, head_dim, scale, causal};
     dim3 grid((max_seqlen_q + ROWS - 1) / ROWS, n_heads, n_seqs);
     size_t smem = (2 * TILE * (head_dim + 1) + ROWS * head_dim) * sizeof(float);
     cudaStream_t st = rl_cuda_st(ctx)->stream;
     DISPATCH_DPL(head_dim, {
-        RL_OP(launch_prep(ctx, attn_fwd_kernel<DPL_>, smem));
+        if (launch_prep(ctx, attn_fwd_kernel<DPL_>, smem)) return -1;
         attn_fwd_kernel<DPL_><<<grid, ROWS * 32, smem, st>>>((bf16 *)out, lse, (const bf16 *)q, (const bf16 *)k,
                                                              (const bf16 *)v, sh);
     });
@@ -320,7 +315,8 @@ extern "C" int rl_cuda_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, 
                                      const int32_t *cu_seqlens, int n_seqs, int max_seqlen, int n_heads,
                                      int n_kv_heads, int head_dim, float scale, int causal)
 {
-    RL_OP(check_heads(ctx, "rl_cuda_attention_bwd", n_seqs, n_heads, n_kv_heads, head_dim));
+    ARG_CHECK(head_dim <= MAX_HEAD_DIM, "head_dim %d is more than %d, the most the CUDA attention takes", head_dim,
+              MAX_HEAD_DIM);
     if (n_seqs == 0 || max_seqlen <= 0) return 0;
     /* D is indexed by token; n_seqs * max_seqlen bounds the token count (cu_seqlens must be
      * valid: the CPU op checks it, here it is device memory). */
@@ -333,20 +329,21 @@ extern "C" int rl_cuda_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, 
                                                                     cu_seqlens, n_seqs, n_heads, head_dim);
     LAUNCH_CHECK();
     int ran = 0;
-    RL_OP(rl_cuda_attention_bwd_mma(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, cu_seqlens, n_seqs, max_seqlen, n_heads,
-                                    n_kv_heads, head_dim, scale, causal, &ran));
+    if (rl_cuda_attention_bwd_mma(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, cu_seqlens, n_seqs, max_seqlen, n_heads,
+                                  n_kv_heads, head_dim, scale, causal, &ran))
+        return -1;
     if (ran) return 0;
     dim3 grid_q((max_seqlen + ROWS - 1) / ROWS, n_heads, n_seqs);
     dim3 grid_k((max_seqlen + ROWS - 1) / ROWS, n_kv_heads, n_seqs);
     size_t smem_q = (2 * TILE * (head_dim + 1) + ROWS * 2 * head_dim) * sizeof(float);
     size_t smem_k = (2 * TILE * (head_dim + 1) + 2 * TILE + ROWS * 2 * head_dim) * sizeof(float);
     DISPATCH_DPL(head_dim, {
-        RL_OP(launch_prep(ctx, attn_bwd_dq_kernel<DPL_>, smem_q));
+        if (launch_prep(ctx, attn_bwd_dq_kernel<DPL_>, smem_q)) return -1;
         attn_bwd_dq_kernel<DPL_><<<grid_q, ROWS * 32, smem_q, st>>>((bf16 *)dq, (const bf16 *)dout, lse, dsum,
                                                                    (const bf16 *)q, (const bf16 *)k,
                                                                    (const bf16 *)v, sh);
         CUDA_CHECK(cudaGetLastError());
-        RL_OP(launch_prep(ctx, attn_bwd_dkv_kernel<DPL_>, smem_k));
+        if (launch_prep(ctx, attn_bwd_dkv_kernel<DPL_>, smem_k)) return -1;
         attn_bwd_dkv_kernel<DPL_><<<grid_k, ROWS * 32, smem_k, st>>>((bf16 *)dk, (bf16 *)dv, (const bf16 *)dout,
                                                                     lse, dsum, (const bf16 *)q, (const bf16 *)k,
                                                                     (const bf16 *)v, sh);

@@ -246,8 +246,9 @@ static int launch_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dou
                       const void *q, const void *k, const void *v, const int32_t *cu, int n_seqs, int max_seqlen,
                       int n_heads, int n_kv_heads, float scale, int causal)
 {
-    RL_OP((launch_dq<D, 4, 64>(ctx, dq, dout, lse, dsum, q, k, v, cu, n_seqs, max_seqlen, n_heads, n_kv_heads, scale,
-                               causal)));
+    if (launch_dq<D, 4, 64>(ctx, dq, dout, lse, dsum, q, k, v, cu, n_seqs, max_seqlen, n_heads, n_kv_heads, scale,
+                            causal))
+        return -1;
     return launch_dkv<D, 4, D == 128 ? 64 : 32>(ctx, dk, dv, dout, lse, dsum, q, k, v, cu, n_seqs, max_seqlen, n_heads,
                                                 n_kv_heads, scale, causal);
 }
@@ -261,12 +262,10 @@ int rl_cuda_attention_bwd_mma(rl_ctx *ctx, void *dq, void *dk, void *dv, const v
     uintptr_t align = (uintptr_t)dq | (uintptr_t)dk | (uintptr_t)dv | (uintptr_t)dout | (uintptr_t)q |
                       (uintptr_t)k | (uintptr_t)v;
     if ((head_dim != 64 && head_dim != 128) || (align & 15)) return 0;
-    if (head_dim == 64)
-        RL_OP(launch_bwd<64>(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, cu, n_seqs, max_seqlen, n_heads, n_kv_heads,
-                             scale, causal));
-    else
-        RL_OP(launch_bwd<128>(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, cu, n_seqs, max_seqlen, n_heads, n_kv_heads,
-                              scale, causal));
-    *ran = 1;
-    return 0;
+    int rc = head_dim == 64 ? launch_bwd<64>(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, cu, n_seqs, max_seqlen,
+                                             n_heads, n_kv_heads, scale, causal)
+                            : launch_bwd<128>(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, cu, n_seqs, max_seqlen,
+                                              n_heads, n_kv_heads, scale, causal);
+    *ran = rc == 0;
+    return rc;
 }

@@ -4,8 +4,10 @@
  * Errors: CUDA_CHECK / CUBLAS_CHECK wrap every runtime or cuBLASLt call and LAUNCH_CHECK
  * follows every kernel launch; on failure they write "<file>:<line>: <call>: <reason>" into
  * ctx->err and return -1 from the enclosing launcher (which therefore must return int and
- * have a variable `ctx`). Kernels never allocate; launchers take scratch from rl_cuda_scratch,
- * which grows one device buffer and keeps it (callers use it only inside one op). */
+ * have a variable `ctx`); a launcher's callee that failed has its message in ctx->err already,
+ * so the launcher just returns -1. Kernels never allocate; launchers take scratch from
+ * rl_cuda_scratch, which grows one device buffer and keeps it (callers use it only inside one
+ * op). */
 #ifndef RL_BACKEND_CUDA_COMMON_CUH
 #define RL_BACKEND_CUDA_COMMON_CUH
 
@@ -60,7 +62,9 @@ static inline rl_cuda_state *rl_cuda_st(rl_ctx *ctx) { return (rl_cuda_state *)c
 
 #define LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())
 
-/* Argument checks in launchers: a bad shape is the caller's bug in input, not a crash. */
+/* A launcher's check of a limit of its own kernels (e.g. the largest head_dim), written as
+ * backend/ops.c writes its rules: "<what> <value> <problem>" (ops.c puts "rl_<op>: " in front).
+ * The rules of the ops' contract are checked once, in ops.c, before any launcher runs. */
 #define ARG_CHECK(cond, ...)                                                                 \
     do {                                                                                     \
         if (!(cond)) return rl_err_set(&ctx->err, __VA_ARGS__);                              \

@@ -100,8 +100,6 @@ extern "C" int rl_cuda_lm_head_logprobs_fwd(rl_ctx *ctx, float *logp, float *lse
                                             const void *hidden, const void *weight, const int32_t *targets,
                                             int n_tokens, int dim, int vocab, float inv_temperature)
 {
-    ARG_CHECK(n_tokens >= 0 && dim > 0 && vocab > 0, "rl_cuda_lm_head_logprobs_fwd: bad shape n_tokens=%d dim=%d vocab=%d",
-              n_tokens, dim, vocab);
     if (n_tokens == 0) return 0;
     int rows = chunk_rows(n_tokens, vocab, sizeof(float));
     float *z = (float *)rl_cuda_scratch(ctx, (size_t)rows * vocab * sizeof(float));
@@ -109,7 +107,8 @@ extern "C" int rl_cuda_lm_head_logprobs_fwd(rl_ctx *ctx, float *logp, float *lse
     cudaStream_t s = rl_cuda_st(ctx)->stream;
     for (int t0 = 0; t0 < n_tokens; t0 += rows) {
         int r = n_tokens - t0 < rows ? n_tokens - t0 : rows;
-        RL_OP(logits_chunk(ctx, z, (const bf16 *)hidden + (size_t)t0 * dim, weight, r, dim, vocab, inv_temperature));
+        if (logits_chunk(ctx, z, (const bf16 *)hidden + (size_t)t0 * dim, weight, r, dim, vocab, inv_temperature))
+            return -1;
         lm_lse_kernel<<<r, LSE_THREADS, 0, s>>>(logp + t0, lse + t0, entropy ? entropy + t0 : NULL, z,
                                                 targets + t0, vocab);
         LAUNCH_CHECK();
@@ -122,8 +121,6 @@ extern "C" int rl_cuda_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *d
                                             const float *lse, int n_tokens, int dim, int vocab,
                                             float inv_temperature)
 {
-    ARG_CHECK(n_tokens >= 0 && dim > 0 && vocab > 0, "rl_cuda_lm_head_logprobs_bwd: bad shape n_tokens=%d dim=%d vocab=%d",
-              n_tokens, dim, vocab);
     if (n_tokens == 0) return 0;
     int rows = chunk_rows(n_tokens, vocab, sizeof(float) + sizeof(bf16));
     size_t zbytes = ((size_t)rows * vocab * sizeof(float) + 255) & ~(size_t)255;
@@ -135,16 +132,14 @@ extern "C" int rl_cuda_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *d
     for (int t0 = 0; t0 < n_tokens; t0 += rows) {
         int r = n_tokens - t0 < rows ? n_tokens - t0 : rows;
         const bf16 *h = (const bf16 *)hidden + (size_t)t0 * dim;
-        RL_OP(logits_chunk(ctx, z, h, weight, r, dim, vocab, inv_temperature));
+        if (logits_chunk(ctx, z, h, weight, r, dim, vocab, inv_temperature)) return -1;
         dim3 grid(rl_cuda_blocks((size_t)vocab, 256, 64), r);
         lm_dz_kernel<<<grid, 256, 0, s>>>(dz, z, lse + t0, dlogp + t0, targets + t0, vocab, inv_temperature);
         LAUNCH_CHECK();
-        if (dhidden)
-            RL_OP(rl_cuda_gemm(ctx, 0, 0, dim, r, vocab, 1.0f, weight, dim, dz, vocab, 0.0f,
-                               (bf16 *)dhidden + (size_t)t0 * dim, dim, CUDA_R_16BF, NULL));
-        if (dweight)
-            RL_OP(rl_cuda_gemm(ctx, 0, 1, dim, vocab, r, 1.0f, h, dim, dz, vocab, 1.0f, dweight, dim, CUDA_R_32F,
-                               NULL));
+        if (rl_cuda_gemm(ctx, 0, 0, dim, r, vocab, 1.0f, weight, dim, dz, vocab, 0.0f,
+                         (bf16 *)dhidden + (size_t)t0 * dim, dim, CUDA_R_16BF, NULL) ||
+            rl_cuda_gemm(ctx, 0, 1, dim, vocab, r, 1.0f, h, dim, dz, vocab, 1.0f, dweight, dim, CUDA_R_32F, NULL))
+            return -1;
     }
     return 0;
 }
@@ -152,8 +147,6 @@ extern "C" int rl_cuda_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *d
 extern "C" int rl_cuda_lm_head_logits(rl_ctx *ctx, float *logits, const void *hidden, const void *weight,
                                       int n_rows, int dim, int vocab)
 {
-    ARG_CHECK(n_rows >= 0 && dim > 0 && vocab > 0, "rl_cuda_lm_head_logits: bad shape n_rows=%d dim=%d vocab=%d",
-              n_rows, dim, vocab);
     if (n_rows == 0) return 0;
     return logits_chunk(ctx, logits, (const bf16 *)hidden, weight, n_rows, dim, vocab, 1.0f);
 }

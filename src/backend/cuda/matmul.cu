@@ -177,7 +177,6 @@ __global__ void bias_grad_kernel(float *dbias, const bf16 *dout, int m, int n, i
 extern "C" int rl_cuda_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const void *weight, const void *bias,
                                   int m, int n, int k, int accumulate)
 {
-    ARG_CHECK(m >= 0 && n > 0 && k > 0, "rl_cuda_matmul_fwd: bad shape m=%d n=%d k=%d", m, n, k);
     if (m == 0) return 0;
     return rl_cuda_gemm(ctx, 1, 0, n, m, k, 1.0f, weight, k, in, k, accumulate ? 1.0f : 0.0f, out, n,
                         CUDA_R_16BF, bias);
@@ -186,15 +185,14 @@ extern "C" int rl_cuda_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const 
 extern "C" int rl_cuda_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout,
                                   const void *in, const void *weight, int m, int n, int k, int accumulate_din)
 {
-    ARG_CHECK(m >= 0 && n > 0 && k > 0, "rl_cuda_matmul_bwd: bad shape m=%d n=%d k=%d", m, n, k);
     if (m == 0) return 0;
     /* din^T[k x m] = W-view[k x n] * dout-view[n x m] */
-    if (din)
-        RL_OP(rl_cuda_gemm(ctx, 0, 0, k, m, n, 1.0f, weight, k, dout, n, accumulate_din ? 1.0f : 0.0f, din, k,
-                           CUDA_R_16BF, NULL));
+    if (din && rl_cuda_gemm(ctx, 0, 0, k, m, n, 1.0f, weight, k, dout, n, accumulate_din ? 1.0f : 0.0f, din, k,
+                            CUDA_R_16BF, NULL))
+        return -1;
     /* dW^T[k x n] += in-view[k x m] * (dout-view[n x m])^T */
-    if (dweight)
-        RL_OP(rl_cuda_gemm(ctx, 0, 1, k, n, m, 1.0f, in, k, dout, n, 1.0f, dweight, k, CUDA_R_32F, NULL));
+    if (dweight && rl_cuda_gemm(ctx, 0, 1, k, n, m, 1.0f, in, k, dout, n, 1.0f, dweight, k, CUDA_R_32F, NULL))
+        return -1;
     if (dbias) {
         int slices = (m + 255) / 256;
         dim3 grid((n + 255) / 256, slices);

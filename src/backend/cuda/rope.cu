@@ -25,12 +25,9 @@ __global__ void rope_kernel(bf16 *x, const int32_t *positions, const float *inv_
     }
 }
 
-static int rope(rl_ctx *ctx, const char *name, void *x, const int32_t *positions, const float *inv_freq,
-                int n_tokens, int n_heads, int head_dim, float sign)
+static int rope(rl_ctx *ctx, void *x, const int32_t *positions, const float *inv_freq, int n_tokens, int n_heads,
+                int head_dim, float sign)
 {
-    ARG_CHECK(n_tokens >= 0 && n_heads > 0 && head_dim > 0 && head_dim % 2 == 0,
-              "%s: bad shape n_tokens=%d n_heads=%d head_dim=%d (head_dim must be even)", name, n_tokens,
-              n_heads, head_dim);
     size_t n = (size_t)n_tokens * n_heads * (head_dim / 2);
     if (n == 0) return 0;
     rope_kernel<<<rl_cuda_blocks(n, 256, 65535), 256, 0, rl_cuda_st(ctx)->stream>>>(
@@ -42,11 +39,11 @@ static int rope(rl_ctx *ctx, const char *name, void *x, const int32_t *positions
 extern "C" int rl_cuda_rope_fwd(rl_ctx *ctx, void *x, const int32_t *positions, const float *inv_freq,
                                 int n_tokens, int n_heads, int head_dim)
 {
-    return rope(ctx, "rl_cuda_rope_fwd", x, positions, inv_freq, n_tokens, n_heads, head_dim, 1.0f);
+    return rope(ctx, x, positions, inv_freq, n_tokens, n_heads, head_dim, 1.0f);
 }
 
 extern "C" int rl_cuda_rope_bwd(rl_ctx *ctx, void *dx, const int32_t *positions, const float *inv_freq,
                                 int n_tokens, int n_heads, int head_dim)
 {
-    return rope(ctx, "rl_cuda_rope_bwd", dx, positions, inv_freq, n_tokens, n_heads, head_dim, -1.0f);
+    return rope(ctx, dx, positions, inv_freq, n_tokens, n_heads, head_dim, -1.0f);
 }

@@ -1,0 +1,194 @@
+/* test_ops.c — the argument checks of backend/ops.c: every rule of every op refuses with its
+ * exact message ("rl_<op>: <what> <value> <problem>"), a refused op leaves its outputs alone, and
+ * an op with no work accepts NULL buffers. (The values the CPU reference checks inside tensors,
+ * ids or cu_seqlens, are tested with their families.) */
+#include <math.h>
+
+#include "op_fixture.h"
+
+#define REFUSED(call, want) fx_expect_refused(&ctx, (call), want)
+#define ACCEPTED(call) cr_expect_eq((call), 0, "%s: %s", #call, ctx.err.msg)
+
+Test(ops, embedding)
+{
+    rl_ctx ctx = fx_cpu();
+    float a[8] = {0};
+    int32_t ids[2] = {0, 1};
+    REFUSED(rl_embedding_fwd(&ctx, a, ids, a, -1, 4), "rl_embedding_fwd: n_tokens -1 is negative");
+    REFUSED(rl_embedding_fwd(&ctx, a, ids, a, 2, 0), "rl_embedding_fwd: dim 0 is less than 1");
+    REFUSED(rl_embedding_fwd(&ctx, a, ids, NULL, 2, 4), "rl_embedding_fwd: table is NULL");
+    REFUSED(rl_embedding_bwd(&ctx, NULL, ids, a, 2, 4), "rl_embedding_bwd: dtable is NULL");
+    ACCEPTED(rl_embedding_fwd(&ctx, NULL, NULL, NULL, 0, 4));
+}
+
+Test(ops, rmsnorm)
+{
+    rl_ctx ctx = fx_cpu();
+    float a[4] = {1, 2, 3, 4}, r[2] = {1, 1};
+    REFUSED(rl_rmsnorm_fwd(&ctx, a, r, a, a, 2, 0, 1e-6f), "rl_rmsnorm_fwd: dim 0 is less than 1");
+    REFUSED(rl_rmsnorm_fwd(&ctx, a, r, a, a, 2, 2, -1.0f), "rl_rmsnorm_fwd: eps -1 is outside [0, inf)");
+    REFUSED(rl_rmsnorm_fwd(&ctx, a, r, a, a, 2, 2, NAN), "rl_rmsnorm_fwd: eps nan is outside [0, inf)");
+    REFUSED(rl_rmsnorm_fwd(&ctx, a, NULL, a, a, 2, 2, 1e-6f), "rl_rmsnorm_fwd: rstd is NULL");
+    REFUSED(rl_rmsnorm_bwd(&ctx, a, NULL, a, a, a, NULL, 2, 2, 0), "rl_rmsnorm_bwd: rstd is NULL");
+    REFUSED(rl_rmsnorm_bwd(&ctx, a, NULL, a, a, NULL, r, 2, 2, 0), "rl_rmsnorm_bwd: weight is NULL");
+    float dw[2] = {0};
+    ACCEPTED(rl_rmsnorm_bwd(&ctx, NULL, dw, a, a, NULL, r, 2, 2, 0)); /* dweight only: no weight needed */
+}
+
+Test(ops, rope)
+{
+    rl_ctx ctx = fx_cpu();
+    float a[6] = {0}, f[3] = {1, 1, 1};
+    int32_t pos[1] = {0};
+    REFUSED(rl_rope_fwd(&ctx, a, pos, f, 1, 1, 5), "rl_rope_fwd: head_dim 5 is not even");
+    REFUSED(rl_rope_fwd(&ctx, a, pos, f, 1, 1, 0), "rl_rope_fwd: head_dim 0 is less than 2");
+    REFUSED(rl_rope_fwd(&ctx, a, pos, f, 1, 0, 6), "rl_rope_fwd: n_heads 0 is less than 1");
+    REFUSED(rl_rope_bwd(&ctx, a, NULL, f, 1, 1, 6), "rl_rope_bwd: positions is NULL");
+    ACCEPTED(rl_rope_bwd(&ctx, NULL, NULL, NULL, 0, 1, 6));
+}
+
+Test(ops, attention)
+{
+    rl_ctx ctx = fx_cpu();
+    float a[64], lse[8];
+    tu_poison(a, 64);
+    int32_t cu[3] = {0, 2, 6};
+    REFUSED(rl_attention_fwd(&ctx, a, lse, a, a, a, cu, cu, NULL, 2, 4, 4, 12, 5, 2, 1.0f, 1),
+            "rl_attention_fwd: n_heads 12 is not a multiple of n_kv_heads 5");
+    REFUSED(rl_attention_fwd(&ctx, a, lse, a, a, a, cu, cu, NULL, -1, 4, 4, 2, 1, 2, 1.0f, 1),
+            "rl_attention_fwd: n_seqs -1 is negative");
+    REFUSED(rl_attention_fwd(&ctx, a, lse, a, a, a, cu, cu, NULL, 2, 4, 4, 2, 0, 2, 1.0f, 1),
+            "rl_attention_fwd: n_kv_heads 0 is less than 1");
+    REFUSED(rl_attention_fwd(&ctx, a, lse, a, a, a, cu, cu, NULL, 2, -1, 4, 2, 1, 2, 1.0f, 1),
+            "rl_attention_fwd: max_seqlen_q -1 is negative");
+    REFUSED(rl_attention_fwd(&ctx, a, lse, a, a, a, cu, NULL, NULL, 2, 4, 4, 2, 1, 2, 1.0f, 1),
+            "rl_attention_fwd: cu_seqlens_k is NULL");
+    REFUSED(rl_attention_fwd(&ctx, a, lse, a, a, NULL, cu, cu, NULL, 2, 4, 4, 2, 1, 2, 1.0f, 1),
+            "rl_attention_fwd: v is NULL");
+    for (int i = 0; i < 64; i++) cr_expect(isnan(a[i]), "a refused op wrote element %d", i);
+    REFUSED(rl_attention_bwd(&ctx, a, a, NULL, a, a, lse, a, a, a, cu, 2, 4, 2, 1, 2, 1.0f, 1),
+            "rl_attention_bwd: dv is NULL");
+    REFUSED(rl_attention_bwd(&ctx, a, a, a, a, a, lse, a, a, a, NULL, 2, 4, 2, 1, 2, 1.0f, 1),
+            "rl_attention_bwd: cu_seqlens is NULL");
+    REFUSED(rl_attention_bwd(&ctx, a, a, a, a, a, lse, a, a, a, cu, 2, 4, 3, 2, 2, 1.0f, 1),
+            "rl_attention_bwd: n_heads 3 is not a multiple of n_kv_heads 2");
+    ACCEPTED(rl_attention_fwd(&ctx, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 4, 4, 2, 1, 2, 1.0f, 1));
+}
+
+Test(ops, swiglu)
+{
+    rl_ctx ctx = fx_cpu();
+    float a[8] = {0};
+    REFUSED(rl_swiglu_fwd(&ctx, a, a, a, 1, 4, 3), "rl_swiglu_fwd: in_stride 3 is less than dim 4");
+    REFUSED(rl_swiglu_fwd(&ctx, a, a, a, -2, 4, 4), "rl_swiglu_fwd: n_rows -2 is negative");
+    REFUSED(rl_swiglu_bwd(&ctx, a, NULL, a, a, a, 1, 4, 4), "rl_swiglu_bwd: dup is NULL");
+}
+
+Test(ops, matmul)
+{
+    rl_ctx ctx = fx_cpu();
+    float a[4] = {1, 2, 3, 4}, dw[4] = {0};
+    REFUSED(rl_matmul_fwd(&ctx, a, a, a, NULL, -1, 2, 2, 0), "rl_matmul_fwd: m -1 is negative");
+    REFUSED(rl_matmul_fwd(&ctx, a, a, a, NULL, 1, 2, 0, 0), "rl_matmul_fwd: k 0 is less than 1");
+    REFUSED(rl_matmul_fwd(&ctx, a, NULL, a, NULL, 1, 2, 2, 0), "rl_matmul_fwd: in is NULL");
+    REFUSED(rl_matmul_bwd(&ctx, a, NULL, NULL, a, a, NULL, 1, 2, 2, 0), "rl_matmul_bwd: weight is NULL");
+    REFUSED(rl_matmul_bwd(&ctx, NULL, dw, NULL, a, NULL, a, 1, 2, 2, 0), "rl_matmul_bwd: in is NULL");
+    REFUSED(rl_matmul_bwd(&ctx, NULL, NULL, NULL, NULL, a, a, 1, 2, 2, 0), "rl_matmul_bwd: dout is NULL");
+    ACCEPTED(rl_matmul_fwd(&ctx, NULL, NULL, NULL, NULL, 0, 2, 2, 0));
+    ACCEPTED(rl_matmul_bwd(&ctx, NULL, dw, NULL, a, a, NULL, 1, 2, 2, 0)); /* dweight only: no weight needed */
+}
+
+Test(ops, elementwise)
+{
+    rl_ctx ctx = fx_cpu();
+    float a[2] = {1, 2};
+    double out;
+    REFUSED(rl_add(&ctx, a, NULL, 2), "rl_add: x is NULL");
+    REFUSED(rl_sumsq(&ctx, NULL, a, 2), "rl_sumsq: out is NULL");
+    REFUSED(rl_sumsq(&ctx, &out, NULL, 2), "rl_sumsq: x is NULL");
+    REFUSED(rl_scale(&ctx, NULL, 2.0f, 2), "rl_scale: x is NULL");
+    ACCEPTED(rl_add(&ctx, NULL, NULL, 0));
+    ACCEPTED(rl_sumsq(&ctx, &out, NULL, 0));
+}
+
+Test(ops, lm_head)
+{
+    rl_ctx ctx = fx_cpu();
+    float h[4] = {1, 2, 3, 4}, w[6] = {0}, logp[2], lse[2], dh[4];
+    int32_t tgt[2] = {0, 1};
+    REFUSED(rl_lm_head_logprobs_fwd(&ctx, logp, lse, NULL, h, w, tgt, 2, 2, 0, 1.0f),
+            "rl_lm_head_logprobs_fwd: vocab 0 is less than 1");
+    REFUSED(rl_lm_head_logprobs_fwd(&ctx, logp, lse, NULL, h, w, NULL, 2, 2, 3, 1.0f),
+            "rl_lm_head_logprobs_fwd: targets is NULL");
+    REFUSED(rl_lm_head_logprobs_bwd(&ctx, dh, NULL, logp, h, w, tgt, lse, 2, 2, 3, 1.0f),
+            "rl_lm_head_logprobs_bwd: dweight is NULL");
+    REFUSED(rl_lm_head_logits(&ctx, logp, h, w, 1, 0, 3), "rl_lm_head_logits: dim 0 is less than 1");
+    REFUSED(rl_lm_head_logits(&ctx, NULL, h, w, 1, 2, 3), "rl_lm_head_logits: logits is NULL");
+    ACCEPTED(rl_lm_head_logits(&ctx, NULL, NULL, NULL, 0, 2, 3));
+}
+
+Test(ops, sample)
+{
+    rl_ctx ctx = fx_cpu();
+    float logits[3] = {1, 2, 3}, logp[1];
+    int32_t tok[1] = {-7};
+    rl_sample_params p = {.temperature = 1.0f, .top_k = 0, .top_p = 0.0f, .min_p = 0};
+    REFUSED(rl_sample(&ctx, tok, logp, logits, 1, 3, &p, 1, 1), "rl_sample: top_p 0 is outside (0, 1]");
+    cr_expect_eq(tok[0], -7, "a refused sample wrote a token");
+    p.top_p = 1.0f;
+    p.temperature = -1.0f;
+    REFUSED(rl_sample(&ctx, tok, logp, logits, 1, 3, &p, 1, 1),
+            "rl_sample: temperature -1 is neither 0 nor finite with a finite inverse");
+    p.temperature = 1e-39f; /* positive, but 1 / temperature overflows to inf */
+    REFUSED(rl_sample(&ctx, tok, logp, logits, 1, 3, &p, 1, 1),
+            "rl_sample: temperature 1e-39 is neither 0 nor finite with a finite inverse");
+    p.temperature = 1.0f;
+    p.top_k = -2;
+    REFUSED(rl_sample(&ctx, tok, logp, logits, 1, 3, &p, 1, 1), "rl_sample: top_k -2 is negative");
+    p.top_k = 0;
+    p.min_p = 1.5f;
+    REFUSED(rl_sample(&ctx, tok, logp, logits, 1, 3, &p, 1, 1), "rl_sample: min_p 1.5 is outside [0, 1]");
+    p.min_p = 0;
+    REFUSED(rl_sample(&ctx, tok, logp, logits, 1, 0, &p, 1, 1), "rl_sample: vocab 0 is less than 1");
+    REFUSED(rl_sample(&ctx, tok, logp, logits, 1, 3, NULL, 1, 1), "rl_sample: params is NULL");
+    REFUSED(rl_sample(&ctx, NULL, logp, logits, 1, 3, &p, 1, 1), "rl_sample: tokens is NULL");
+}
+
+Test(ops, adamw_step)
+{
+    rl_ctx ctx = fx_cpu();
+    float p[2] = {1, 2}, g[2] = {1, 1}, m[2] = {0}, v[2] = {0};
+    rl_adamw_params ap = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .step = 0, .grad_scale = 1};
+    REFUSED(rl_adamw_step(&ctx, p, NULL, g, m, v, 2, &ap), "rl_adamw_step: step 0 is less than 1 (steps count from 1)");
+    ap.step = 1;
+    ap.beta1 = 1.0f;
+    REFUSED(rl_adamw_step(&ctx, p, NULL, g, m, v, 2, &ap), "rl_adamw_step: beta1 1 is outside [0, 1)");
+    ap.beta1 = 0.9f;
+    ap.beta2 = -0.5f;
+    REFUSED(rl_adamw_step(&ctx, p, NULL, g, m, v, 2, &ap), "rl_adamw_step: beta2 -0.5 is outside [0, 1)");
+    ap.beta2 = 0.999f;
+    REFUSED(rl_adamw_step(&ctx, p, NULL, NULL, m, v, 2, &ap), "rl_adamw_step: grad is NULL");
+    REFUSED(rl_adamw_step(&ctx, p, NULL, g, m, v, 2, NULL), "rl_adamw_step: params is NULL");
+    cr_expect(p[0] == 1 && p[1] == 2 && m[0] == 0 && v[0] == 0, "a refused step changed the weights or moments");
+}
+
+Test(ops, policy_loss)
+{
+    rl_ctx ctx = fx_cpu();
+    float a[2] = {-1, -1}, w[2] = {1, 1}, d[2];
+    double stats[RL_LOSS_N_STATS];
+    rl_policy_loss_params pp = {.clip_low = 0.2f, .clip_high = 0.2f, .kl_beta = 0.1f};
+    REFUSED(rl_policy_loss(&ctx, d, stats, a, a, NULL, a, w, 2, &pp),
+            "rl_policy_loss: ref_logp is NULL, but kl_beta 0.1 needs it");
+    pp.clip_low = 1.5f;
+    REFUSED(rl_policy_loss(&ctx, d, stats, a, a, a, a, w, 2, &pp), "rl_policy_loss: clip_low 1.5 is outside [0, 1]");
+    pp.clip_low = 0.2f;
+    pp.clip_high = -1.0f;
+    REFUSED(rl_policy_loss(&ctx, d, stats, a, a, a, a, w, 2, &pp), "rl_policy_loss: clip_high -1 is outside [0, inf)");
+    pp.clip_high = 0.2f;
+    REFUSED(rl_policy_loss(&ctx, d, NULL, a, a, a, a, w, 2, &pp), "rl_policy_loss: stats is NULL");
+    REFUSED(rl_policy_loss(&ctx, d, stats, a, a, a, a, NULL, 2, &pp), "rl_policy_loss: weight is NULL");
+    REFUSED(rl_policy_loss(&ctx, d, stats, a, a, a, a, w, -1, &pp), "rl_policy_loss: n_tokens -1 is negative");
+    pp.kl_beta = 0;
+    ACCEPTED(rl_policy_loss(&ctx, d, stats, a, a, NULL, a, w, 2, &pp)); /* no KL: no reference needed */
+}
