@@ -90,9 +90,29 @@ int rl_lm_head_logits(rl_ctx *ctx, float *logits, const void *hidden, const void
     DISPATCH(lm_head_logits, ctx, logits, hidden, weight, n_rows, dim, vocab);
 }
 
-int rl_sample(rl_ctx *ctx, int32_t *tokens, float *logp, float *logits, int n_rows, int vocab, const rl_sample_params *params, uint64_t seed, uint64_t step)
+int rl_sample(rl_ctx *ctx, int32_t *tokens, float *logp, float *logits, int n_rows, int vocab, const rl_sample_row *rows)
 {
-    DISPATCH(sample, ctx, tokens, logp, logits, n_rows, vocab, params, seed, step);
+    DISPATCH(sample, ctx, tokens, logp, logits, n_rows, vocab, rows);
+}
+
+int rl_kv_cache_write(rl_ctx *ctx, const rl_paged_kv *kv, const void *k, const void *v, const int32_t *slots, int n_tokens, int n_kv_heads, int head_dim)
+{
+    DISPATCH(kv_cache_write, ctx, kv, k, v, slots, n_tokens, n_kv_heads, head_dim);
+}
+
+int rl_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q, const rl_paged_kv *kv, const int32_t *cu_seqlens_q, const int32_t *seqlens_k, int n_seqs, int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads, int head_dim, float scale)
+{
+    DISPATCH(paged_attention_fwd, ctx, out, q, kv, cu_seqlens_q, seqlens_k, n_seqs, max_seqlen_q, max_seqlen_k, n_heads, n_kv_heads, head_dim, scale);
+}
+
+int rl_gather_rows(rl_ctx *ctx, void *out, const void *in, const int32_t *rows, int n_rows, int dim)
+{
+    DISPATCH(gather_rows, ctx, out, in, rows, n_rows, dim);
+}
+
+int rl_decode_advance(rl_ctx *ctx, int32_t *tokens, int32_t *positions, int32_t *seqlens_k, int32_t *slots, rl_sample_row *rows, const int32_t *sampled, const int32_t *block_tables, int max_blocks, int block_size, int n_rows)
+{
+    DISPATCH(decode_advance, ctx, tokens, positions, seqlens_k, slots, rows, sampled, block_tables, max_blocks, block_size, n_rows);
 }
 
 int rl_adamw_step(rl_ctx *ctx, float *param, void *working, const float *grad, float *m, float *v, size_t n, const rl_adamw_params *params)

@@ -241,10 +241,10 @@ static int run_request(rl_engine *engine, const rl_tokenizer *tok, const options
     if (!prompts || !results) {
         rl_err_oom(err, "requests", (size_t)o->n_samples * sizeof *results);
     } else {
-        for (int j = 0; j < o->n_samples; j++) prompts[j] = (rl_gen_prompt){ids, n_ids};
+        for (int j = 0; j < o->n_samples; j++) prompts[j] = (rl_gen_prompt){.ids = ids, .n_ids = n_ids};
         rl_gen_params params = o->params;
         params.seed += (uint64_t)request;
-        rc = rl_engine_generate(engine, prompts, o->n_samples, &params, results, err);
+        rc = rl_engine_generate(engine, prompts, o->n_samples, &params, results, NULL, NULL, err);
         for (int j = 0; j < o->n_samples; j++) {
             if (!rc) print_result(request, j, &results[j]);
             rl_gen_result_free(&results[j]);
@@ -284,7 +284,7 @@ int rl_cmd_generate(int argc, char **argv)
         rl_ctx_free(&ctx);
         return 1;
     }
-    if ((o.tokenizer && rl_tok_load(&tok, o.tokenizer, &err)) || rl_engine_create(&engine, &model, tok, &err)) {
+    if ((o.tokenizer && rl_tok_load(&tok, o.tokenizer, &err)) || rl_engine_create(&engine, &model, tok, NULL, &err)) {
         fprintf(stderr, "rlc generate: %s\n", err.msg);
         status = 1;
         goto done;

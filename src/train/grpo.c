@@ -126,7 +126,7 @@ int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *t
     rl_rng_init(&t->state.rng, cfg->seed);
     rl_acts_mode mode = cfg->recompute ? RL_ACTS_TRAIN_CHECKPOINT : RL_ACTS_TRAIN;
     if (rl_order_create(&t->order, n_data, cfg->seed, cfg->shuffle, err) ||
-        rl_engine_create(&t->engine, m, tok, err) || rl_model_enable_grads(m, err) ||
+        rl_engine_create(&t->engine, m, tok, NULL, err) || rl_model_enable_grads(m, err) ||
         rl_model_zero_grads(m, err) || rl_acts_create(&t->acts, m, cfg->max_tokens, mode, err) ||
         (t->ref && rl_acts_create(&t->ref_acts, t->ref, cfg->max_tokens, RL_ACTS_INFER, err)) ||
         rl_optim_create(&t->optim, m->ctx, m->params, m->n_params, m->n_elems, &cfg->optim, err)) {
@@ -243,13 +243,13 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
         int p = rl_order_next(&t->order, &t->state);
         for (int g = 0; g < G; g++) {
             t->prompt_of[b * G + g] = p;
-            t->gen_prompts[b * G + g] = (rl_gen_prompt){t->data[p].ids, t->data[p].n_ids};
+            t->gen_prompts[b * G + g] = (rl_gen_prompt){.ids = t->data[p].ids, .n_ids = t->data[p].n_ids};
         }
     }
     rl_gen_params gen = t->cfg.gen;
     gen.seed = rl_rng_u64(&t->state.rng);
     memset(t->results, 0, (size_t)n * sizeof *t->results);
-    int rc = rl_engine_generate(t->engine, t->gen_prompts, n, &gen, t->results, err);
+    int rc = rl_engine_generate(t->engine, t->gen_prompts, n, &gen, t->results, NULL, NULL, err);
     double t_gen = rl_time_now() - t0;
     double r_mean = 0, r_std = 0, mean_len = 0, acc[4] = {0, 0, 0, 0}, wsum = 0;
     int mb[n + 1], n_mb = 0;
@@ -312,8 +312,8 @@ int rl_grpo_evaluate(rl_engine *e, rl_reward *reward, const rl_grpo_prompt *prom
     rl_reward_item *items = calloc((size_t)n, sizeof *items);
     float *r = calloc((size_t)n, sizeof *r);
     int rc = (gp && res && items && r) ? 0 : rl_err_oom(err, "evaluation", (size_t)n * 64);
-    for (int i = 0; rc == 0 && i < n; i++) gp[i] = (rl_gen_prompt){prompts[i].ids, prompts[i].n_ids};
-    if (rc == 0) rc = rl_engine_generate(e, gp, n, gen, res, err);
+    for (int i = 0; rc == 0 && i < n; i++) gp[i] = (rl_gen_prompt){.ids = prompts[i].ids, .n_ids = prompts[i].n_ids};
+    if (rc == 0) rc = rl_engine_generate(e, gp, n, gen, res, NULL, NULL, err);
     for (int i = 0; rc == 0 && i < n; i++)
         items[i] = (rl_reward_item){prompts[i].text, res[i].text ? res[i].text : "", prompts[i].answer, prompts[i].fields};
     if (rc == 0) rc = rl_reward_score(reward, items, n, r, err);

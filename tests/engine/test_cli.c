@@ -192,9 +192,9 @@ Test(cli, generate_stops_at_max_position_embeddings)
     cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(obj, "ids")), 4, "1020 + 4 = max_position_embeddings 1024");
     cr_expect_str_eq(cJSON_GetObjectItem(obj, "finish_reason")->valuestring, "length");
     cJSON_Delete(obj);
-    cr_expect(strstr(errors, "stdin line 2: generate: prompt 0 has 1024 tokens, leaving no room for new ones"),
+    cr_expect(strstr(errors, "stdin line 2: ") && strstr(errors, "the prompt has 1024 tokens, leaving no room for new ones"),
               "stderr: %s", errors);
-    cr_expect(strstr(errors, "stdin line 3: generate: prompt 0: token 512 at position 1 is outside the vocabulary"),
+    cr_expect(strstr(errors, "stdin line 3: ") && strstr(errors, "token 512 at position 1 is outside the vocabulary"),
               "stderr: %s", errors);
     free(errors);
     free(out);

@@ -1,4 +1,5 @@
-/* sampler.c — one token per row of logits: temperature, top-k, top-p, min-p, then a draw.
+/* sampler.c — one token per row of logits: temperature, top-k, top-p, min-p, then a draw, with
+ * each row's own parameters (rl_sample_row).
  *
  * For row r with z = logits / temperature (temperature 0: greedy argmax, ties to the lowest id,
  * and logp under softmax(logits)), the filters run in the order ops.h gives:
@@ -9,7 +10,7 @@
  *    crosses the threshold is kept, at least one token always is), as TopPLogitsWarper;
  *  - min-p drops tokens with p < min_p * p_max, i.e. exp(z - z_max) < min_p.
  * The draw: u = (w0 >> 8) / 2^24 from the first word w0 of Philox4x32-10 with key = seed
- * (low word first) and counter = (step low, step high, row, 0); the kept tokens are walked in
+ * (low word first) and counter = (step, 0, row, 0); the kept tokens are walked in
  * increasing id order, summing e = exp(z - z_max), and the first token whose running sum
  * exceeds u * (sum of all kept e) is chosen. The CUDA sampler must use the same recipe to draw
  * the same token. logp = z[token] - logsumexp(z) over the whole vocabulary, before filtering. */
@@ -33,32 +34,32 @@ static int by_z_desc(const void *pa, const void *pb)
     return (a->id > b->id) - (a->id < b->id);
 }
 
-static float philox_uniform(uint64_t seed, uint64_t step, int row)
+static float philox_uniform(uint64_t seed, uint32_t step, uint32_t row)
 {
-    uint32_t ctr[4] = {(uint32_t)step, (uint32_t)(step >> 32), (uint32_t)row, 0};
+    uint32_t ctr[4] = {step, 0, row, 0};
     uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
     uint32_t w[4];
     rl_philox4x32(ctr, key, w);
     return (float)(w[0] >> 8) * (1.0f / 16777216.0f);
 }
 
-static int check_params(rl_ctx *ctx, const rl_sample_params *p)
+static int check_row(rl_ctx *ctx, const rl_sample_row *p, int r)
 {
     static const char op[] = "sample";
     if (!(p->temperature >= 0.0f) || isinf(p->temperature) ||
         (p->temperature > 0.0f && isinf(1.0f / p->temperature)))
-        return rl_err_set(&ctx->err, "%s: temperature = %g, must be 0 or finite with a finite inverse", op,
-                          p->temperature);
-    if (p->top_k < 0) return rl_err_set(&ctx->err, "%s: top_k = %d, must be >= 0", op, p->top_k);
+        return rl_err_set(&ctx->err, "%s: row %d: temperature = %g, must be 0 or finite with a finite inverse", op,
+                          r, p->temperature);
+    if (p->top_k < 0) return rl_err_set(&ctx->err, "%s: row %d: top_k = %d, must be >= 0", op, r, p->top_k);
     if (!(p->top_p > 0.0f && p->top_p <= 1.0f))
-        return rl_err_set(&ctx->err, "%s: top_p = %g, must be in (0, 1]", op, p->top_p);
+        return rl_err_set(&ctx->err, "%s: row %d: top_p = %g, must be in (0, 1]", op, r, p->top_p);
     if (!(p->min_p >= 0.0f && p->min_p <= 1.0f))
-        return rl_err_set(&ctx->err, "%s: min_p = %g, must be in [0, 1]", op, p->min_p);
+        return rl_err_set(&ctx->err, "%s: row %d: min_p = %g, must be in [0, 1]", op, r, p->min_p);
     return 0;
 }
 
 /* Returns the chosen token of one row; z is overwritten with logits / temperature. */
-static int sample_row(float *z, int vocab, const rl_sample_params *p, float u, cand *cands,
+static int sample_row(float *z, int vocab, const rl_sample_row *p, float u, cand *cands,
                       unsigned char *keep, float *logp)
 {
     float inv_t = p->temperature > 0.0f ? 1.0f / p->temperature : 1.0f;
@@ -124,14 +125,14 @@ static int sample_row(float *z, int vocab, const rl_sample_params *p, float u, c
 }
 
 int rl_cpu_sample(rl_ctx *ctx, int32_t *tokens, float *logp, float *logits, int n_rows, int vocab,
-                  const rl_sample_params *params, uint64_t seed, uint64_t step)
+                  const rl_sample_row *rows)
 {
     static const char op[] = "sample";
     RL_OP(cpu_min(ctx, op, n_rows, 0, "n_rows"));
     RL_OP(cpu_min(ctx, op, vocab, 1, "vocab"));
-    RL_OP(cpu_need(ctx, op, params, "params"));
-    RL_OP(check_params(ctx, params));
     if (n_rows == 0) return 0;
+    RL_OP(cpu_need(ctx, op, rows, "rows"));
+    for (int r = 0; r < n_rows; r++) RL_OP(check_row(ctx, &rows[r], r));
     RL_OP(cpu_need(ctx, op, tokens, "tokens"));
     RL_OP(cpu_need(ctx, op, logp, "logp"));
     RL_OP(cpu_need(ctx, op, logits, "logits"));
@@ -145,8 +146,8 @@ int rl_cpu_sample(rl_ctx *ctx, int32_t *tokens, float *logp, float *logits, int 
         char *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
         cand *cands = (cand *)mine;
         unsigned char *keep = (unsigned char *)(cands + vocab);
-        tokens[r] = sample_row(logits + (size_t)r * vocab, vocab, params,
-                               philox_uniform(seed, step, r), cands, keep, &logp[r]);
+        tokens[r] = sample_row(logits + (size_t)r * vocab, vocab, &rows[r],
+                               philox_uniform(rows[r].seed, rows[r].step, rows[r].row), cands, keep, &logp[r]);
     }
     free(scratch);
     return 0;

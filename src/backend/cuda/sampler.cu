@@ -11,8 +11,8 @@
  *    below; x* is the smallest survivor key with G(x*) = sum of e over keys > x* below
  *    top_p * total (binary search again); ties at x* are resolved by id with a block scan.
  *  - min-p: drop e < min_p.
- *  - draw: u from the first word of Philox4x32-10 (key = seed, counter = (step lo, step hi,
- *    row, 0)); walking kept tokens by increasing id, the first whose running sum of e exceeds
+ *  - draw: u from the first word of Philox4x32-10 (key = seed, counter = (step, 0, row, 0)),
+ *    with each row's own parameters (rl_sample_row, device memory); walking kept tokens by increasing id, the first whose running sum of e exceeds
  *    u * (kept sum) is chosen. Running sums use contiguous per-thread id ranges and an
  *    exclusive scan over threads, all in double.
  * logp = z[token] - logsumexp(z) over the whole vocabulary (greedy: temperature 1). */
@@ -27,9 +27,9 @@ __device__ __forceinline__ uint32_t float_key(float f)
 }
 
 /* Philox4x32-10, as core/rng.c. */
-__device__ uint32_t philox_first_word(uint64_t seed, uint64_t step, uint32_t row)
+__device__ uint32_t philox_first_word(uint64_t seed, uint32_t step, uint32_t row)
 {
-    uint32_t c0 = (uint32_t)step, c1 = (uint32_t)(step >> 32), c2 = row, c3 = 0;
+    uint32_t c0 = step, c1 = 0, c2 = row, c3 = 0;
     uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
     for (int r = 0; r < 10; r++) {
         uint32_t hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
@@ -71,12 +71,13 @@ __device__ double block_exclusive_scan(double v, double *total)
 }
 
 __global__ void sample_kernel(int32_t *tokens, float *logp, float *logits, float *e_buf, int vocab,
-                              rl_sample_params p, uint64_t seed, uint64_t step)
+                              const rl_sample_row *rows)
 {
     __shared__ double sh_total;
     __shared__ float best_z[32];
     __shared__ int best_i[32];
     int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const rl_sample_row p = rows[row];
     float *z = logits + (size_t)row * vocab;
     float *e = e_buf + (size_t)row * vocab;
     float inv_t = p.temperature > 0.0f ? 1.0f / p.temperature : 1.0f;
@@ -207,7 +208,7 @@ __global__ void sample_kernel(int32_t *tokens, float *logp, float *logits, float
         }
     double before = block_exclusive_scan(mine, &sh_total);
     double kept = sh_total;
-    float u = (float)(philox_first_word(seed, step, (uint32_t)row) >> 8) * (1.0f / 16777216.0f);
+    float u = (float)(philox_first_word(p.seed, p.step, p.row) >> 8) * (1.0f / 16777216.0f);
     double target = u * kept;
     __shared__ int chosen, last_any;
     if (tid == 0) {
@@ -238,20 +239,16 @@ __global__ void sample_kernel(int32_t *tokens, float *logp, float *logits, float
 }
 
 extern "C" int rl_cuda_sample(rl_ctx *ctx, int32_t *tokens, float *logp, float *logits, int n_rows, int vocab,
-                              const rl_sample_params *p, uint64_t seed, uint64_t step)
+                              const rl_sample_row *rows)
 {
+    /* The rows' parameters are device memory: their ranges are the caller's to check (the
+     * engine does, per request). */
     ARG_CHECK(n_rows >= 0 && vocab > 0, "rl_cuda_sample: bad shape n_rows=%d vocab=%d", n_rows, vocab);
-    ARG_CHECK(p->temperature >= 0.0f && p->temperature < INFINITY &&
-                  (p->temperature == 0.0f || 1.0f / p->temperature < INFINITY),
-              "rl_cuda_sample: temperature = %g, must be 0 or finite with a finite inverse", p->temperature);
-    ARG_CHECK(p->top_k >= 0, "rl_cuda_sample: top_k = %d, must be >= 0", p->top_k);
-    ARG_CHECK(p->top_p > 0.0f && p->top_p <= 1.0f, "rl_cuda_sample: top_p = %g, must be in (0, 1]", p->top_p);
-    ARG_CHECK(p->min_p >= 0.0f && p->min_p <= 1.0f, "rl_cuda_sample: min_p = %g, must be in [0, 1]", p->min_p);
     if (n_rows == 0) return 0;
+    ARG_CHECK(rows, "rl_cuda_sample: rows is NULL");
     float *e = (float *)rl_cuda_scratch(ctx, (size_t)n_rows * vocab * sizeof(float));
     if (!e) return -1;
-    sample_kernel<<<n_rows, SAMPLE_THREADS, 0, rl_cuda_st(ctx)->stream>>>(tokens, logp, logits, e, vocab, *p, seed,
-                                                                          step);
+    sample_kernel<<<n_rows, SAMPLE_THREADS, 0, rl_cuda_st(ctx)->stream>>>(tokens, logp, logits, e, vocab, rows);
     LAUNCH_CHECK();
     return 0;
 }
