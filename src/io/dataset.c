@@ -46,6 +46,14 @@ static int check_nul_escape(const char *line, size_t len, const char *where, rl_
     return 0;
 }
 
+static int check_unique(const cJSON *obj, const char *where, rl_err *err)
+{
+    for (const cJSON *a = obj->child; a; a = a->next)
+        for (const cJSON *b = a->next; b; b = b->next)
+            if (!strcmp(a->string, b->string)) return rl_err_set(err, "%s: field '%.64s' appears twice", where, a->string);
+    return 0;
+}
+
 static int parse_messages(const cJSON *arr, const char *key, rl_chat_message **out, int *n_out,
                           const char *where, rl_err *err)
 {
@@ -170,12 +178,7 @@ int rl_example_parse(rl_example *ex, const char *line, size_t len, rl_ds_kind ki
         rl_err_set(err, "%s: the line is not a JSON object", where);
         goto done;
     }
-    for (const cJSON *a = ex->fields->child; a; a = a->next)
-        for (const cJSON *b = a->next; b; b = b->next)
-            if (!strcmp(a->string, b->string)) {
-                rl_err_set(err, "%s: field '%.64s' appears twice", where, a->string);
-                goto done;
-            }
+    if (check_unique(ex->fields, where, err)) goto done;
     if ((kind == RL_DS_RL ? parse_rl : parse_sft)(ex, ex->fields, where, err)) goto done;
     rc = make_extra(ex, kind, where, err);
 done:
@@ -266,4 +269,73 @@ void rl_dataset_free(rl_dataset *ds)
     for (int i = 0; i < ds->n; i++) rl_example_free(&ds->examples[i]);
     free(ds->examples);
     free(ds);
+}
+
+static int parse_ids(const cJSON *arr, const char *key, int32_t **out, int *n_out, const char *where, rl_err *err)
+{
+    if (!cJSON_IsArray(arr)) return rl_err_set(err, "%s: field '%s' must be a list of token ids", where, key);
+    int n = cJSON_GetArraySize(arr);
+    if (n == 0) return rl_err_set(err, "%s: field '%s' is an empty list", where, key);
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    if (!ids) return rl_err_oom(err, where, (size_t)n * sizeof *ids);
+    int i = 0;
+    for (const cJSON *item = arr->child; item; item = item->next, i++) {
+        if (!rl_json_is_integer(item) || item->valuedouble < 0 || item->valuedouble > INT32_MAX) {
+            free(ids);
+            return rl_err_set(err, "%s: %s[%d] is not a token id (an integer in [0, 2147483647])", where, key, i);
+        }
+        ids[i] = (int32_t)item->valuedouble;
+    }
+    *out = ids;
+    *n_out = n;
+    return 0;
+}
+
+/* The value of the request's one field v (r->kind set). */
+static int request_value(rl_request *r, const cJSON *v, const char *where, rl_err *err)
+{
+    if (r->kind == RL_REQ_PROMPT) {
+        if (!cJSON_IsString(v)) return rl_err_set(err, "%s: field 'prompt' must be a string", where);
+        r->prompt = v->valuestring;
+        return 0;
+    }
+    if (r->kind == RL_REQ_MESSAGES) {
+        if (!cJSON_IsArray(v)) return rl_err_set(err, "%s: field 'messages' must be a list of messages", where);
+        return parse_messages(v, "messages", &r->messages, &r->n_messages, where, err);
+    }
+    return parse_ids(v, v->string, &r->ids, &r->n_ids, where, err);
+}
+
+int rl_request_parse(rl_request *r, const char *line, size_t len, unsigned accept, const char *where, rl_err *err)
+{
+    static const struct { rl_request_kind kind; const char *key; } keys[] = {
+        {RL_REQ_PROMPT, "prompt"}, {RL_REQ_MESSAGES, "messages"}, {RL_REQ_PROMPT_IDS, "prompt_ids"}, {RL_REQ_IDS, "ids"}};
+    memset(r, 0, sizeof *r);
+    if (check_utf8(line, len, where, err) || check_nul_escape(line, len, where, err)) return -1;
+    r->fields = rl_json_parse(line, len, where, err);
+    if (!r->fields) return -1;
+    char names[64] = "";
+    int n_found = 0, rc = -1;
+    const cJSON *v = NULL;
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        if (!(accept & keys[k].kind)) continue;
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s'%s'", names[0] ? ", " : "", keys[k].key);
+        const cJSON *f = cJSON_IsObject(r->fields) ? cJSON_GetObjectItemCaseSensitive(r->fields, keys[k].key) : NULL;
+        if (f) n_found++, v = f, r->kind = keys[k].kind;
+    }
+    if (!cJSON_IsObject(r->fields) || n_found != 1)
+        rl_err_set(err, "%s: the line must be a JSON object with %s%s", where, strchr(names, ',') ? "exactly one of " : "",
+                   names);
+    else if (!check_unique(r->fields, where, err))
+        rc = request_value(r, v, where, err);
+    if (rc) rl_request_free(r);
+    return rc;
+}
+
+void rl_request_free(rl_request *r)
+{
+    cJSON_Delete(r->fields);
+    free(r->messages);
+    free(r->ids);
+    memset(r, 0, sizeof *r);
 }

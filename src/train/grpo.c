@@ -34,6 +34,19 @@ rl_grpo_config rl_grpo_defaults(void)
     return c;
 }
 
+const char *const rl_grpo_variant_names[] = {"grpo", "dapo", "dr_grpo", NULL};
+
+void rl_grpo_variant(rl_grpo_config *c, rl_grpo_variant_kind variant, unsigned keep)
+{
+    if (variant == RL_GRPO_VARIANT_DAPO) {
+        if (!(keep & RL_GRPO_KEEP_CLIP_HIGH)) c->clip_high = 0.28f;
+        if (!(keep & RL_GRPO_KEEP_LOSS_NORM)) c->loss_norm = RL_NORM_TOKEN;
+    } else if (variant == RL_GRPO_VARIANT_DR_GRPO) {
+        if (!(keep & RL_GRPO_KEEP_LOSS_NORM)) c->loss_norm = RL_NORM_DR_GRPO;
+        if (!(keep & RL_GRPO_KEEP_SCALE_STD)) c->scale_std = 0;
+    }
+}
+
 void rl_grpo_free(rl_grpo *t)
 {
     rl_engine_free(t->engine);

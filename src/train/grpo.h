@@ -77,6 +77,15 @@ typedef struct rl_grpo {
 
 rl_grpo_config rl_grpo_defaults(void);
 
+/* The published variants as presets over a config: "grpo" changes nothing; "dapo" (Yu et al.
+ * 2025) clips the ratio above at 1.28 and normalises the loss per token; "dr_grpo" (Liu et al.
+ * 2025) keeps advantages unscaled by the group std and normalises by a constant. Settings named
+ * in `keep` (RL_GRPO_KEEP_*: the caller chose them itself) are left as they are. */
+typedef enum { RL_GRPO_VARIANT_GRPO, RL_GRPO_VARIANT_DAPO, RL_GRPO_VARIANT_DR_GRPO } rl_grpo_variant_kind;
+extern const char *const rl_grpo_variant_names[]; /* by rl_grpo_variant_kind, then NULL */
+enum { RL_GRPO_KEEP_CLIP_HIGH = 1, RL_GRPO_KEEP_LOSS_NORM = 2, RL_GRPO_KEEP_SCALE_STD = 4 };
+void rl_grpo_variant(rl_grpo_config *c, rl_grpo_variant_kind variant, unsigned keep);
+
 /* ref must be a separate model (same architecture and vocabulary) when kl_beta > 0, else
  * NULL. tok: the engine decodes completions with it (required: rewards read text). */
 int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *tok,

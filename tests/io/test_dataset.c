@@ -181,3 +181,52 @@ Test(dataset, empty_or_all_bad_files)
     cr_assert_eq(rl_dataset_load(&ds, "/tmp/rlc-no-such-file.jsonl", RL_DS_RL, RL_DS_SKIP, &err), -1);
     cr_assert(strstr(err.msg, "rlc-no-such-file.jsonl: cannot open"), "%s", err.msg);
 }
+
+/* Request lines of `rlc generate` / `rlc logprobs`: each shape, and every way a line is refused. */
+Test(dataset, request_lines)
+{
+    const unsigned gen = RL_REQ_PROMPT | RL_REQ_MESSAGES | RL_REQ_PROMPT_IDS;
+    rl_request r;
+    rl_err err;
+    const char *p = "{\"prompt\": \"2+2=\", \"extra\": 1}";
+    cr_assert_eq(rl_request_parse(&r, p, strlen(p), gen, "input", &err), 0, "%s", err.msg);
+    cr_expect_eq(r.kind, RL_REQ_PROMPT);
+    cr_expect_str_eq(r.prompt, "2+2=");
+    rl_request_free(&r);
+    const char *m = "{\"messages\": [{\"role\": \"system\", \"content\": \"be brief\"}, {\"role\": \"user\", \"content\": \"hi\"}]}";
+    cr_assert_eq(rl_request_parse(&r, m, strlen(m), gen, "input", &err), 0, "%s", err.msg);
+    cr_expect_eq(r.kind, RL_REQ_MESSAGES);
+    cr_assert_eq(r.n_messages, 2);
+    cr_expect_str_eq(r.messages[1].role, "user");
+    cr_expect_str_eq(r.messages[1].content, "hi");
+    rl_request_free(&r);
+    const char *ids = "{\"ids\": [0, 7, 2147483647]}";
+    cr_assert_eq(rl_request_parse(&r, ids, strlen(ids), RL_REQ_IDS, "input", &err), 0, "%s", err.msg);
+    cr_assert_eq(r.n_ids, 3);
+    cr_expect(r.ids[0] == 0 && r.ids[1] == 7 && r.ids[2] == 2147483647);
+    rl_request_free(&r);
+    const char *bad[][3] = {
+        {"{\"ids\": [1]}", "g", "input: the line must be a JSON object with exactly one of 'prompt', 'messages', 'prompt_ids'"},
+        {"{\"prompt\": \"a\", \"prompt_ids\": [1]}", "g", "exactly one of"},
+        {"[1, 2]", "i", "input: the line must be a JSON object with 'ids'"},
+        {"{\"ids\": [1, 2", "i", "input: invalid JSON"},
+        {"{\"ids\": []}", "i", "input: field 'ids' is an empty list"},
+        {"{\"ids\": \"1 2\"}", "i", "input: field 'ids' must be a list of token ids"},
+        {"{\"ids\": [1, -4]}", "i", "input: ids[1] is not a token id"},
+        {"{\"ids\": [1, 2.5]}", "i", "input: ids[1] is not a token id"},
+        {"{\"ids\": [1, 2147483648]}", "i", "input: ids[1] is not a token id"},
+        {"{\"prompt_ids\": [1, \"x\"]}", "g", "input: prompt_ids[1] is not a token id"},
+        {"{\"prompt\": 5}", "g", "input: field 'prompt' must be a string"},
+        {"{\"messages\": {}}", "g", "input: field 'messages' must be a list of messages"},
+        {"{\"messages\": [{\"role\": \"robot\", \"content\": \"x\"}]}", "g", "role 'robot' is not one of"},
+        {"{\"ids\": [1], \"ids\": [2]}", "i", "input: field 'ids' appears twice"},
+        {"{\"prompt\": \"a\\u0000b\"}", "g", "input: a string contains \\u0000"},
+        {"{\"prompt\": \"\xff\"}", "g", "input: invalid UTF-8 at byte 13"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        unsigned accept = bad[i][1][0] == 'g' ? gen : RL_REQ_IDS;
+        cr_expect_eq(rl_request_parse(&r, bad[i][0], strlen(bad[i][0]), accept, "input", &err), -1, "%s accepted", bad[i][0]);
+        cr_expect(strstr(err.msg, bad[i][2]), "%s: '%s' lacks '%s'", bad[i][0], err.msg, bad[i][2]);
+        cr_expect(r.fields == NULL && r.ids == NULL && r.messages == NULL, "%s: request not emptied", bad[i][0]);
+    }
+}

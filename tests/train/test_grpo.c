@@ -205,3 +205,24 @@ Test(grpo, bad_configs)
     cr_assert(strstr(err.msg, "temperature must be > 0"), "%s", err.msg);
     teardown(&f, 0);
 }
+
+/* --variant's presets: DAPO and Dr. GRPO change their settings unless the caller kept them. */
+Test(grpo, variant_presets)
+{
+    rl_grpo_config c = rl_grpo_defaults(), d = c;
+    rl_grpo_variant(&c, RL_GRPO_VARIANT_GRPO, 0);
+    cr_expect(c.clip_high == d.clip_high && c.loss_norm == d.loss_norm && c.scale_std == d.scale_std);
+    rl_grpo_variant(&c, RL_GRPO_VARIANT_DAPO, 0);
+    cr_expect(c.clip_high == 0.28f && c.loss_norm == RL_NORM_TOKEN && c.scale_std == 1);
+    c = d;
+    rl_grpo_variant(&c, RL_GRPO_VARIANT_DR_GRPO, 0);
+    cr_expect(c.loss_norm == RL_NORM_DR_GRPO && c.scale_std == 0 && c.clip_high == d.clip_high);
+    c = d;
+    c.clip_high = 0.5f;
+    rl_grpo_variant(&c, RL_GRPO_VARIANT_DAPO, RL_GRPO_KEEP_CLIP_HIGH);
+    cr_expect(c.clip_high == 0.5f && c.loss_norm == RL_NORM_TOKEN);
+    c = d;
+    rl_grpo_variant(&c, RL_GRPO_VARIANT_DR_GRPO, RL_GRPO_KEEP_LOSS_NORM | RL_GRPO_KEEP_SCALE_STD);
+    cr_expect(c.loss_norm == d.loss_norm && c.scale_std == 1);
+    cr_expect_str_eq(rl_grpo_variant_names[RL_GRPO_VARIANT_DR_GRPO], "dr_grpo");
+}

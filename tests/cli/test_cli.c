@@ -160,9 +160,9 @@ Test(cli, logprobs_bad_lines_name_the_line)
     char *errors, *out = tu_run_rlc("logprobs --model tests/fixtures/models/qwen3-tiny-tied", input, &status, &errors);
     cr_assert_eq(status, 1);
     const char *want[] = {"stdin line 2: model: token 512 at position 1 is outside the vocabulary [0, 512)",
-                          "stdin line 4: \"ids\"[1] is not a token id", "stdin line 5: input: invalid JSON",
+                          "stdin line 4: input: ids[1] is not a token id", "stdin line 5: input: invalid JSON",
                           "stdin line 6: \"ids\" has 1025 tokens, more than the model's max_position_embeddings = 1024",
-                          "stdin line 7: \"ids\" is empty"};
+                          "stdin line 7: input: field 'ids' is an empty list"};
     for (int i = 0; i < 5; i++) cr_expect(strstr(errors, want[i]), "missing '%s' in stderr: %s", want[i], errors);
     cJSON *good = output_line(out, 0);
     cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(good, "logprobs")), 2);
@@ -205,10 +205,10 @@ Test(cli, bad_options_and_stdin_are_refused)
     const char *cases[][2] = {
         {"generate --model tests/fixtures/models/qwen3-tiny-tied --max-tokens 0", "--max-tokens must be an integer in [1, "},
         {"generate --model tests/fixtures/models/qwen3-tiny-tied --n 1.5", "--n must be an integer"},
-        {"generate --model tests/fixtures/models/qwen3-tiny-tied --top-p 0", "--top-p must be above 0"},
-        {"generate --model tests/fixtures/models/qwen3-tiny-tied --temperature 1e-30", "--temperature must be 0 (greedy)"},
+        {"generate --model tests/fixtures/models/qwen3-tiny-tied --top-p 0", "--top-p must be a number in (0, 1], got '0'"},
+        {"generate --model tests/fixtures/models/qwen3-tiny-tied --temperature 1e-30", "--temperature must be 0 or a number in [0.0001, 1000000], got '1e-30'"},
         {"generate --model tests/fixtures/models/qwen3-tiny-tied --bogus 1", "unknown option '--bogus'"},
-        {"logprobs --model tests/fixtures/models/qwen3-tiny-tied --temperature 1e-300", "--temperature must be a number"},
+        {"logprobs --model tests/fixtures/models/qwen3-tiny-tied --temperature 1e-300", "--temperature must be a number in [0.0001, 1000000], got '1e-300'"},
         {"logprobs --model tests/fixtures/models/qwen3-tiny-tied --temperature inf", "--temperature must be a number"},
         {"tokenize --tokenizer tests/fixtures/tokenizer/flags_tokenizer.json --json --jsonl", "exclude each other"},
     };
