@@ -129,7 +129,7 @@ FUZZ_SECONDS ?= 30
 FUZZ_SEED    ?=
 FUZZ_SRC     := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_BIN     := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
-FUZZ_LIB_SRC := src/core/error.c src/core/dtype.c src/core/file.c src/io/json.c src/io/config.c \
+FUZZ_LIB_SRC := src/core/error.c src/core/dtype.c src/core/file.c src/core/number.c src/io/json.c src/io/config.c \
                 src/io/safetensors.c src/io/dataset.c src/reward/kernel_env/kspec.c \
                 src/reward/kernel_env/kstatic.c src/reward/kernel_env/extract.c src/reward/math.c
 FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined \
