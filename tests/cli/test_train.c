@@ -137,7 +137,7 @@ Test(cli_train, grpo_interrupted_saves_and_exits_130)
 
 Test(cli_train, bad_options)
 {
-    char out[4096];
+    char out[16384]; /* grpo --help is several KiB */
     cr_assert_eq(sh(out, sizeof out, "%s grpo --model %s --data %s --out %s/x --reward maths", rlc, model, rl_data, tmp), 1);
     cr_assert(strstr(out, "rlc grpo: unknown reward 'maths'"), "%s", out);
     cr_assert_eq(sh(out, sizeof out, "%s grpo --model %s --data %s --out %s/x", rlc, model, rl_data, tmp), 2);
