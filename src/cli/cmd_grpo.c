@@ -2,32 +2,11 @@
  * reward. Writes OUT/model (checkpoint, HF layout) and OUT/metrics.jsonl; see
  * train_common.h. --variant sets a family of defaults (rl_grpo_variant) that explicit options
  * override. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "cli/commands.h"
 #include "cli/device.h"
 #include "cli/options.h"
-#include "cli/progress.h"
 #include "cli/train_common.h"
-#include "core/file.h"
-#include "train/data.h"
 #include "train/grpo.h"
-
-typedef struct grpo_run {
-    rl_grpo t;
-    const char *tok_dir;
-    cJSON *options;
-} grpo_run;
-
-static int step(void *r, rl_step_stats *s, rl_err *e) { return rl_grpo_step(&((grpo_run *)r)->t, s, e); }
-static int64_t done(void *r) { return ((grpo_run *)r)->t.state.step; }
-static int save(void *r, const char *dir, rl_err *e)
-{
-    grpo_run *run = r;
-    return rl_grpo_save(&run->t, dir, run->options, run->tok_dir, e);
-}
 
 static const char usage[] =
     "usage: rlc grpo --model DIR --data FILE.jsonl --reward SPEC --out DIR [options]\n\n"
@@ -49,61 +28,17 @@ typedef struct options {
     rl_grpo_config c;
 } options;
 
-static int run(options *o, cJSON *saved_options)
+static int run(options *o, const cJSON *saved_options)
 {
-    const char *load_dir = o->resume ? o->resume : o->model_dir;
     rl_ctx ctx;
     int rc = rl_device_ctx("grpo", &ctx, o->device, o->threads);
     if (rc) return rc;
     ctx.deterministic = o->deterministic;
-    rc = RL_EXIT_FAILURE;
-    char tok_path[4096], ckpt[4096], metrics_path[4096];
-    rl_err err;
-    int have_model = 0, have_ref = 0;
-    rl_model m, ref;
-    rl_tokenizer *tok = NULL;
-    rl_reward *reward = NULL;
-    rl_train_data d = {0};
-    grpo_run run = {.options = saved_options, .tok_dir = o->tokenizer ? NULL : load_dir};
-    rl_metrics met = {0};
-    if (rl_cli_path("grpo", ckpt, o->out, "model") || rl_cli_path("grpo", metrics_path, o->out, "metrics.jsonl")) goto done;
-    if (o->tokenizer) snprintf(tok_path, sizeof tok_path, "%s", o->tokenizer);
-    else if (rl_cli_path("grpo", tok_path, load_dir, "tokenizer.json")) goto done;
-    if (rl_model_load(&m, &ctx, load_dir, &err)) goto fail;
-    have_model = 1;
-    if (o->kl_beta > 0) {
-        if (rl_model_load(&ref, &ctx, o->model_dir, &err)) goto fail;
-        have_ref = 1;
-    }
-    rl_reward_options ro = {o->reward_timeout};
-    if (rl_tok_load(&tok, tok_path, &err) || rl_train_data_rl(&d, o->data, tok, o->max_prompt, &err) ||
-        rl_reward_create(&reward, o->reward, &ro, &err))
-        goto fail;
-    if (rl_grpo_create(&run.t, &m, have_ref ? &ref : NULL, tok, reward, d.prompts, d.n, &o->c, &err)) goto fail;
-    if (o->resume && rl_grpo_resume(&run.t, o->resume, &err)) goto fail;
-    if (rl_mkdir_p(o->out, &err) || rl_metrics_open(&met, metrics_path, o->resume != NULL, &err)) goto fail;
-    fprintf(stderr, "rlc grpo: %s, %d prompts, reward %s, %s/%s, %lld steps from step %lld (%s)\n", o->data, d.n,
-            o->reward, rl_grpo_variant_names[o->variant], rl_loss_norm_names[o->c.loss_norm], (long long)o->steps,
-            (long long)run.t.state.step, rl_backend_name(&ctx));
-    rl_progress progress;
-    rl_loop_watch watch = rl_progress_watch(&progress, "grpo");
-    rl_train_hooks h = {&run, step, save, done};
-    rl_loop_config lc = {"grpo", o->steps, o->save_every, ckpt, &met, &watch};
-    int lrc = rl_train_loop(&h, &lc, &err);
-    if (lrc < 0) goto fail;
-    if (lrc == 0) fprintf(stderr, "rlc grpo: model saved to %s, metrics in %s\n", ckpt, metrics_path);
-    rc = lrc == 0 ? RL_EXIT_OK : RL_EXIT_INTERRUPTED;
-    goto done;
-fail:
-    fprintf(stderr, "rlc grpo: %s\n", err.msg);
-done:
-    rl_metrics_close(&met);
-    if (run.t.model) rl_grpo_free(&run.t);
-    rl_reward_free(reward);
-    rl_train_data_free(&d);
-    rl_tok_free(tok);
-    if (have_ref) rl_model_free(&ref);
-    if (have_model) rl_model_free(&m);
+    rl_run_config c = {.kind = RL_RUN_GRPO, .model_dir = o->model_dir, .resume = o->resume, .data = o->data,
+                       .out = o->out, .tokenizer = o->tokenizer, .steps = o->steps, .max_len = o->max_prompt,
+                       .save_every = o->save_every, .reward = o->reward, .reward_options = {o->reward_timeout},
+                       .grpo = o->c, .options = saved_options};
+    rc = rl_cli_train("grpo", &ctx, &c);
     rl_ctx_free(&ctx);
     return rc;
 }

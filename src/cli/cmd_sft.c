@@ -1,31 +1,10 @@
 /* cmd_sft.c — `rlc sft`: supervised fine-tuning of a Hugging Face model on a JSONL file.
  * Writes OUT/model (checkpoint, HF layout) and OUT/metrics.jsonl; see train_common.h. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "cli/commands.h"
 #include "cli/device.h"
 #include "cli/options.h"
-#include "cli/progress.h"
 #include "cli/train_common.h"
-#include "core/file.h"
-#include "train/data.h"
 #include "train/sft.h"
-
-typedef struct sft_run {
-    rl_sft t;
-    const char *tok_dir;
-    cJSON *options;
-} sft_run;
-
-static int step(void *r, rl_step_stats *s, rl_err *e) { return rl_sft_step(&((sft_run *)r)->t, s, e); }
-static int64_t done(void *r) { return ((sft_run *)r)->t.state.step; }
-static int save(void *r, const char *dir, rl_err *e)
-{
-    sft_run *run = r;
-    return rl_sft_save(&run->t, dir, run->options, run->tok_dir, e);
-}
 
 static const char usage[] =
     "usage: rlc sft --model DIR --data FILE.jsonl --out DIR [options]\n\n"
@@ -43,61 +22,17 @@ typedef struct options {
     rl_sft_config c;
 } options;
 
-static int run(options *o, cJSON *saved_options)
+static int run(options *o, const cJSON *saved_options)
 {
-    const char *load_dir = o->resume ? o->resume : o->model_dir;
     rl_ctx ctx;
     int rc = rl_device_ctx("sft", &ctx, o->device, o->threads);
     if (rc) return rc;
-    rc = RL_EXIT_FAILURE;
-    char tok_path[4096], ckpt[4096], metrics_path[4096];
-    rl_err err;
-    rl_model m;
-    int have_model = 0;
-    rl_tokenizer *tok = NULL;
-    rl_train_data d = {0};
-    sft_run run = {.options = saved_options, .tok_dir = o->tokenizer ? NULL : load_dir};
-    rl_metrics met = {0};
-    if (rl_cli_path("sft", ckpt, o->out, "model") || rl_cli_path("sft", metrics_path, o->out, "metrics.jsonl")) goto done;
-    if (o->tokenizer) snprintf(tok_path, sizeof tok_path, "%s", o->tokenizer);
-    else if (rl_cli_path("sft", tok_path, load_dir, "tokenizer.json")) goto done;
-    if (rl_model_load(&m, &ctx, load_dir, &err)) goto fail;
-    have_model = 1;
-    if (rl_tok_load(&tok, tok_path, &err) || rl_train_data_sft(&d, o->data, tok, &m.config, o->max_len, &err)) goto fail;
-    if (d.n_truncated) fprintf(stderr, "rlc sft: %d examples cut to --max-len %d tokens\n", d.n_truncated, o->max_len);
-    int64_t steps = o->steps;
-    if (steps <= 0) {
-        double tokens = 0;
-        for (int i = 0; i < d.n; i++) tokens += d.sft[i].n_ids;
-        steps = (int64_t)(o->epochs * tokens / ((double)o->c.max_tokens * o->c.grad_accum) + 0.999);
-        if (steps < 1) steps = 1;
-    }
-    rl_sft_config c = o->c;
-    c.seed = (uint64_t)o->seed;
-    c.optim.schedule.kind = (rl_lr_kind)o->schedule;
-    c.optim.schedule.total_steps = (int)steps;
-    if (rl_sft_create(&run.t, &m, d.sft, d.n, &c, &err)) goto fail;
-    if (o->resume && rl_sft_resume(&run.t, o->resume, &err)) goto fail;
-    if (rl_mkdir_p(o->out, &err) || rl_metrics_open(&met, metrics_path, o->resume != NULL, &err)) goto fail;
-    fprintf(stderr, "rlc sft: %s, %d examples, %.1fM parameters, %lld steps from step %lld (%s)\n", o->data, d.n,
-            (double)m.n_elems / 1e6, (long long)steps, (long long)run.t.state.step, rl_backend_name(&ctx));
-    rl_progress progress;
-    rl_loop_watch watch = rl_progress_watch(&progress, "sft");
-    rl_train_hooks h = {&run, step, save, done};
-    rl_loop_config lc = {"sft", steps, o->save_every, ckpt, &met, &watch};
-    int lrc = rl_train_loop(&h, &lc, &err);
-    if (lrc < 0) goto fail;
-    if (lrc == 0) fprintf(stderr, "rlc sft: model saved to %s, metrics in %s\n", ckpt, metrics_path);
-    rc = lrc == 0 ? RL_EXIT_OK : RL_EXIT_INTERRUPTED;
-    goto done;
-fail:
-    fprintf(stderr, "rlc sft: %s\n", err.msg);
-done:
-    rl_metrics_close(&met);
-    if (run.t.model) rl_sft_free(&run.t);
-    rl_train_data_free(&d);
-    rl_tok_free(tok);
-    if (have_model) rl_model_free(&m);
+    rl_run_config c = {.kind = RL_RUN_SFT, .model_dir = o->model_dir, .resume = o->resume, .data = o->data,
+                       .out = o->out, .tokenizer = o->tokenizer, .steps = o->steps, .epochs = o->epochs,
+                       .max_len = o->max_len, .save_every = o->save_every, .sft = o->c, .options = saved_options};
+    c.sft.seed = (uint64_t)o->seed;
+    c.sft.optim.schedule.kind = (rl_lr_kind)o->schedule;
+    rc = rl_cli_train("sft", &ctx, &c);
     rl_ctx_free(&ctx);
     return rc;
 }

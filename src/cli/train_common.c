@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "cli/commands.h"
-#include "core/file.h"
+#include "cli/progress.h"
 #include "train/checkpoint.h"
 
 int rl_cli_parse_resumable(rl_opts *o, int argc, char **argv)
@@ -25,11 +25,15 @@ int rl_cli_parse_resumable(rl_opts *o, int argc, char **argv)
     return rl_opts_parse(o, argc, argv);
 }
 
-int rl_cli_path(const char *cmd, char *out, const char *dir, const char *name)
+int rl_cli_train(const char *cmd, rl_ctx *ctx, const rl_run_config *c)
 {
-    if (rl_path_join(out, 4096, dir, name) != 0) {
-        fprintf(stderr, "rlc %s: path too long: %s/%s\n", cmd, dir, name);
-        return -1;
+    rl_progress progress;
+    rl_loop_watch watch = rl_progress_watch(&progress, cmd);
+    rl_err err;
+    int rc = rl_train_run(ctx, c, &watch, &err);
+    if (rc < 0) {
+        fprintf(stderr, "rlc %s: %s\n", cmd, err.msg);
+        return RL_EXIT_FAILURE;
     }
-    return 0;
+    return rc == 0 ? RL_EXIT_OK : RL_EXIT_INTERRUPTED;
 }
