@@ -106,11 +106,13 @@ gpu-test: $(GPU_TEST_BIN) $(BUILD)/rlc
 deps:
 	sh scripts/install-deps.sh
 
-# Tokenizer benchmark (CPU, not a test): rlc's encoder beside Hugging Face tokenizers.
-.PHONY: bench-tokenizer
-$(BUILD)/bench/bench_tokenizer: bench/bench_tokenizer.c $(BUILD)/librlc.a
+# Benchmark programs (not tests): bench/NAME.c -> $(BUILD)/bench/NAME.
+$(BUILD)/bench/%: bench/%.c $(BUILD)/librlc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/librlc.a $(LDFLAGS) $(LDLIBS) -o $@
+
+# Tokenizer benchmark (CPU, not a test): rlc's encoder beside Hugging Face tokenizers.
+.PHONY: bench-tokenizer
 
 bench-tokenizer: $(BUILD)/bench/bench_tokenizer
 	python3 bench/bench_tokenizer.py --bin $(BUILD)/bench/bench_tokenizer
