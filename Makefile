@@ -113,7 +113,6 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/librlc.a
 
 # Tokenizer benchmark (CPU, not a test): rlc's encoder beside Hugging Face tokenizers.
 .PHONY: bench-tokenizer
-
 bench-tokenizer: $(BUILD)/bench/bench_tokenizer
 	python3 bench/bench_tokenizer.py --bin $(BUILD)/bench/bench_tokenizer
 
