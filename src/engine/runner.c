@@ -220,6 +220,18 @@ void rl_runner_set_pool(rl_runner *r, rl_kv_pool *pool)
     r->pool = pool;
 }
 
+/* ---- decode rows ------------------------------------------------------------------------- */
+
+static void set_inactive(rl_runner *r, int row)
+{
+    ST(r, st_tokens, int32_t)[row] = 0;
+    ST(r, st_pos, int32_t)[row] = 0;
+    ST(r, st_seqlens, int32_t)[row] = 0;
+    ST(r, st_slots, int32_t)[row] = -1;
+    ST(r, st_rows, rl_sample_row)[row] = idle_row();
+    r->small_dirty = 1;
+}
+
 int rl_runner_begin(rl_runner *r, int n_seqs, float det_inv_temperature, rl_err *err)
 {
     if (det_inv_temperature != r->det_inv_t) drop_graphs(r);
@@ -231,21 +243,9 @@ int rl_runner_begin(rl_runner *r, int n_seqs, float det_inv_temperature, rl_err 
     if (!r->row_of_seq || !r->item_of_seq) return rl_err_oom(err, "engine rows", (size_t)n_seqs * 8);
     for (int q = 0; q < n_seqs; q++) r->row_of_seq[q] = -1;
     r->n_seqs = n_seqs;
-    /* Rows of the last call become inactive (the mirror says which values the device has). */
-    while (r->n_rows > 0) rl_runner_drop(r, r->seq_of_row[r->n_rows - 1]);
+    /* Rows a failed call left become inactive (uploaded with the next decode step). */
+    for (; r->n_rows > 0; r->n_rows--) set_inactive(r, r->n_rows - 1);
     return 0;
-}
-
-/* ---- decode rows ------------------------------------------------------------------------- */
-
-static void set_inactive(rl_runner *r, int row)
-{
-    ST(r, st_tokens, int32_t)[row] = 0;
-    ST(r, st_pos, int32_t)[row] = 0;
-    ST(r, st_seqlens, int32_t)[row] = 0;
-    ST(r, st_slots, int32_t)[row] = -1;
-    ST(r, st_rows, rl_sample_row)[row] = idle_row();
-    r->small_dirty = 1;
 }
 
 void rl_runner_drop(rl_runner *r, int q)
