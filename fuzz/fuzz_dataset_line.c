@@ -1,6 +1,7 @@
 /* fuzz_dataset_line.c — libFuzzer target: any byte string as one JSONL dataset line, parsed as
- * an RL line and as an SFT line. Either refused with a message naming file and line, or an
- * example whose fields are consistent with its shape. */
+ * an RL line and as an SFT line, and as a request line of `rlc generate` and of `rlc logprobs`.
+ * Either refused with a message naming file and line (or the request), or an example or request
+ * whose fields are consistent with its shape. */
 #include <stdint.h>
 #include <string.h>
 
@@ -26,6 +27,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int i = 0; i < ex.n_messages; i++) check(ex.messages[i].role && ex.messages[i].content);
         for (int i = 0; i < ex.n_prompt_messages; i++) check(strlen(ex.prompt_messages[i].content) < size);
         rl_example_free(&ex);
+    }
+    const unsigned accepts[] = {RL_REQ_PROMPT | RL_REQ_MESSAGES | RL_REQ_PROMPT_IDS, RL_REQ_IDS};
+    for (int k = 0; k < 2; k++) {
+        rl_request r;
+        rl_err err;
+        if (rl_request_parse(&r, (const char *)data, size, accepts[k], "input", &err)) {
+            check(strncmp(err.msg, "input: ", 7) == 0);
+            check(r.fields == NULL && r.ids == NULL && r.messages == NULL);
+            continue;
+        }
+        check(r.fields != NULL && (r.kind & accepts[k]));
+        check((r.prompt != NULL) + (r.n_messages > 0) + (r.n_ids > 0) == 1);
+        check((r.kind == RL_REQ_PROMPT) == (r.prompt != NULL) && (r.kind == RL_REQ_MESSAGES) == (r.n_messages > 0));
+        for (int i = 0; i < r.n_ids; i++) check(r.ids[i] >= 0);
+        for (int i = 0; i < r.n_messages; i++) check(r.messages[i].role && r.messages[i].content);
+        rl_request_sampling s;
+        if (rl_request_sampling_parse(&r, &s, "input", &err) == 0) {
+            check(s.n_stop >= 0 && s.n_stop <= RL_REQ_MAX_STOP && (!s.has_n || s.n >= 1));
+            for (int i = 0; i < s.n_stop; i++) check(s.stop[i] && s.stop[i][0]);
+        } else {
+            check(strncmp(err.msg, "input: ", 7) == 0);
+        }
+        rl_request_free(&r);
     }
     return 0;
 }

@@ -3,7 +3,7 @@
 # benchmarks; ends with a short summary table (the last lines of the output).
 #
 # usage: sh scripts/gpu-check.sh [--no-build]
-#   SECTIONS="tests attention step grpo parity kenv ktasks train" (the default: all) selects what runs.
+#   SECTIONS="tests attention step grpo generate parity kenv ktasks train" (the default: all) selects what runs.
 #   --no-build   use the binaries already in $BUILD (built where the dev packages are, by
 #                scripts/gpu-prepare.sh, and carried to the GPU machine with .devlibs/:
 #                LD_LIBRARY_PATH=$PWD/.devlibs BUILD=build/cudah sh scripts/gpu-check.sh --no-build)
@@ -22,7 +22,7 @@ SUMMARY=$LOGDIR/summary.txt
 : >"$LOG"
 : >"$SUMMARY"
 STATUS=0
-SECTIONS=${SECTIONS:-tests attention step grpo parity kenv ktasks train}
+SECTIONS=${SECTIONS:-tests attention step grpo generate parity kenv ktasks train}
 CONFIG=bench/configs/qwen3-0.6b.json
 
 row() { printf '%-50s %s\n' "$1" "$2" >>"$SUMMARY"; }
@@ -168,6 +168,33 @@ section_bench_grpo() {
     done
 }
 
+# Generation (issue 10): the workloads of bench/bench_generate.c (a: nano-vllm's bench.py
+# protocol, b: long, c: 256 x 128 -> 256, d: batch-1 latency, e: a GRPO rollout of 8 x 8) on a
+# randomly initialised Qwen3-0.6B, beside transformers' generate on the same requests.
+section_bench_generate() {
+    bench_bin bench_generate "$@" || return
+    res=$LOGDIR/bench_generate.txt
+    wl=$LOGDIR/generate-workloads
+    "$BUILD/bench/bench_generate" $CONFIG a b c d e --write "$wl" >"$res" 2>>"$LOG"
+    python3 bench/bench_generate_hf.py $CONFIG "$wl" a b c d e --max-seconds 300 >>"$res" 2>>"$LOG"
+    cat "$res" >>"$LOG"
+    for pair in "a >=18000" "b >=5000" "c >=40000" "e -"; do
+        # shellcheck disable=SC2086
+        set -- $pair
+        ours=$(field "$res" "^rlc generate workload=$1 " tokens_per_s)
+        theirs=$(field "$res" "^hf generate workload=$1 " tokens_per_s)
+        if [ -z "$ours" ]; then
+            row "generate $1 tok/s rlc / transformers" "missing (see $LOG)"
+            STATUS=1
+            continue
+        fi
+        row "generate $1 tok/s rlc / transformers" "$ours / ${theirs:-skipped} (target $2)"
+    done
+    ours=$(field "$res" "^rlc generate workload=d " ms_per_token)
+    theirs=$(field "$res" "^hf generate workload=d " ms_per_token)
+    row "generate d batch-1 ms/token rlc / transformers" "${ours:-missing} / ${theirs:-skipped} (target <=0.8)"
+}
+
 # Whole-model parity on a randomly initialised Qwen3-0.6B (tools/make_qwen3_0p6b.py writes it and
 # transformers' fp32 / bf16 references): per-token log-probs and every parameter's gradient.
 section_parity() {
@@ -240,6 +267,7 @@ want tests && section_gpu_tests
 want attention && section_bench_attention "$@"
 want step && section_bench_model_step "$@"
 want grpo && section_bench_grpo "$@"
+want generate && section_bench_generate "$@"
 want parity && section_parity "$@"
 want kenv && section_kenv
 want ktasks && section_ktasks

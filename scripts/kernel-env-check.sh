@@ -1,9 +1,9 @@
 #!/bin/sh
 # kernel-env-check.sh — GPU check of the kernel environment (docs/kernel-env.md).
 #
-# Evaluates every cheat in src/reward/kernel_env/cheats/ and every honest kernel in
-# src/reward/kernel_env/honest/ against its task (the "task:" line at the top of each file,
-# tasks in src/reward/kernel_env/test_tasks/) through `rlc kernel-eval --batch --keep-going`,
+# Evaluates every cheat in tests/fixtures/kernel_env/cheats/ and every honest kernel in
+# tests/fixtures/kernel_env/honest/ against its task (the "task:" line at the top of each file,
+# tasks in tests/fixtures/kernel_env/tasks/) through `rlc kernel-eval --batch --keep-going`,
 # prints a table and exits non-zero if a cheat is accepted (status ok with a speedup of 1.1 or
 # more) or an honest kernel is rejected or not faster than its reference. --keep-going runs
 # the GPU protocol even after a fatal static finding, so the table shows what the dynamic
@@ -24,6 +24,7 @@
 set -u
 BUILD=${BUILD:-build}
 KE=src/reward/kernel_env
+FX=tests/fixtures/kernel_env
 CACHE=${KENV_CACHE:-/tmp/rlc-kenv-cache}
 RESULTS=${KENV_RESULTS:-/tmp/rlc-kenv-check.jsonl}
 KB=tests/fixtures/kernelbench
@@ -36,10 +37,10 @@ ROWS=$(mktemp)
 trap 'rm -f "$REQ" "$KB_REQ" "$KB_EXPECT" "$ROWS"' EXIT
 
 for kind in cheats honest; do
-    for f in "$KE/$kind"/*.cu; do
+    for f in "$FX/$kind"/*.cu; do
         task=$(sed -n 's|^/\* task: \([A-Za-z0-9_]*\).*|\1|p' "$f" | head -n 1)
         name=$(basename "$f" .cu)
-        printf '{"id":"%s/%s","task":"%s/test_tasks/%s","candidate":"%s"}\n' "$kind" "$name" "$KE" "$task" "$f" >>"$REQ"
+        printf '{"id":"%s/%s","task":"%s/tasks/%s","candidate":"%s"}\n' "$kind" "$name" "$FX" "$task" "$f" >>"$REQ"
     done
 done
 

@@ -1,212 +1,142 @@
 /* cmd_grpo.c — `rlc grpo`: GRPO (and DAPO / Dr. GRPO) on a JSONL file of prompts with a
  * reward. Writes OUT/model (checkpoint, HF layout) and OUT/metrics.jsonl; see
- * train_common.h. --variant sets a family of defaults that explicit options override. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "cli/backend_opt.h"
+ * train_common.h. --variant sets a family of defaults (rl_grpo_variant) that explicit options
+ * override. */
 #include "cli/commands.h"
+#include "cli/device.h"
 #include "cli/options.h"
 #include "cli/train_common.h"
-#include "cli/train_data.h"
-#include "cli/train_loop.h"
-#include "core/file.h"
 #include "train/grpo.h"
 
-typedef struct grpo_run {
-    rl_grpo t;
-    const char *tok_dir;
-    cJSON *options;
-} grpo_run;
-
-static int step(void *r, rl_step_stats *s, rl_err *e) { return rl_grpo_step(&((grpo_run *)r)->t, s, e); }
-static int64_t done(void *r) { return ((grpo_run *)r)->t.state.step; }
-static int save(void *r, const char *dir, rl_err *e)
-{
-    grpo_run *run = r;
-    return rl_grpo_save(&run->t, dir, run->options, run->tok_dir, e);
-}
-
-static const char usage_head[] =
+static const char usage[] =
     "usage: rlc grpo --model DIR --data FILE.jsonl --reward SPEC --out DIR [options]\n\n"
     "GRPO: sample --group-size completions per prompt, score them, group-normalised advantages,\n"
     "clipped policy-gradient updates. Data lines: {\"prompt\": text or messages, \"answer\": ..., ...}.\n"
     "Rewards: math | exact | exact:strict | regex:PATTERN | format | format:boxed | cmd:\"COMMAND\"\n"
     "(cmd: a program reading one JSON object per completion on stdin and printing {\"reward\": x}).\n"
     "--variant dapo: clip-higher 0.28, token-level loss; dr_grpo: no std scaling, constant\n"
-    "normaliser. Writes OUT/model and OUT/metrics.jsonl; Ctrl-C saves after the current step;\n"
+    "normaliser. metrics.jsonl has each step's train-vs-rollout log-prob mismatch (0 with\n"
+    "--deterministic). Writes OUT/model and OUT/metrics.jsonl; Ctrl-C saves after the current step;\n"
     "--resume OUT/model continues.\n\n";
 
-static rl_opt *named(rl_opt *opts, const char *name)
+typedef struct options {
+    const char *model_dir, *data, *out, *resume, *tokenizer, *reward;
+    int64_t steps;
+    int max_prompt, save_every, device, threads, seed, schedule, loss_norm, variant, deterministic;
+    double temperature, top_p, clip_low, clip_high, kl_beta, reward_timeout, tis_cap;
+    rl_opt_list stop;
+    rl_grpo_config c;
+} options;
+
+static int run(options *o, const cJSON *saved_options)
 {
-    for (rl_opt *o = opts; o->name; o++)
-        if (!strcmp(o->name, name)) return o;
-    return NULL;
+    rl_ctx ctx;
+    int rc = rl_device_ctx("grpo", &ctx, o->device, o->threads);
+    if (rc) return rc;
+    ctx.deterministic = o->deterministic;
+    rl_run_config c = {.kind = RL_RUN_GRPO, .model_dir = o->model_dir, .resume = o->resume, .data = o->data,
+                       .out = o->out, .tokenizer = o->tokenizer, .steps = o->steps, .max_len = o->max_prompt,
+                       .save_every = o->save_every, .reward = o->reward, .reward_options = {o->reward_timeout},
+                       .grpo = o->c, .options = saved_options};
+    rc = rl_cli_train("grpo", &ctx, &c);
+    rl_ctx_free(&ctx);
+    return rc;
 }
 
-static int fail_usage(const char *msg)
+/* The trainer's config from the options: the variant's presets where no option was given. */
+static void make_config(options *o, rl_opts *cli)
 {
-    fprintf(stderr, "rlc grpo: %s\n", msg);
-    rl_opts_free();
-    return 2;
+    rl_grpo_config *c = &o->c;
+    c->gen.sample.temperature = (float)o->temperature;
+    c->gen.sample.top_p = (float)o->top_p;
+    c->gen.stop = o->stop.n ? o->stop.items : NULL;
+    c->gen.n_stop = o->stop.n;
+    c->clip_low = (float)o->clip_low;
+    c->clip_high = (float)o->clip_high;
+    c->kl_beta = (float)o->kl_beta;
+    c->tis_cap = (float)o->tis_cap;
+    c->loss_norm = (rl_loss_norm)o->loss_norm;
+    c->seed = (uint64_t)o->seed;
+    c->optim.schedule.kind = (rl_lr_kind)o->schedule;
+    c->optim.schedule.total_steps = (int)o->steps;
+    unsigned keep = (rl_opts_find(cli, "clip-high")->set ? RL_GRPO_KEEP_CLIP_HIGH : 0) |
+                    (rl_opts_find(cli, "loss-norm")->set ? RL_GRPO_KEEP_LOSS_NORM : 0) |
+                    (rl_opts_find(cli, "std-scale")->set ? RL_GRPO_KEEP_SCALE_STD : 0);
+    rl_grpo_variant(c, (rl_grpo_variant_kind)o->variant, keep);
+    o->loss_norm = c->loss_norm; /* saved with the checkpoint as the run used them */
+    o->clip_high = c->clip_high;
 }
 
 int rl_cmd_grpo(int argc, char **argv)
 {
-    const char *model_dir = NULL, *data = NULL, *out = NULL, *resume = NULL, *tokenizer = NULL;
-    const char *reward_spec = NULL, *device = "auto", *schedule = "constant", *variant = "grpo";
-    const char *loss_norm = "sequence", *stop = NULL;
-    int64_t steps = 100;
-    int prompts = 8, group = 8, max_new = 256, top_k = 0, mu = 1, recompute_old = 0, scale_std = 1;
-    int max_tokens = 8192, max_prompt = 1024, warmup = 0, save_every = 0, threads = 0, seed = 1234;
-    int shuffle = 1, recompute = 0;
-    double temperature = 1.0, top_p = 1.0, clip_low = 0.2, clip_high = 0.2, kl_beta = 0, lr = 1e-6;
-    double wd = 0.0, clip = 1.0, reward_timeout = 60;
-    rl_opt opts[] = {
-        {"model", RL_OPT_STRING, &model_dir, "policy to start from (and the KL reference)", 0},
-        {"data", RL_OPT_STRING, &data, "prompts (JSON lines)", 0},
-        {"reward", RL_OPT_STRING, &reward_spec, "reward spec (see above)", 0},
-        {"out", RL_OPT_STRING, &out, "output directory", 0},
-        {"resume", RL_OPT_STRING, &resume, "continue from a checkpoint (OUT/model of an earlier run)", 0},
-        {"tokenizer", RL_OPT_STRING, &tokenizer, "tokenizer.json (default: the model's)", 0},
-        {"variant", RL_OPT_STRING, &variant, "grpo, dapo or dr_grpo (defaults below)", 0},
-        {"steps", RL_OPT_I64, &steps, "rollout steps", 0},
-        {"prompts-per-step", RL_OPT_INT, &prompts, "prompts per rollout", 0},
-        {"group-size", RL_OPT_INT, &group, "completions per prompt (G)", 0},
-        {"max-new-tokens", RL_OPT_INT, &max_new, "completion length limit", 0},
-        {"max-prompt-len", RL_OPT_INT, &max_prompt, "refuse longer prompts", 0},
-        {"temperature", RL_OPT_DOUBLE, &temperature, "sampling temperature (> 0)", 0},
-        {"top-p", RL_OPT_DOUBLE, &top_p, "nucleus sampling (1 = off)", 0},
-        {"top-k", RL_OPT_INT, &top_k, "top-k sampling (0 = off)", 0},
-        {"stop", RL_OPT_STRING, &stop, "stop string (in addition to end-of-sequence)", 0},
-        {"reward-timeout", RL_OPT_DOUBLE, &reward_timeout, "cmd rewards: seconds per completion", 0},
-        {"clip-low", RL_OPT_DOUBLE, &clip_low, "ratio clipped below at 1 - clip-low", 0},
-        {"clip-high", RL_OPT_DOUBLE, &clip_high, "ratio clipped above at 1 + clip-high", 0},
-        {"kl-beta", RL_OPT_DOUBLE, &kl_beta, "k3 KL penalty to --model (0 = off, no reference loaded)", 0},
-        {"loss-norm", RL_OPT_STRING, &loss_norm, "sequence, token (DAPO) or dr_grpo", 0},
-        {"std-scale", RL_OPT_FLAG, &scale_std, "divide advantages by the group std (--no-std-scale: Dr. GRPO)", 0},
-        {"mu", RL_OPT_INT, &mu, "optimizer updates per rollout", 0},
-        {"recompute-old-logp", RL_OPT_FLAG, &recompute_old, "old log-probs from a training forward, not the sampler", 0},
-        {"max-tokens", RL_OPT_INT, &max_tokens, "tokens per packed micro-batch", 0},
-        {"lr", RL_OPT_DOUBLE, &lr, "learning rate", 0},
-        {"schedule", RL_OPT_STRING, &schedule, "constant, linear or cosine (with warmup)", 0},
-        {"warmup", RL_OPT_INT, &warmup, "warmup steps", 0},
-        {"weight-decay", RL_OPT_DOUBLE, &wd, "AdamW weight decay", 0},
-        {"max-grad-norm", RL_OPT_DOUBLE, &clip, "clip the global gradient norm (0 = off)", 0},
-        {"seed", RL_OPT_INT, &seed, "seed of the data order and sampling", 0},
-        {"shuffle", RL_OPT_FLAG, &shuffle, "shuffle prompts every epoch", 0},
-        {"recompute", RL_OPT_FLAG, &recompute, "activation checkpointing", 0},
-        {"save-every", RL_OPT_INT, &save_every, "checkpoint every N steps (0 = at the end only)", 0},
-        {"device", RL_OPT_STRING, &device, RL_BACKEND_OPT_HELP_SHORT, 0},
-        {"threads", RL_OPT_INT, &threads, "CPU threads (0 = OpenMP default)", 0},
-        {NULL, 0, NULL, NULL, 0},
-    };
-    const char *resume_arg = rl_cli_resume_arg(argc, argv);
-    if (resume_arg && rl_cli_resume_options("grpo", opts, resume_arg)) return 2;
-    int prc = rl_opts_parse("grpo", opts, argc, argv, usage_head);
-    if (prc != 0) {
-        rl_opts_free();
-        return prc < 0 ? 2 : 0;
-    }
-    /* the variant's defaults, for options not given explicitly */
-    rl_opt *clip_high_o = named(opts, "clip-high"), *norm_o = named(opts, "loss-norm"), *std_o = named(opts, "std-scale");
-    if (!strcmp(variant, "dapo")) {
-        if (!clip_high_o->set) clip_high = 0.28;
-        if (!norm_o->set) loss_norm = "token";
-    } else if (!strcmp(variant, "dr_grpo")) {
-        if (!norm_o->set) loss_norm = "dr_grpo";
-        if (!std_o->set) scale_std = 0;
-    } else if (strcmp(variant, "grpo")) {
-        return fail_usage("--variant must be grpo, dapo or dr_grpo");
-    }
-    const char *load_dir = resume ? resume : model_dir;
-    if (!load_dir || !data || !out || !reward_spec)
-        return fail_usage("--model (or --resume), --data, --reward and --out are required (see --help)");
-    if (kl_beta > 0 && !model_dir) return fail_usage("--kl-beta needs --model (the reference)");
-    rl_err err;
-    rl_lr_kind kind;
-    rl_loss_norm norm;
-    if (rl_lr_kind_parse(schedule, &kind, &err) || rl_loss_norm_parse(loss_norm, &norm, &err))
-        return fail_usage(err.msg);
-    rl_ctx ctx;
-    if (rl_cli_ctx("grpo", &ctx, device, threads)) {
-        rl_opts_free();
-        return 1;
-    }
-    char tok_path[4096], ckpt[4096], metrics_path[4096], tok_dir[4096];
-    snprintf(tok_dir, sizeof tok_dir, "%s", load_dir);
-    int rc = 1, have_model = 0, have_ref = 0;
-    rl_model m, ref;
-    rl_tokenizer *tok = NULL;
-    rl_reward *reward = NULL;
-    rl_train_data d;
-    memset(&d, 0, sizeof d);
-    grpo_run run;
-    memset(&run, 0, sizeof run);
-    rl_metrics met = {0};
-    if (rl_cli_path("grpo", ckpt, out, "model") || rl_cli_path("grpo", metrics_path, out, "metrics.jsonl")) goto done;
-    if (tokenizer) snprintf(tok_path, sizeof tok_path, "%s", tokenizer);
-    else if (rl_cli_path("grpo", tok_path, load_dir, "tokenizer.json")) goto done;
-    if (rl_model_load(&m, &ctx, load_dir, &err)) goto fail;
-    have_model = 1;
-    if (kl_beta > 0) {
-        if (rl_model_load(&ref, &ctx, model_dir, &err)) goto fail;
-        have_ref = 1;
-    }
-    rl_reward_options ro = {reward_timeout};
-    if (rl_tok_load(&tok, tok_path, &err) || rl_train_data_rl(&d, data, tok, max_prompt, &err) ||
-        rl_reward_create(&reward, reward_spec, &ro, &err))
-        goto fail;
     rl_grpo_config c = rl_grpo_defaults();
-    c.prompts_per_step = prompts;
-    c.group_size = group;
-    c.gen.max_new_tokens = max_new;
-    c.gen.sample.temperature = (float)temperature;
-    c.gen.sample.top_p = (float)top_p;
-    c.gen.sample.top_k = top_k;
-    c.gen.stop = stop ? &stop : NULL;
-    c.gen.n_stop = stop ? 1 : 0;
-    c.clip_low = (float)clip_low;
-    c.clip_high = (float)clip_high;
-    c.kl_beta = (float)kl_beta;
-    c.loss_norm = norm;
-    c.scale_std = scale_std;
-    c.mu = mu;
-    c.recompute_old_logp = recompute_old;
-    c.max_tokens = max_tokens;
-    c.shuffle = shuffle;
-    c.seed = (uint64_t)seed;
-    c.recompute = recompute;
-    c.optim.schedule = (rl_lr_schedule){kind, lr, warmup, (int)steps, 0};
-    c.optim.weight_decay = wd;
-    c.optim.max_grad_norm = clip;
-    if (rl_grpo_create(&run.t, &m, have_ref ? &ref : NULL, tok, reward, d.prompts, d.n, &c, &err)) goto fail;
-    if (resume && rl_grpo_resume(&run.t, resume, &err)) goto fail;
-    run.options = rl_opts_to_json(opts);
-    run.tok_dir = tokenizer ? NULL : tok_dir;
-    if (rl_mkdir_p(out, &err) || rl_metrics_open(&met, metrics_path, resume != NULL, &err)) goto fail;
-    fprintf(stderr, "rlc grpo: %s, %d prompts, reward %s, %s/%s, %lld steps from step %lld (%s)\n", data, d.n,
-            reward_spec, variant, loss_norm, (long long)steps, (long long)run.t.state.step, rl_backend_name(&ctx));
-    rl_train_hooks h = {&run, step, save, done};
-    rl_loop_config lc = {"grpo", steps, save_every, ckpt, &met};
-    int lrc = rl_train_loop(&h, &lc, &err);
-    if (lrc < 0) goto fail;
-    if (lrc == 0) fprintf(stderr, "rlc grpo: model saved to %s, metrics in %s\n", ckpt, metrics_path);
-    rc = lrc == 0 ? 0 : 130;
-    goto done;
-fail:
-    fprintf(stderr, "rlc grpo: %s\n", err.msg);
-done:
-    rl_metrics_close(&met);
-    if (run.t.model) rl_grpo_free(&run.t);
-    cJSON_Delete(run.options);
-    rl_reward_free(reward);
-    rl_train_data_free(&d);
-    rl_tok_free(tok);
-    if (have_ref) rl_model_free(&ref);
-    if (have_model) rl_model_free(&m);
-    rl_ctx_free(&ctx);
-    rl_opts_free();
-    return rc;
+    options o = {.device = RL_DEVICE_AUTO, .steps = 100, .max_prompt = 1024, .seed = 1234, .schedule = RL_LR_CONSTANT,
+                 .loss_norm = c.loss_norm, .temperature = c.gen.sample.temperature, .top_p = c.gen.sample.top_p,
+                 .clip_low = c.clip_low, .clip_high = c.clip_high, .kl_beta = c.kl_beta, .reward_timeout = 60, .c = c};
+    rl_opt list[] = {
+        RL_OPT_S("model", &o.model_dir, "DIR", "policy to start from (and the KL reference)"),
+        RL_OPT_S("data", &o.data, "FILE", "prompts (JSON lines)", .flags = RL_OPT_REQUIRED),
+        RL_OPT_S("reward", &o.reward, "SPEC", "reward spec (see above)", .flags = RL_OPT_REQUIRED),
+        RL_OPT_S("out", &o.out, "DIR", "output directory", .flags = RL_OPT_REQUIRED),
+        RL_OPT_S("resume", &o.resume, "DIR", "continue from a checkpoint (OUT/model of an earlier run)"),
+        RL_OPT_S("tokenizer", &o.tokenizer, "FILE", "tokenizer.json (default: the model's)"),
+        RL_OPT_C("variant", &o.variant, rl_grpo_variant_names, "presets (see above) under the options below"),
+        RL_OPT_L("steps", &o.steps, 1, 1e12, "rollout steps"),
+        RL_OPT_I("prompts-per-step", &o.c.prompts_per_step, 1, 1 << 20, "prompts per rollout"),
+        RL_OPT_I("group-size", &o.c.group_size, 1, 1 << 20, "completions per prompt (G)"),
+        RL_OPT_I("max-new-tokens", &o.c.gen.max_new_tokens, 1, 1 << 30, "completion length limit"),
+        RL_OPT_I("max-prompt-len", &o.max_prompt, 1, 1 << 30, "refuse longer prompts"),
+        RL_OPT_D("temperature", &o.temperature, 1e-4, 1e6, "sampling temperature"),
+        RL_OPT_D("top-p", &o.top_p, 0, 1, "nucleus sampling (1 = off)", .range.above_lo = 1),
+        RL_OPT_I("top-k", &o.c.gen.sample.top_k, 0, 1000000000, "top-k sampling (0 = off)"),
+        RL_OPT_LST("stop", &o.stop, "STR", "stop string, besides end-of-sequence (repeatable)"),
+        RL_OPT_D("reward-timeout", &o.reward_timeout, 0, 1e6, "cmd rewards: seconds per completion", .range.above_lo = 1),
+        RL_OPT_D("clip-low", &o.clip_low, 0, 1, "ratio clipped below at 1 - clip-low"),
+        RL_OPT_D("clip-high", &o.clip_high, 0, 100, "ratio clipped above at 1 + clip-high"),
+        RL_OPT_D("kl-beta", &o.kl_beta, 0, 1e6, "k3 KL penalty to --model (0 = off, no reference loaded)"),
+        RL_OPT_C("loss-norm", &o.loss_norm, rl_loss_norm_names, "loss normalisation: sequence, token (DAPO), dr_grpo"),
+        RL_OPT_F("std-scale", &o.c.scale_std, "divide advantages by the group std (--no-std-scale: Dr. GRPO)"),
+        RL_OPT_I("mu", &o.c.mu, 1, 1 << 20, "optimizer updates per rollout"),
+        RL_OPT_F("recompute-old-logp", &o.c.recompute_old_logp, "old log-probs from a training forward, not the sampler"),
+        RL_OPT_D("tis-cap", &o.tis_cap, 0, 1e6,
+                 "truncated importance sampling: weight each token's loss by min(exp(trainer - sampler log-prob), X) "
+                 "(0 = off)"),
+        RL_OPT_F("deterministic", &o.deterministic,
+                 "batch-invariant kernels: the sampler's log-probs equal the trainer's exactly (slower)"),
+        RL_OPT_D("gpu-memory-utilization", &o.c.engine.gpu_memory_utilization, 0, 1,
+                 "fraction of the free memory the generation KV cache takes", .range.above_lo = 1),
+        RL_OPT_I("max-num-seqs", &o.c.engine.max_num_seqs, 1, 65536, "sequences the engine generates at once"),
+        RL_OPT_I("max-num-batched-tokens", &o.c.engine.max_num_batched_tokens, 1, 1 << 24,
+                 "tokens per engine step, >= --max-num-seqs"),
+        RL_OPT_I("max-tokens", &o.c.max_tokens, 2, 1 << 30, "tokens per packed micro-batch"),
+        RL_OPT_D("lr", &o.c.optim.schedule.peak, 0, 10, "learning rate"),
+        RL_OPT_C("schedule", &o.schedule, rl_lr_kind_names, "learning-rate schedule (after the warmup)"),
+        RL_OPT_I("warmup", &o.c.optim.schedule.warmup_steps, 0, 1 << 30, "warmup steps"),
+        RL_OPT_D("weight-decay", &o.c.optim.weight_decay, 0, 10, "AdamW weight decay"),
+        RL_OPT_D("max-grad-norm", &o.c.optim.max_grad_norm, 0, 1e9, "clip the global gradient norm (0 = off)"),
+        RL_OPT_I("seed", &o.seed, 0, 2147483647, "seed of the data order and sampling"),
+        RL_OPT_F("shuffle", &o.c.shuffle, "shuffle prompts every epoch"),
+        RL_OPT_F("recompute", &o.c.recompute, "activation checkpointing"),
+        RL_OPT_I("save-every", &o.save_every, 0, 1 << 30, "checkpoint every N steps (0 = at the end only)"),
+        RL_OPT_DEVICE(&o.device),
+        RL_OPT_THREADS(&o.threads),
+        RL_OPT_END,
+    };
+    rl_opts cli = {.cmd = "grpo", .usage = usage, .list = list};
+    int status = rl_cli_parse_resumable(&cli, argc, argv);
+    if (status == RL_OPTS_CONTINUE && !o.model_dir && !o.resume)
+        status = rl_opts_fail(&cli, "--model (or --resume) is required (see --help)");
+    if (status == RL_OPTS_CONTINUE && o.kl_beta > 0 && !o.model_dir)
+        status = rl_opts_fail(&cli, "--kl-beta needs --model (the reference)");
+    if (status == RL_OPTS_CONTINUE && o.c.engine.max_num_batched_tokens < o.c.engine.max_num_seqs)
+        status = rl_opts_fail(&cli, "--max-num-batched-tokens (%d) must be >= --max-num-seqs (%d)",
+                              o.c.engine.max_num_batched_tokens, o.c.engine.max_num_seqs);
+    if (status == RL_OPTS_CONTINUE) {
+        make_config(&o, &cli);
+        cJSON *saved = rl_opts_to_json(&cli);
+        status = run(&o, saved);
+        cJSON_Delete(saved);
+    }
+    rl_opts_free(&cli);
+    return status;
 }

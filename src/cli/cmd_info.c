@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/file.h"
 #include "io/config.h"
 #include "io/safetensors.h"
@@ -18,19 +19,17 @@
  * weights (4), fp32 gradients (4), fp32 first and second moments (4 + 4). */
 #define TRAIN_BYTES_PER_PARAM 18
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: rlc info MODEL_DIR\n\n"
-            "Checks a Hugging Face model directory (config.json, model.safetensors or\n"
-            "model.safetensors.index.json + shards) and describes it: architecture, sizes, parameter\n"
-            "count, tensors per dtype, files, and memory for the weights (bf16) and for training\n"
-            "(bf16 weights + fp32 master + fp32 grads + AdamW m, v = %d bytes per parameter, without\n"
-            "activations or KV cache). Exits 1 with a message naming the file and the problem if\n"
-            "anything is missing or inconsistent.\n\n"
-            "  --help  this text\n",
-            TRAIN_BYTES_PER_PARAM);
-}
+#define STRINGIFY(x) #x
+#define TEXT(x) STRINGIFY(x)
+
+static const char usage[] =
+    "usage: rlc info MODEL_DIR\n\n"
+    "Checks a Hugging Face model directory (config.json, model.safetensors or\n"
+    "model.safetensors.index.json + shards) and describes it: architecture, sizes, parameter\n"
+    "count, tensors per dtype, files, and memory for the weights (bf16) and for training\n"
+    "(bf16 weights + fp32 master + fp32 grads + AdamW m, v = " TEXT(TRAIN_BYTES_PER_PARAM) " bytes per parameter, without\n"
+    "activations or KV cache). Exits 1 with a message naming the file and the problem if\n"
+    "anything is missing or inconsistent.\n\n";
 
 static const char *human(double bytes, char *buf, size_t size)
 {
@@ -97,40 +96,23 @@ static void print_tensors(const rl_safetensors *st)
     }
 }
 
-int rl_cmd_info(int argc, char **argv)
+static int run(const char *dir)
 {
-    const char *dir = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (argv[i][0] == '-' || dir) {
-            fprintf(stderr, "rlc info: unexpected argument '%s'\n\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-        dir = argv[i];
-    }
-    if (!dir) {
-        usage(stderr);
-        return 2;
-    }
     rl_err err = {{0}};
     char path[4096];
     if (rl_path_join(path, sizeof path, dir, "config.json")) {
         fprintf(stderr, "rlc info: %s: path too long\n", dir);
-        return 1;
+        return RL_EXIT_FAILURE;
     }
     rl_model_config cfg;
     if (rl_config_load(&cfg, path, &err)) {
         fprintf(stderr, "rlc info: %s\n", err.msg);
-        return 1;
+        return RL_EXIT_FAILURE;
     }
     rl_safetensors *st;
     if (rl_safetensors_open_dir(&st, dir, &err)) {
         fprintf(stderr, "rlc info: %s\n", err.msg);
-        return 1;
+        return RL_EXIT_FAILURE;
     }
     rl_tensor_spec *specs = NULL;
     int n_specs = 0;
@@ -138,7 +120,7 @@ int rl_cmd_info(int argc, char **argv)
         fprintf(stderr, "rlc info: %s: %s\n", dir, err.msg);
         free(specs);
         rl_safetensors_close(st);
-        return 1;
+        return RL_EXIT_FAILURE;
     }
     free(specs);
     int64_t n_params = rl_config_param_count(&cfg);
@@ -154,5 +136,19 @@ int rl_cmd_info(int argc, char **argv)
            human(2.0 * (double)n_params, h1, sizeof h1), human((double)TRAIN_BYTES_PER_PARAM * (double)n_params, h2, sizeof h2),
            TRAIN_BYTES_PER_PARAM);
     rl_safetensors_close(st);
-    return 0;
+    return RL_EXIT_OK;
+}
+
+int rl_cmd_info(int argc, char **argv)
+{
+    const char *dir = NULL;
+    rl_opt list[] = {
+        RL_OPT_P("MODEL_DIR", &dir, "the model directory to check", .flags = RL_OPT_REQUIRED),
+        RL_OPT_END,
+    };
+    rl_opts cli = {.cmd = "info", .usage = usage, .list = list};
+    int status = rl_opts_parse(&cli, argc, argv);
+    if (status == RL_OPTS_CONTINUE) status = run(dir);
+    rl_opts_free(&cli);
+    return status;
 }

@@ -12,44 +12,18 @@
 #include <string.h>
 
 #include "backend/ctx.h"
-#include "cli/backend_opt.h"
 #include "cli/commands.h"
+#include "cli/device.h"
+#include "cli/options.h"
+#include "io/dataset.h"
 #include "io/json.h"
 #include "model/model.h"
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: rlc logprobs --model DIR [--temperature T] [--device D] < requests.jsonl\n\n"
-            "Scores token sequences with a Hugging Face model (config.json + safetensors).\n"
-            "Each input line is {\"ids\": [token ids]}; each output line is {\"logprobs\": [...]}, the\n"
-            "log-prob of every token after the first given the ones before it.\n\n"
-            "  --model DIR        model directory (required)\n"
-            "  --temperature T    divide the logits by T before the softmax, T in [0.0001, 1e6]\n"
-            "                     (default 1)\n" RL_BACKEND_OPT_HELP
-            "  --help             this text\n");
-}
-
-/* {"ids": [...]} -> malloc'd ids; -1 with err set for anything else. */
-static int parse_ids(const cJSON *in, int32_t **ids, int *n, rl_err *err)
-{
-    const cJSON *arr = cJSON_IsObject(in) ? cJSON_GetObjectItemCaseSensitive(in, "ids") : NULL;
-    if (!cJSON_IsArray(arr)) return rl_err_set(err, "line must be a JSON object {\"ids\": [token ids]}");
-    *n = cJSON_GetArraySize(arr);
-    if (*n < 1) return rl_err_set(err, "\"ids\" is empty");
-    *ids = malloc((size_t)*n * sizeof **ids);
-    if (!*ids) return rl_err_oom(err, "ids", (size_t)*n * sizeof **ids);
-    int i = 0;
-    for (const cJSON *item = arr->child; item; item = item->next, i++) {
-        if (!rl_json_is_integer(item) || item->valuedouble < 0 || item->valuedouble > INT32_MAX) {
-            free(*ids);
-            *ids = NULL;
-            return rl_err_set(err, "\"ids\"[%d] is not a token id (a non-negative integer)", i);
-        }
-        (*ids)[i] = (int32_t)item->valuedouble;
-    }
-    return 0;
-}
+static const char usage[] =
+    "usage: rlc logprobs --model DIR [options] < requests.jsonl\n\n"
+    "Scores token sequences with a Hugging Face model (config.json + safetensors).\n"
+    "Each input line is {\"ids\": [token ids]}; each output line is {\"logprobs\": [...]}, the\n"
+    "log-prob of every token after the first given the ones before it.\n\n";
 
 static void print_line(const char *key, cJSON *value)
 {
@@ -72,11 +46,10 @@ typedef struct scorer {
 
 static int score_line(scorer *s, const char *line, size_t len, rl_err *err)
 {
-    cJSON *in = rl_json_parse(line, len, "input", err);
-    if (!in) return -1;
-    int32_t *ids = NULL;
-    int n = 0, rc = -1;
-    if (parse_ids(in, &ids, &n, err)) goto done;
+    rl_request req;
+    if (rl_request_parse(&req, line, len, RL_REQ_IDS, "input", err)) return -1;
+    const int32_t *ids = req.ids;
+    int n = req.n_ids, rc = -1;
     /* before the activations grow to n tokens */
     if (n > s->model->config.max_position_embeddings) {
         rl_err_set(err, "\"ids\" has %d tokens, more than the model's max_position_embeddings = %d", n,
@@ -108,72 +81,39 @@ static int score_line(scorer *s, const char *line, size_t len, rl_err *err)
     print_line("logprobs", cJSON_CreateFloatArray(s->logp + 1, n - 1));
     rc = 0;
 done:
-    free(ids);
-    cJSON_Delete(in);
+    rl_request_free(&req);
     return rc;
 }
 
-int rl_cmd_logprobs(int argc, char **argv)
+static int run(const char *dir, int device, double temperature)
 {
-    const char *dir = NULL, *device = NULL;
-    double temperature = 1.0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
-            dir = argv[++i];
-        } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-            device = argv[++i];
-        } else if (!strcmp(argv[i], "--temperature") && i + 1 < argc) {
-            char *end;
-            temperature = strtod(argv[++i], &end);
-            if (*end || !(temperature >= 1e-4 && temperature <= 1e6)) {
-                fprintf(stderr, "rlc logprobs: --temperature must be a number in [0.0001, 1e6], got '%s'\n",
-                        argv[i]);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "rlc logprobs: unknown or incomplete option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!dir) {
-        fprintf(stderr, "rlc logprobs: --model DIR is required\n");
-        usage(stderr);
-        return 2;
-    }
     rl_err err = {{0}};
     rl_ctx ctx;
     rl_model model;
-    if (rl_backend_opt_ctx(&ctx, device, &err)) {
-        fprintf(stderr, "rlc logprobs: %s\n", err.msg);
-        return 2;
-    }
+    int status = rl_device_ctx("logprobs", &ctx, device, 0);
+    if (status) return status;
     if (rl_model_load(&model, &ctx, dir, &err)) {
         fprintf(stderr, "rlc logprobs: %s\n", err.msg);
         rl_ctx_free(&ctx);
-        return 1;
+        return RL_EXIT_FAILURE;
     }
     scorer s = {.model = &model, .inv_temperature = (float)(1.0 / temperature)};
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
-    int status = 0;
     for (long no = 1; (len = getline(&line, &cap, stdin)) >= 0; no++) {
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
         if (len == 0) continue;
         if (score_line(&s, line, (size_t)len, &err)) {
             fprintf(stderr, "rlc logprobs: stdin line %ld: %s\n", no, err.msg);
             print_line("error", cJSON_CreateString(err.msg));
-            status = 1;
+            status = RL_EXIT_FAILURE;
         }
         fflush(stdout);
     }
     if (ferror(stdin)) {
         fprintf(stderr, "rlc logprobs: cannot read stdin: %s\n", strerror(errno));
-        status = 1;
+        status = RL_EXIT_FAILURE;
     }
     free(line);
     free(s.logp);
@@ -181,5 +121,23 @@ int rl_cmd_logprobs(int argc, char **argv)
     rl_acts_free(s.acts);
     rl_model_free(&model);
     rl_ctx_free(&ctx);
+    return status;
+}
+
+int rl_cmd_logprobs(int argc, char **argv)
+{
+    const char *dir = NULL;
+    int device = RL_DEVICE_AUTO;
+    double temperature = 1.0;
+    rl_opt list[] = {
+        RL_OPT_S("model", &dir, "DIR", "model directory", .flags = RL_OPT_REQUIRED),
+        RL_OPT_D("temperature", &temperature, 1e-4, 1e6, "divide the logits by T before the softmax"),
+        RL_OPT_DEVICE(&device),
+        RL_OPT_END,
+    };
+    rl_opts cli = {.cmd = "logprobs", .usage = usage, .list = list};
+    int status = rl_opts_parse(&cli, argc, argv);
+    if (status == RL_OPTS_CONTINUE) status = run(dir, device, temperature);
+    rl_opts_free(&cli);
     return status;
 }

@@ -11,24 +11,17 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "io/json.h"
 #include "io/tokenizer.h"
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: rlc tokenize --tokenizer FILE [--json | --jsonl] < input\n\n"
-            "Encodes text with a Hugging Face tokenizer.json (byte-level BPE, as Qwen's), the same ids\n"
-            "as tokenizers' encode(text, add_special_tokens=False); special tokens written in the text\n"
-            "(\"<|im_end|>\") become their ids. Invalid UTF-8 is read as U+FFFD.\n\n"
-            "  --tokenizer FILE  tokenizer.json to use (required)\n"
-            "  (default)         all of stdin is one text; prints its ids on one line, space-separated\n"
-            "  --json            the same, printed as a JSON array\n"
-            "  --jsonl           one JSON object {\"text\": \"...\"} per input line; writes one\n"
-            "                    {\"ids\": [...], \"decoded\": \"...\"} per line ({\"error\": \"...\"} for a bad\n"
-            "                    line, reported on stderr with its line number; exit status 1)\n"
-            "  --help            this text\n");
-}
+static const char usage[] =
+    "usage: rlc tokenize --tokenizer FILE [--json | --jsonl] < input\n\n"
+    "Encodes text with a Hugging Face tokenizer.json (byte-level BPE, as Qwen's), the same ids\n"
+    "as tokenizers' encode(text, add_special_tokens=False); special tokens written in the text\n"
+    "(\"<|im_end|>\") become their ids. Invalid UTF-8 is read as U+FFFD. By default all of stdin is\n"
+    "one text and its ids are printed on one line, space-separated. With --jsonl a bad line gets\n"
+    "{\"error\": \"...\"}, is reported on stderr with its line number, and the exit status is 1.\n\n";
 
 static char *read_stdin(size_t *len)
 {
@@ -103,7 +96,7 @@ static int run_jsonl(const rl_tokenizer *tok)
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
-    int status = 0;
+    int status = RL_EXIT_OK;
     for (long no = 1; (len = getline(&line, &cap, stdin)) >= 0; no++) {
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
         if (len == 0) continue;
@@ -111,50 +104,26 @@ static int run_jsonl(const rl_tokenizer *tok)
         if (jsonl_line(tok, line, (size_t)len, &err)) {
             fprintf(stderr, "rlc tokenize: stdin line %ld: %s\n", no, err.msg);
             print_object("error", cJSON_CreateString(err.msg), NULL, NULL);
-            status = 1;
+            status = RL_EXIT_FAILURE;
         }
     }
     if (ferror(stdin)) {
         fprintf(stderr, "rlc tokenize: cannot read stdin: %s\n", strerror(errno));
-        status = 1;
+        status = RL_EXIT_FAILURE;
     }
     free(line);
     return status;
 }
 
-int rl_cmd_tokenize(int argc, char **argv)
+static int run(const char *path, int json, int jsonl)
 {
-    const char *path = NULL;
-    int json = 0, jsonl = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) path = argv[++i];
-        else if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--jsonl")) jsonl = 1;
-        else {
-            fprintf(stderr, "rlc tokenize: unknown or incomplete option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (json && jsonl) {
-        fprintf(stderr, "rlc tokenize: --json and --jsonl exclude each other\n");
-        return 2;
-    }
-    if (!path) {
-        fprintf(stderr, "rlc tokenize: --tokenizer FILE is required\n");
-        usage(stderr);
-        return 2;
-    }
     rl_err err = {{0}};
     rl_tokenizer *tok;
     if (rl_tok_load(&tok, path, &err)) {
         fprintf(stderr, "rlc tokenize: %s\n", err.msg);
-        return 1;
+        return RL_EXIT_FAILURE;
     }
-    int status = 0;
+    int status = RL_EXIT_OK;
     if (jsonl) status = run_jsonl(tok);
     else {
         size_t len;
@@ -163,15 +132,33 @@ int rl_cmd_tokenize(int argc, char **argv)
         int n_ids;
         if (!text) {
             fprintf(stderr, "rlc tokenize: cannot read stdin: %s\n", errno ? strerror(errno) : "out of memory");
-            status = 1;
+            status = RL_EXIT_FAILURE;
         } else if (rl_tok_encode(tok, text, len, &ids, &n_ids, &err)) {
             fprintf(stderr, "rlc tokenize: %s\n", err.msg);
-            status = 1;
+            status = RL_EXIT_FAILURE;
         } else
             print_ids(ids, n_ids, json);
         free(ids);
         free(text);
     }
     rl_tok_free(tok);
+    return status;
+}
+
+int rl_cmd_tokenize(int argc, char **argv)
+{
+    const char *path = NULL;
+    int json = 0, jsonl = 0;
+    rl_opt list[] = {
+        RL_OPT_S("tokenizer", &path, "FILE", "tokenizer.json to use", .flags = RL_OPT_REQUIRED),
+        RL_OPT_F("json", &json, "print the ids as a JSON array"),
+        RL_OPT_F("jsonl", &jsonl, "one {\"text\": ...} per input line; one {\"ids\", \"decoded\"} per output line"),
+        RL_OPT_END,
+    };
+    rl_opts cli = {.cmd = "tokenize", .usage = usage, .list = list};
+    int status = rl_opts_parse(&cli, argc, argv);
+    if (status == RL_OPTS_CONTINUE && json && jsonl) status = rl_opts_fail(&cli, "--json and --jsonl exclude each other");
+    if (status == RL_OPTS_CONTINUE) status = run(path, json, jsonl);
+    rl_opts_free(&cli);
     return status;
 }

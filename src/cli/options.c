@@ -1,215 +1,305 @@
 /* options.c — see options.h. */
 #include "cli/options.h"
 
-#include <errno.h>
-#include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/commands.h"
 #include "io/json.h"
 
-static char **copied;
-static int n_copied;
-
-void rl_opts_free(void)
+void rl_opts_free(rl_opts *o)
 {
-    for (int i = 0; i < n_copied; i++) free(copied[i]);
-    free(copied);
-    copied = NULL;
-    n_copied = 0;
+    for (int i = 0; i < o->n_copied; i++) free(o->copied[i]);
+    free(o->copied);
+    o->copied = NULL;
+    o->n_copied = 0;
 }
 
-static int same_name(const char *a, const char *b)
+int rl_opts_fail(const rl_opts *o, const char *fmt, ...)
 {
-    for (; *a && *b; a++, b++)
-        if (*a != *b && !((*a == '-' || *a == '_') && (*b == '-' || *b == '_'))) return 0;
-    return *a == *b;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "rlc %s: ", o->cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return RL_EXIT_USAGE;
 }
 
-static rl_opt *find(rl_opt *opts, const char *name, size_t len)
+/* Option names match with '-' and '_' taken as the same (config files may use either). */
+static int same_name(const char *a, const char *b, size_t len_b)
 {
-    char buf[128];
-    if (len >= sizeof buf) return NULL;
-    memcpy(buf, name, len);
-    buf[len] = '\0';
-    for (rl_opt *o = opts; o->name; o++)
-        if (same_name(o->name, buf)) return o;
+    size_t i = 0;
+    for (; a[i] && i < len_b; i++)
+        if (a[i] != b[i] && !((a[i] == '-' || a[i] == '_') && (b[i] == '-' || b[i] == '_'))) return 0;
+    return !a[i] && i == len_b;
+}
+
+static rl_opt *find(rl_opts *o, const char *name, size_t len)
+{
+    for (rl_opt *p = o->list; p->name; p++)
+        if (p->type != RL_OPT_POS && same_name(p->name, name, len)) return p;
     return NULL;
 }
 
-static int set_value(const char *cmd, rl_opt *o, const char *text, int from_config)
+rl_opt *rl_opts_find(rl_opts *o, const char *name) { return find(o, name, strlen(name)); }
+
+static void choices_text(const rl_opt *p, const char *sep, const char *last_sep, char *out, size_t size)
 {
-    char *end;
-    errno = 0;
-    switch (o->type) {
+    size_t at = 0;
+    out[0] = '\0';
+    for (int k = 0; p->choices[k] && at < size; k++)
+        at += (size_t)snprintf(out + at, size - at, "%s%s", k == 0 ? "" : p->choices[k + 1] ? sep : last_sep,
+                               p->choices[k]);
+}
+
+/* Sets p from text. `prefix` is "" for the command line, else "FILE: ". */
+static int set_value(rl_opts *o, rl_opt *p, const char *text, const char *prefix, int copy)
+{
+    char what[160];
+    snprintf(what, sizeof what, "%s--%s", prefix, p->name);
+    switch (p->type) {
     case RL_OPT_INT:
-    case RL_OPT_I64: {
-        long long v = strtoll(text, &end, 10);
-        if (errno || *end || end == text || (o->type == RL_OPT_INT && (v < -2147483647LL || v > 2147483647LL))) {
-            fprintf(stderr, "rlc %s: --%s needs an integer, got '%s'\n", cmd, o->name, text);
-            return -1;
-        }
-        if (o->type == RL_OPT_INT) *(int *)o->value = (int)v;
-        else *(int64_t *)o->value = v;
-        break;
-    }
+    case RL_OPT_I64:
     case RL_OPT_DOUBLE: {
-        double v = strtod(text, &end);
-        if (errno || *end || end == text || !isfinite(v)) {
-            fprintf(stderr, "rlc %s: --%s needs a finite number, got '%s'\n", cmd, o->name, text);
+        rl_err err;
+        double x;
+        if (rl_number_parse(text, &p->range, what, &x, &err)) {
+            rl_opts_fail(o, "%s", err.msg);
             return -1;
         }
-        *(double *)o->value = v;
+        if (p->type == RL_OPT_INT) *(int *)p->value = (int)x;
+        else if (p->type == RL_OPT_I64) *(int64_t *)p->value = (int64_t)x;
+        else *(double *)p->value = x;
         break;
     }
+    case RL_OPT_CHOICE: {
+        int k = 0;
+        while (p->choices[k] && strcmp(p->choices[k], text)) k++;
+        if (!p->choices[k]) {
+            char names[256];
+            choices_text(p, ", ", " or ", names, sizeof names);
+            rl_opts_fail(o, "%s must be %s, got '%s'", what, names, text);
+            return -1;
+        }
+        *(int *)p->value = k;
+        break;
+    }
+    case RL_OPT_FLAG:
+        if (!strcmp(text, "1") || !strcmp(text, "true")) *(int *)p->value = 1;
+        else if (!strcmp(text, "0") || !strcmp(text, "false")) *(int *)p->value = 0;
+        else {
+            rl_opts_fail(o, "%s is a flag (true or false), got '%s'", what, text);
+            return -1;
+        }
+        break;
     case RL_OPT_STRING:
-        if (from_config) {
-            char *c = strdup(text), **grown = realloc(copied, (size_t)(n_copied + 1) * sizeof *copied);
+    case RL_OPT_LIST:
+    case RL_OPT_POS: {
+        if (copy) {
+            char *c = strdup(text), **grown = realloc(o->copied, (size_t)(o->n_copied + 1) * sizeof *grown);
+            if (grown) o->copied = grown;
             if (!c || !grown) {
                 free(c);
-                fprintf(stderr, "rlc %s: out of memory\n", cmd);
+                rl_opts_fail(o, "out of memory");
                 return -1;
             }
-            copied = grown;
-            copied[n_copied++] = c;
+            o->copied[o->n_copied++] = c;
             text = c;
         }
-        *(const char **)o->value = text;
-        break;
-    case RL_OPT_FLAG:
-        if (!strcmp(text, "1") || !strcmp(text, "true")) *(int *)o->value = 1;
-        else if (!strcmp(text, "0") || !strcmp(text, "false")) *(int *)o->value = 0;
-        else {
-            fprintf(stderr, "rlc %s: --%s is a flag (true or false), got '%s'\n", cmd, o->name, text);
+        if (p->type != RL_OPT_LIST) {
+            *(const char **)p->value = text;
+            break;
+        }
+        rl_opt_list *l = p->value;
+        if (!p->set || p->source != o->source) l->n = 0; /* a new source's values replace the old */
+        if (l->n == RL_OPT_LIST_MAX) {
+            rl_opts_fail(o, "%sat most %d --%s values", prefix, RL_OPT_LIST_MAX, p->name);
             return -1;
         }
+        l->items[l->n++] = text;
         break;
     }
-    o->set = 1;
+    }
+    p->set = 1;
+    p->source = o->source;
     return 0;
 }
 
-int rl_opts_apply_json(const char *cmd, rl_opt *opts, const cJSON *j, const char *what)
+/* One JSON value of a config file, as the text the command line would carry. */
+static int json_text(const cJSON *v, char *buf, size_t size, const char **out)
+{
+    if (cJSON_IsString(v)) *out = v->valuestring;
+    else if (cJSON_IsBool(v)) *out = cJSON_IsTrue(v) ? "true" : "false";
+    else if (cJSON_IsNumber(v) && rl_json_is_integer(v)) snprintf(buf, size, "%lld", (long long)v->valuedouble), *out = buf;
+    else if (cJSON_IsNumber(v)) snprintf(buf, size, "%.17g", v->valuedouble), *out = buf;
+    else return -1;
+    return 0;
+}
+
+int rl_opts_apply_json(rl_opts *o, const cJSON *j, const char *what)
 {
     if (!cJSON_IsObject(j)) {
-        fprintf(stderr, "rlc %s: %s: must be a JSON object of option names to values\n", cmd, what);
+        rl_opts_fail(o, "%s: must be a JSON object of option names to values", what);
         return -1;
     }
+    char prefix[300];
+    snprintf(prefix, sizeof prefix, "%s: ", what);
+    o->source++;
     for (const cJSON *it = j->child; it; it = it->next) {
-        rl_opt *o = find(opts, it->string, strlen(it->string));
-        char text[64];
-        const char *value = text;
-        if (!o || !strcmp(o->name, "config")) {
-            fprintf(stderr, "rlc %s: %s: unknown option '%s'\n", cmd, what, it->string);
+        rl_opt *p = find(o, it->string, strlen(it->string));
+        if (!p) {
+            rl_opts_fail(o, "%s: unknown option '%s'", what, it->string);
             return -1;
         }
         if (cJSON_IsNull(it)) continue;
-        if (cJSON_IsString(it)) {
-            value = it->valuestring;
-        } else if (cJSON_IsBool(it)) {
-            snprintf(text, sizeof text, "%s", cJSON_IsTrue(it) ? "true" : "false");
-        } else if (cJSON_IsNumber(it)) {
-            if (rl_json_is_integer(it)) snprintf(text, sizeof text, "%lld", (long long)it->valuedouble);
-            else snprintf(text, sizeof text, "%.17g", it->valuedouble);
-        } else {
-            fprintf(stderr, "rlc %s: %s: option '%s' must be a string, number or boolean\n", cmd, what, it->string);
+        char text[64];
+        const char *value;
+        if (p->type == RL_OPT_LIST && cJSON_IsArray(it)) {
+            for (const cJSON *e = it->child; e; e = e->next) {
+                if (!cJSON_IsString(e)) {
+                    rl_opts_fail(o, "%s: option '%s' must be a list of strings", what, it->string);
+                    return -1;
+                }
+                if (set_value(o, p, e->valuestring, prefix, 1)) return -1;
+            }
+            if (!it->child) ((rl_opt_list *)p->value)->n = 0, p->set = 1, p->source = o->source;
+            continue;
+        }
+        if (json_text(it, text, sizeof text, &value)) {
+            rl_opts_fail(o, "%s: option '%s' must be a string, number or boolean", what, it->string);
             return -1;
         }
-        if (set_value(cmd, o, value, 1) != 0) {
-            fprintf(stderr, "rlc %s: (in %s)\n", cmd, what);
-            return -1;
-        }
+        if (set_value(o, p, value, prefix, 1)) return -1;
     }
     return 0;
 }
 
-static int load_config(const char *cmd, rl_opt *opts, const char *path)
+static int load_config(rl_opts *o, const char *path)
 {
     rl_err err;
     cJSON *j = rl_json_parse_file(path, &err);
     if (!j) {
-        fprintf(stderr, "rlc %s: %s\n", cmd, err.msg);
+        rl_opts_fail(o, "--config: %s", err.msg);
         return -1;
     }
-    int rc = rl_opts_apply_json(cmd, opts, j, path);
+    int rc = rl_opts_apply_json(o, j, path);
     cJSON_Delete(j);
     return rc;
 }
 
-int rl_opts_parse(const char *cmd, rl_opt *opts, int argc, char **argv, const char *usage_head)
+const char *rl_opts_peek(int argc, char **argv, const char *name)
 {
+    size_t len = strlen(name);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) || strncmp(a + 2, name, len)) continue;
+        if (a[2 + len] == '=') return a + 3 + len;
+        if (!a[2 + len] && i + 1 < argc) return argv[i + 1];
+    }
+    return NULL;
+}
+
+static int check_required(rl_opts *o)
+{
+    for (rl_opt *p = o->list; p->name; p++) {
+        if (!(p->flags & RL_OPT_REQUIRED) || p->set) continue;
+        if (p->type == RL_OPT_POS) return rl_opts_fail(o, "%s is required (see --help)", p->name);
+        return rl_opts_fail(o, "--%s%s%s is required (see --help)", p->name, p->arg ? " " : "", p->arg ? p->arg : "");
+    }
+    return RL_OPTS_CONTINUE;
+}
+
+int rl_opts_parse(rl_opts *o, int argc, char **argv)
+{
+    o->source++;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            rl_opts_usage(stdout, opts, usage_head);
-            return 1;
+            rl_opts_usage(stdout, o);
+            return 0;
         }
         if (strncmp(a, "--", 2)) {
-            fprintf(stderr, "rlc %s: unexpected argument '%s' (options start with --; see --help)\n", cmd, a);
-            return -1;
+            rl_opt *p = o->list;
+            while (p->name && !(p->type == RL_OPT_POS && !p->set)) p++;
+            if (!p->name || (a[0] == '-' && a[1]))
+                return rl_opts_fail(o, "unexpected argument '%s' (see --help)", a);
+            if (set_value(o, p, a, "", 0)) return RL_EXIT_USAGE;
+            continue;
         }
         const char *name = a + 2, *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
-        if (len == 6 && !strncmp(name, "config", 6)) {
-            const char *path = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!path) {
-                fprintf(stderr, "rlc %s: --config needs a file\n", cmd);
-                return -1;
-            }
-            if (load_config(cmd, opts, path) != 0) return -1;
+        if (same_name("config", name, len)) {
+            const char *path = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+            if (!path) return rl_opts_fail(o, "--config needs a file");
+            if (load_config(o, path)) return RL_EXIT_USAGE;
+            o->source++; /* back on the command line */
             continue;
         }
-        rl_opt *o = find(opts, name, len);
+        rl_opt *p = find(o, name, len);
         int negated = 0;
-        if (!o && len > 3 && !strncmp(name, "no-", 3)) {
-            o = find(opts, name + 3, len - 3);
-            negated = o && o->type == RL_OPT_FLAG;
-            if (!negated) o = NULL;
+        if (!p && len > 3 && !strncmp(name, "no-", 3)) {
+            p = find(o, name + 3, len - 3);
+            negated = 1;
+            if (p && (p->type != RL_OPT_FLAG || eq)) p = NULL;
         }
-        if (!o) {
-            fprintf(stderr, "rlc %s: unknown option '--%.*s' (see --help)\n", cmd, (int)len, name);
-            return -1;
-        }
-        if (o->type == RL_OPT_FLAG && !eq) {
-            *(int *)o->value = !negated;
-            o->set = 1;
+        if (!p) return rl_opts_fail(o, "unknown option '--%.*s' (see --help)", (int)len, name);
+        if (p->type == RL_OPT_FLAG && !eq) {
+            *(int *)p->value = !negated;
+            p->set = 1;
             continue;
         }
-        const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (!value) {
-            fprintf(stderr, "rlc %s: --%s needs a value\n", cmd, o->name);
-            return -1;
-        }
-        if (set_value(cmd, o, value, 0) != 0) return -1;
+        const char *value = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+        if (!value) return rl_opts_fail(o, "--%s needs a value", p->name);
+        if (set_value(o, p, value, "", 0)) return RL_EXIT_USAGE;
     }
-    return 0;
+    return check_required(o);
 }
 
-static void format_value(const rl_opt *o, char *out, size_t size)
+/* The current value as help shows it (so `--help` after other options shows what they set);
+ * "" when there is none to show. */
+static void format_value(const rl_opt *p, char *out, size_t size)
 {
-    switch (o->type) {
-    case RL_OPT_INT: snprintf(out, size, "%d", *(const int *)o->value); break;
-    case RL_OPT_I64: snprintf(out, size, "%lld", (long long)*(const int64_t *)o->value); break;
-    case RL_OPT_DOUBLE: snprintf(out, size, "%g", *(const double *)o->value); break;
+    out[0] = '\0';
+    switch (p->type) {
+    case RL_OPT_INT: snprintf(out, size, "%d", *(const int *)p->value); break;
+    case RL_OPT_I64: snprintf(out, size, "%lld", (long long)*(const int64_t *)p->value); break;
+    case RL_OPT_DOUBLE: snprintf(out, size, "%g", *(const double *)p->value); break;
+    case RL_OPT_CHOICE: snprintf(out, size, "%s", p->choices[*(const int *)p->value]); break;
+    case RL_OPT_FLAG: snprintf(out, size, "%s", *(const int *)p->value ? "on" : "off"); break;
     case RL_OPT_STRING: {
-        const char *s = *(const char *const *)o->value;
+        const char *s = *(const char *const *)p->value;
         snprintf(out, size, "%s", s ? s : "");
         break;
     }
-    case RL_OPT_FLAG: snprintf(out, size, "%s", *(const int *)o->value ? "on" : "off"); break;
+    case RL_OPT_LIST: {
+        const rl_opt_list *l = p->value;
+        for (int k = 0, at = 0; k < l->n && at < (int)size; k++)
+            at += snprintf(out + at, size - (size_t)at, "%s%s", k ? ", " : "", l->items[k]);
+        break;
+    }
+    case RL_OPT_POS: break;
     }
 }
 
-void rl_opts_usage(FILE *out, const rl_opt *opts, const char *usage_head)
+void rl_opts_usage(FILE *out, const rl_opts *o)
 {
-    fputs(usage_head, out);
-    for (const rl_opt *o = opts; o->name; o++) {
-        char def[96], left[64];
-        format_value(o, def, sizeof def);
-        snprintf(left, sizeof left, "--%s%s", o->name,
-                 o->type == RL_OPT_FLAG ? "" : o->type == RL_OPT_STRING ? " S" : " N");
-        fprintf(out, "  %-24s %s", left, o->help);
-        if (def[0]) fprintf(out, " [%s]", def);
+    fputs(o->usage, out);
+    for (const rl_opt *p = o->list; p->name; p++) {
+        char left[128], def[160], range[160] = "", names[256] = "";
+        if (p->type == RL_OPT_CHOICE) choices_text(p, "|", "|", names, sizeof names);
+        if (p->type == RL_OPT_POS) snprintf(left, sizeof left, "%s", p->name);
+        else
+            snprintf(left, sizeof left, "--%s%s%s", p->name, p->type == RL_OPT_FLAG ? "" : " ",
+                     p->type == RL_OPT_CHOICE ? names : p->type == RL_OPT_FLAG ? "" : p->arg ? p->arg : "S");
+        format_value(p, def, sizeof def);
+        if (p->type == RL_OPT_INT || p->type == RL_OPT_I64 || p->type == RL_OPT_DOUBLE)
+            snprintf(range, sizeof range, "%s%c%.15g, %.15g]", p->range.or_zero ? "0 or " : "",
+                     p->range.above_lo ? '(' : '[', p->range.lo, p->range.hi);
+        fprintf(out, "  %-24s %s", left, p->help);
+        if (p->flags & RL_OPT_REQUIRED) fputs(" (required)", out);
+        if (def[0] || range[0]) fprintf(out, " [%s%s%s]", def, def[0] && range[0] ? "; " : "", range);
         fputc('\n', out);
     }
     fputs("  --config FILE.json       read options from a JSON object {\"option-name\": value}\n"
@@ -217,21 +307,29 @@ void rl_opts_usage(FILE *out, const rl_opt *opts, const char *usage_head)
           out);
 }
 
-cJSON *rl_opts_to_json(const rl_opt *opts)
+cJSON *rl_opts_to_json(const rl_opts *o)
 {
     cJSON *j = cJSON_CreateObject();
-    for (const rl_opt *o = opts; o->name; o++) {
-        switch (o->type) {
-        case RL_OPT_INT: cJSON_AddNumberToObject(j, o->name, *(const int *)o->value); break;
-        case RL_OPT_I64: cJSON_AddNumberToObject(j, o->name, (double)*(const int64_t *)o->value); break;
-        case RL_OPT_DOUBLE: cJSON_AddNumberToObject(j, o->name, *(const double *)o->value); break;
+    for (const rl_opt *p = o->list; j && p->name; p++) {
+        switch (p->type) {
+        case RL_OPT_INT: cJSON_AddNumberToObject(j, p->name, *(const int *)p->value); break;
+        case RL_OPT_I64: cJSON_AddNumberToObject(j, p->name, (double)*(const int64_t *)p->value); break;
+        case RL_OPT_DOUBLE: cJSON_AddNumberToObject(j, p->name, *(const double *)p->value); break;
+        case RL_OPT_CHOICE: cJSON_AddStringToObject(j, p->name, p->choices[*(const int *)p->value]); break;
+        case RL_OPT_FLAG: cJSON_AddBoolToObject(j, p->name, *(const int *)p->value); break;
         case RL_OPT_STRING: {
-            const char *s = *(const char *const *)o->value;
-            if (s) cJSON_AddStringToObject(j, o->name, s);
-            else cJSON_AddNullToObject(j, o->name);
+            const char *s = *(const char *const *)p->value;
+            if (s) cJSON_AddStringToObject(j, p->name, s);
+            else cJSON_AddNullToObject(j, p->name);
             break;
         }
-        case RL_OPT_FLAG: cJSON_AddBoolToObject(j, o->name, *(const int *)o->value); break;
+        case RL_OPT_LIST: {
+            const rl_opt_list *l = p->value;
+            cJSON *arr = cJSON_AddArrayToObject(j, p->name);
+            for (int k = 0; arr && k < l->n; k++) cJSON_AddItemToArray(arr, cJSON_CreateString(l->items[k]));
+            break;
+        }
+        case RL_OPT_POS: break;
         }
     }
     return j;

@@ -1,14 +1,27 @@
 /* progress.c — see progress.h. */
 #include "cli/progress.h"
 
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "core/timer.h"
 
-void rl_progress_init(rl_progress *p, const char *label, int64_t first_step, int64_t total_steps)
+static volatile sig_atomic_t interrupted;
+static struct sigaction old_action;
+
+static void on_sigint(int sig)
 {
+    (void)sig;
+    interrupted = 1;
+}
+
+static void init(rl_progress *p, const char *label, int64_t first_step, int64_t total_steps)
+{
+    const char *cmd = p->cmd;
     *p = (rl_progress){0};
+    p->cmd = cmd;
     p->label = label;
     p->tty = isatty(fileno(stderr));
     p->first = first_step;
@@ -27,7 +40,7 @@ static void eta(double seconds, char *out, size_t size)
     else snprintf(out, size, "%dh%02dm", (int)seconds / 3600, ((int)seconds % 3600) / 60);
 }
 
-void rl_progress_step(rl_progress *p, const rl_step_stats *s)
+static void step(rl_progress *p, const rl_step_stats *s)
 {
     if (p->n_steps < p->window) {
         p->head_loss += s->loss;
@@ -56,13 +69,13 @@ void rl_progress_step(rl_progress *p, const rl_step_stats *s)
     fflush(stderr);
 }
 
-void rl_progress_end(rl_progress *p)
+static void end_line(rl_progress *p)
 {
     if (p->shown) fputc('\n', stderr);
     p->shown = 0;
 }
 
-void rl_progress_summary(const rl_progress *p, const rl_step_stats *last)
+static void summary(const rl_progress *p, const rl_step_stats *last)
 {
     double elapsed = rl_time_now() - p->t0;
     int n = p->n_steps < p->window ? p->n_steps : p->window;
@@ -79,4 +92,41 @@ void rl_progress_summary(const rl_progress *p, const rl_step_stats *last)
     if (n > 1) fprintf(stderr, " (means of the first and last %d steps)", n);
     if (last->has_rewards) fprintf(stderr, "; last step: loss %+.4f, kl %.4f", last->loss, last->kl);
     fputc('\n', stderr);
+}
+
+static void watch_begin(void *user, const rl_loop_config *c, int64_t first_step)
+{
+    init(user, c->label, first_step, c->total_steps);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    interrupted = 0;
+    sigaction(SIGINT, &sa, &old_action);
+}
+
+static void watch_step(void *user, const rl_step_stats *s) { step(user, s); }
+
+static void watch_end(void *user, const rl_loop_config *c, int outcome, const rl_step_stats *last)
+{
+    rl_progress *p = user;
+    end_line(p);
+    if (outcome == 1 && c->ckpt_dir)
+        fprintf(stderr, "%s: interrupted after step %lld; checkpoint saved to %s (continue with --resume %s)\n",
+                c->label, (long long)last->step, c->ckpt_dir, c->ckpt_dir);
+    else if (outcome == 1)
+        fprintf(stderr, "%s: interrupted after step %lld\n", c->label, (long long)last->step);
+    else if (outcome == 0 && last)
+        summary(p, last);
+    sigaction(SIGINT, &old_action, NULL);
+}
+
+static void watch_note(void *user, const char *text) { fprintf(stderr, "rlc %s: %s\n", ((rl_progress *)user)->cmd, text); }
+
+rl_loop_watch rl_progress_watch(rl_progress *p, const char *cmd)
+{
+    *p = (rl_progress){0};
+    p->cmd = cmd;
+    return (rl_loop_watch){p, watch_begin, watch_step, watch_end, watch_note, &interrupted};
 }

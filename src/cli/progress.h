@@ -1,18 +1,24 @@
-/* progress.h — what a training command shows while it runs.
+/* progress.h — what a training command shows while it runs, as the watcher of the training
+ * loop (train/loop.h), and Ctrl-C.
  *
  * On a terminal (stderr is a tty): one line rewritten in place after every step (step/total,
  * reward, loss, KL, tokens/s, ETA). Otherwise: a plain line every `every` steps and at the
- * last, so logs stay readable. rl_progress_summary prints the closing block. */
+ * last, so logs stay readable. At the end: the summary, or where the checkpoint of a run
+ * stopped by Ctrl-C went. While a loop runs, SIGINT only sets the watcher's stop flag (the loop
+ * saves and stops after the current step); a second Ctrl-C kills as usual. Notes print as
+ * "rlc <cmd>: <text>". */
 #ifndef RL_CLI_PROGRESS_H
 #define RL_CLI_PROGRESS_H
 
 #include <stdint.h>
 
+#include "train/loop.h"
 #include "train/metrics.h"
 
 #define RL_PROGRESS_WINDOW 25
 
 typedef struct rl_progress {
+    const char *cmd;      /* "demo": notes print as "rlc demo: ..." */
     const char *label;    /* "sft", "grpo" */
     int tty;
     int64_t first, total; /* steps: the run goes from first to total */
@@ -26,12 +32,7 @@ typedef struct rl_progress {
     double tail_loss[RL_PROGRESS_WINDOW], tail_reward[RL_PROGRESS_WINDOW];
 } rl_progress;
 
-void rl_progress_init(rl_progress *p, const char *label, int64_t first_step, int64_t total_steps);
-void rl_progress_step(rl_progress *p, const rl_step_stats *s);
-/* Ends the live line (if any). */
-void rl_progress_end(rl_progress *p);
-/* "sft: 200 steps in 41.2 s; loss 2.31 -> 0.52 (means of the first and last 20 steps)";
- * GRPO adds the reward the same way and the last step's loss and KL. */
-void rl_progress_summary(const rl_progress *p, const rl_step_stats *last);
+/* A watcher for rl_train_loop that shows progress through p; cmd names the command in notes. */
+rl_loop_watch rl_progress_watch(rl_progress *p, const char *cmd);
 
 #endif

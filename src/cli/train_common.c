@@ -2,53 +2,38 @@
 #include "cli/train_common.h"
 
 #include <stdio.h>
-#include <string.h>
 
-#include "cli/backend_opt.h"
-#include "core/file.h"
-#include "io/json.h"
+#include "cli/commands.h"
+#include "cli/progress.h"
+#include "train/checkpoint.h"
 
-const char *rl_cli_resume_arg(int argc, char **argv)
+int rl_cli_parse_resumable(rl_opts *o, int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (!strncmp(argv[i], "--resume=", 9)) return argv[i] + 9;
-        if (!strcmp(argv[i], "--resume") && i + 1 < argc) return argv[i + 1];
+    const char *dir = rl_opts_peek(argc, argv, "resume");
+    if (dir) {
+        rl_train_state state;
+        cJSON *saved = NULL;
+        rl_err err;
+        if (rl_checkpoint_load_state(dir, &state, &saved, &err))
+            return rl_opts_fail(o, "--resume: %s", err.msg);
+        char what[4200];
+        snprintf(what, sizeof what, "%s/trainer_state.json", dir);
+        int rc = saved ? rl_opts_apply_json(o, saved, what) : 0;
+        cJSON_Delete(saved);
+        if (rc) return RL_EXIT_USAGE;
     }
-    return NULL;
+    return rl_opts_parse(o, argc, argv);
 }
 
-int rl_cli_resume_options(const char *cmd, rl_opt *opts, const char *dir)
+int rl_cli_train(const char *cmd, rl_ctx *ctx, const rl_run_config *c)
 {
-    char path[4096];
-    if (rl_cli_path(cmd, path, dir, "trainer_state.json")) return -1;
+    rl_progress progress;
+    rl_loop_watch watch = rl_progress_watch(&progress, cmd);
     rl_err err;
-    cJSON *j = rl_json_parse_file(path, &err);
-    if (!j) {
-        fprintf(stderr, "rlc %s: --resume: %s\n", cmd, err.msg);
-        return -1;
-    }
-    const cJSON *saved = cJSON_GetObjectItemCaseSensitive(j, "options");
-    int rc = saved ? rl_opts_apply_json(cmd, opts, saved, path) : 0;
-    cJSON_Delete(j);
-    return rc;
-}
-
-int rl_cli_ctx(const char *cmd, rl_ctx *ctx, const char *device, int threads)
-{
-    rl_err err;
-    if (rl_backend_opt_ctx(ctx, device, &err) != 0) {
+    int rc = rl_train_run(ctx, c, &watch, &err);
+    if (rc < 0) {
         fprintf(stderr, "rlc %s: %s\n", cmd, err.msg);
-        return -1;
+        return RL_EXIT_FAILURE;
     }
-    ctx->n_threads = threads;
-    return 0;
-}
-
-int rl_cli_path(const char *cmd, char *out, const char *dir, const char *name)
-{
-    if (rl_path_join(out, 4096, dir, name) != 0) {
-        fprintf(stderr, "rlc %s: path too long: %s/%s\n", cmd, dir, name);
-        return -1;
-    }
-    return 0;
+    return rc == 0 ? RL_EXIT_OK : RL_EXIT_INTERRUPTED;
 }

@@ -77,10 +77,8 @@ int rl_engine_create(rl_engine **out, rl_model *m, const rl_tokenizer *tok, cons
     e->opt = o;
     e->max_blocks = o.max_model_len / o.block_size + 1;
     for (int i = 0; i < m->config.n_eos; i++) add_eos(e, m->config.eos_token_ids[i]);
-    if (tok) {
-        add_eos(e, rl_tok_token_id(tok, "<|im_end|>"));
-        add_eos(e, rl_tok_token_id(tok, "<|endoftext|>"));
-    }
+    int32_t tok_eos[RL_TOK_MAX_EOS];
+    for (int i = 0, n = tok ? rl_tok_eos_ids(tok, tok_eos) : 0; i < n; i++) add_eos(e, tok_eos[i]);
     *out = e;
     return 0;
 }

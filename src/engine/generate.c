@@ -359,7 +359,7 @@ int rl_engine_generate(rl_engine *e, const rl_gen_prompt *prompts, int n, const 
     c.seqs = calloc((size_t)n, sizeof *c.seqs);
     c.x = calloc((size_t)n, sizeof *c.x);
     c.rows = calloc((size_t)n, sizeof *c.rows);
-    int rc = -1;
+    int rc = -1, failed = 1;
     if (!c.seqs || !c.x || !c.rows) {
         rl_err_oom(err, "generate", (size_t)n * 128);
         goto done;
@@ -401,10 +401,17 @@ int rl_engine_generate(rl_engine *e, const rl_gen_prompt *prompts, int n, const 
         e->stats.graph_replays = after->graph_replays - before.graph_replays;
         e->stats.mixed_steps = after->mixed_steps - before.mixed_steps;
     }
+    failed = 0;
     rc = 0;
     if (c.n_refused)
         rc = rl_err_set(err, "generate: %d of %d requests refused; %s", c.n_refused, n, results[c.first_refused].error);
 done:
+    /* A failed call leaves no half-made result: whatever did not finish carries the error. */
+    for (int i = 0; failed && c.seqs && i < n; i++)
+        if (c.seqs[i].state != RL_SEQ_FINISHED) {
+            rl_gen_result_free(&results[i]);
+            results[i].error = strdup(err->msg);
+        }
     call_free(&c);
     return rc;
 }

@@ -116,7 +116,9 @@ typedef void (*rl_gen_done_fn)(void *user, int index, const rl_gen_result *resul
  * rl_gen_result_free, also after a failure). A request that cannot run (empty prompt, ids
  * outside the vocabulary, no room under max_model_len, bad parameters, longer than the whole
  * KV pool) gets results[i].error and the others still run; the call then returns -1 with err
- * naming the first such request. on_done may be NULL. */
+ * naming the first such request. When the call itself fails (a backend error), it returns -1
+ * and every result that did not finish carries that error. So after any call each result is
+ * either complete or has an error. on_done may be NULL. */
 int rl_engine_generate(rl_engine *e, const rl_gen_prompt *prompts, int n, const rl_gen_params *params,
                        rl_gen_result *results, rl_gen_done_fn on_done, void *user, rl_err *err);
 

@@ -46,6 +46,14 @@ static int check_nul_escape(const char *line, size_t len, const char *where, rl_
     return 0;
 }
 
+static int check_unique(const cJSON *obj, const char *where, rl_err *err)
+{
+    for (const cJSON *a = obj->child; a; a = a->next)
+        for (const cJSON *b = a->next; b; b = b->next)
+            if (!strcmp(a->string, b->string)) return rl_err_set(err, "%s: field '%.64s' appears twice", where, a->string);
+    return 0;
+}
+
 static int parse_messages(const cJSON *arr, const char *key, rl_chat_message **out, int *n_out,
                           const char *where, rl_err *err)
 {
@@ -170,12 +178,7 @@ int rl_example_parse(rl_example *ex, const char *line, size_t len, rl_ds_kind ki
         rl_err_set(err, "%s: the line is not a JSON object", where);
         goto done;
     }
-    for (const cJSON *a = ex->fields->child; a; a = a->next)
-        for (const cJSON *b = a->next; b; b = b->next)
-            if (!strcmp(a->string, b->string)) {
-                rl_err_set(err, "%s: field '%.64s' appears twice", where, a->string);
-                goto done;
-            }
+    if (check_unique(ex->fields, where, err)) goto done;
     if ((kind == RL_DS_RL ? parse_rl : parse_sft)(ex, ex->fields, where, err)) goto done;
     rc = make_extra(ex, kind, where, err);
 done:
@@ -266,4 +269,133 @@ void rl_dataset_free(rl_dataset *ds)
     for (int i = 0; i < ds->n; i++) rl_example_free(&ds->examples[i]);
     free(ds->examples);
     free(ds);
+}
+
+static int parse_ids(const cJSON *arr, const char *key, int32_t **out, int *n_out, const char *where, rl_err *err)
+{
+    if (!cJSON_IsArray(arr)) return rl_err_set(err, "%s: field '%s' must be a list of token ids", where, key);
+    int n = cJSON_GetArraySize(arr);
+    if (n == 0) return rl_err_set(err, "%s: field '%s' is an empty list", where, key);
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    if (!ids) return rl_err_oom(err, where, (size_t)n * sizeof *ids);
+    int i = 0;
+    for (const cJSON *item = arr->child; item; item = item->next, i++) {
+        if (!rl_json_is_integer(item) || item->valuedouble < 0 || item->valuedouble > INT32_MAX) {
+            free(ids);
+            return rl_err_set(err, "%s: %s[%d] is not a token id (an integer in [0, 2147483647])", where, key, i);
+        }
+        ids[i] = (int32_t)item->valuedouble;
+    }
+    *out = ids;
+    *n_out = n;
+    return 0;
+}
+
+/* The value of the request's one field v (r->kind set). */
+static int request_value(rl_request *r, const cJSON *v, const char *where, rl_err *err)
+{
+    if (r->kind == RL_REQ_PROMPT) {
+        if (!cJSON_IsString(v)) return rl_err_set(err, "%s: field 'prompt' must be a string", where);
+        r->prompt = v->valuestring;
+        return 0;
+    }
+    if (r->kind == RL_REQ_MESSAGES) {
+        if (!cJSON_IsArray(v)) return rl_err_set(err, "%s: field 'messages' must be a list of messages", where);
+        return parse_messages(v, "messages", &r->messages, &r->n_messages, where, err);
+    }
+    return parse_ids(v, v->string, &r->ids, &r->n_ids, where, err);
+}
+
+int rl_request_parse(rl_request *r, const char *line, size_t len, unsigned accept, const char *where, rl_err *err)
+{
+    static const struct { rl_request_kind kind; const char *key; } keys[] = {
+        {RL_REQ_PROMPT, "prompt"}, {RL_REQ_MESSAGES, "messages"}, {RL_REQ_PROMPT_IDS, "prompt_ids"}, {RL_REQ_IDS, "ids"}};
+    memset(r, 0, sizeof *r);
+    if (check_utf8(line, len, where, err) || check_nul_escape(line, len, where, err)) return -1;
+    r->fields = rl_json_parse(line, len, where, err);
+    if (!r->fields) return -1;
+    char names[64] = "";
+    int n_found = 0, rc = -1;
+    const cJSON *v = NULL;
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        if (!(accept & keys[k].kind)) continue;
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s'%s'", names[0] ? ", " : "", keys[k].key);
+        const cJSON *f = cJSON_IsObject(r->fields) ? cJSON_GetObjectItemCaseSensitive(r->fields, keys[k].key) : NULL;
+        if (f) n_found++, v = f, r->kind = keys[k].kind;
+    }
+    if (!cJSON_IsObject(r->fields) || n_found != 1)
+        rl_err_set(err, "%s: the line must be a JSON object with %s%s", where, strchr(names, ',') ? "exactly one of " : "",
+                   names);
+    else if (!check_unique(r->fields, where, err))
+        rc = request_value(r, v, where, err);
+    if (rc) rl_request_free(r);
+    return rc;
+}
+
+void rl_request_free(rl_request *r)
+{
+    cJSON_Delete(r->fields);
+    free(r->messages);
+    free(r->ids);
+    memset(r, 0, sizeof *r);
+}
+
+int rl_request_sampling_parse(const rl_request *r, rl_request_sampling *s, const char *where, rl_err *err)
+{
+    memset(s, 0, sizeof *s);
+    double max_tokens = 0, top_k = 0, n = 0;
+    const struct {
+        const char *key;
+        rl_number_range range;
+        double *value;
+        int *has;
+    } numbers[] = {
+        {"max_tokens", {.lo = 1, .hi = 1e9, .whole = 1}, &max_tokens, &s->has_max_tokens},
+        {"temperature", {.lo = 1e-4, .hi = 1e6, .or_zero = 1}, &s->temperature, &s->has_temperature},
+        {"top_p", {.lo = 0, .hi = 1, .above_lo = 1}, &s->top_p, &s->has_top_p},
+        {"top_k", {.lo = 0, .hi = 1e9, .whole = 1}, &top_k, &s->has_top_k},
+        {"min_p", {.lo = 0, .hi = 1}, &s->min_p, &s->has_min_p},
+        {"n", {.lo = 1, .hi = 1e6, .whole = 1}, &n, &s->has_n},
+        {"seed", {.lo = 0, .hi = 1e15, .whole = 1}, &s->seed, &s->has_seed},
+    };
+    char what[96];
+    for (size_t k = 0; k < sizeof numbers / sizeof numbers[0]; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->fields, numbers[k].key);
+        if (!v) continue;
+        snprintf(what, sizeof what, "%s: field '%s'", where, numbers[k].key);
+        if (!cJSON_IsNumber(v)) {
+            char range[160];
+            rl_number_range_text(&numbers[k].range, range, sizeof range);
+            return rl_err_set(err, "%s must be %s", what, range);
+        }
+        if (rl_number_check(v->valuedouble, &numbers[k].range, what, err)) return -1;
+        *numbers[k].value = v->valuedouble;
+        *numbers[k].has = 1;
+    }
+    s->max_tokens = (int)max_tokens;
+    s->top_k = (int)top_k;
+    s->n = (int)n;
+    const cJSON *ignore = cJSON_GetObjectItemCaseSensitive(r->fields, "ignore_eos");
+    if (ignore) {
+        if (!cJSON_IsBool(ignore)) return rl_err_set(err, "%s: field 'ignore_eos' must be true or false", where);
+        s->has_ignore_eos = 1;
+        s->ignore_eos = cJSON_IsTrue(ignore);
+    }
+    const cJSON *stop = cJSON_GetObjectItemCaseSensitive(r->fields, "stop");
+    if (!stop) return 0;
+    s->has_stop = 1;
+    if (cJSON_IsString(stop)) {
+        s->stop[s->n_stop++] = stop->valuestring;
+    } else {
+        if (!cJSON_IsArray(stop) || cJSON_GetArraySize(stop) > RL_REQ_MAX_STOP)
+            return rl_err_set(err, "%s: field 'stop' must be a string or a list of at most %d strings", where,
+                              RL_REQ_MAX_STOP);
+        for (const cJSON *item = stop->child; item; item = item->next) {
+            if (!cJSON_IsString(item)) return rl_err_set(err, "%s: field 'stop' must be a string or a list of strings", where);
+            s->stop[s->n_stop++] = item->valuestring;
+        }
+    }
+    for (int j = 0; j < s->n_stop; j++)
+        if (!s->stop[j][0]) return rl_err_set(err, "%s: stop string %d is empty", where, j);
+    return 0;
 }

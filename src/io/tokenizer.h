@@ -66,4 +66,11 @@ typedef struct rl_chat_message {
 int rl_tok_chat_format(const rl_chat_message *msgs, int n, int add_generation_prompt,
                        char **text, rl_err *err);
 
+/* The tokens that end a text, of those the tokenizer has, into ids (at most RL_TOK_MAX_EOS);
+ * returns how many. The first is the end of a chat turn ("<|im_end|>" in Qwen's format, else
+ * "<|endoftext|>"): what an SFT completion ends with; generation stops at any of them. The one
+ * place that names these tokens. */
+#define RL_TOK_MAX_EOS 2
+int rl_tok_eos_ids(const rl_tokenizer *tok, int32_t ids[RL_TOK_MAX_EOS]);
+
 #endif

@@ -9,7 +9,20 @@
  * "old" log-probs (the sampler's, or recomputed by a training forward when
  * recompute_old_logp), the loss normalisation carried by per-token weights, and, when
  * kl_beta > 0, the k3 KL to a frozen reference model. The training forward scales logits by
- * 1 / temperature, as the sampler did. */
+ * 1 / temperature, as the sampler did.
+ *
+ * The engine is made once and kept (its KV pool too: made at the first rollout, after the
+ * trainer's own memory, and reused every step); it reads the working weights the optimizer
+ * updates, so nothing is copied or reloaded between steps.
+ *
+ * Train-vs-rollout mismatch: the first update's forward (no extra one) gives the trainer's
+ * log-prob of every completion token; mean and max |trainer - sampler| over completion tokens
+ * go to the step's stats (metrics.jsonl: rollout_logp_diff_mean / _max). With
+ * ctx->deterministic (batch-invariant ops) both sides compute the same bits and it is 0.
+ * tis_cap > 0 turns on truncated importance sampling as TRL and verl apply it: the "old"
+ * log-probs of the ratio become the trainer's (from that same first forward: all micro-batches
+ * of the first update run before any weight changes), and each token's loss is weighted by
+ * min(exp(old - rollout), tis_cap), correcting for the sampler's numerics. */
 #ifndef RL_TRAIN_GRPO_H
 #define RL_TRAIN_GRPO_H
 
@@ -49,6 +62,8 @@ typedef struct rl_grpo_config {
     int shuffle;
     uint64_t seed;
     int recompute;           /* activation checkpointing */
+    float tis_cap;           /* > 0: truncated importance sampling of the loss (see above) */
+    rl_engine_options engine;
     rl_optim_config optim;
 } rl_grpo_config;
 
@@ -72,10 +87,21 @@ typedef struct rl_grpo {
     float *rewards, *adv, *seq_w;
     int32_t *tokens, *cu;          /* whole batch, packed */
     float *old_lp, *ref_lp, *tok_adv, *tok_w; /* whole batch, per token */
+    float *rollout_lp, *train_lp;  /* the sampler's and the first update's log-probs, per token */
+    unsigned char *completion;     /* per token: 1 on completion tokens */
     float *dev;                    /* backend: logp, old, ref, adv, weight, dlogp [max_tokens] */
 } rl_grpo;
 
 rl_grpo_config rl_grpo_defaults(void);
+
+/* The published variants as presets over a config: "grpo" changes nothing; "dapo" (Yu et al.
+ * 2025) clips the ratio above at 1.28 and normalises the loss per token; "dr_grpo" (Liu et al.
+ * 2025) keeps advantages unscaled by the group std and normalises by a constant. Settings named
+ * in `keep` (RL_GRPO_KEEP_*: the caller chose them itself) are left as they are. */
+typedef enum { RL_GRPO_VARIANT_GRPO, RL_GRPO_VARIANT_DAPO, RL_GRPO_VARIANT_DR_GRPO } rl_grpo_variant_kind;
+extern const char *const rl_grpo_variant_names[]; /* by rl_grpo_variant_kind, then NULL */
+enum { RL_GRPO_KEEP_CLIP_HIGH = 1, RL_GRPO_KEEP_LOSS_NORM = 2, RL_GRPO_KEEP_SCALE_STD = 4 };
+void rl_grpo_variant(rl_grpo_config *c, rl_grpo_variant_kind variant, unsigned keep);
 
 /* ref must be a separate model (same architecture and vocabulary) when kl_beta > 0, else
  * NULL. tok: the engine decodes completions with it (required: rewards read text). */
@@ -85,7 +111,8 @@ int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *t
 void rl_grpo_free(rl_grpo *t);
 
 /* One rollout + mu updates. stats: loss, kl, clip fraction, ratio (averaged over the mu
- * updates), rewards, mean completion length, lr and grad norm of the last update, times. */
+ * updates), rewards, mean completion length, lr and grad norm of the last update, times,
+ * the train-vs-rollout log-prob mismatch and the mean importance weight (tis_cap > 0). */
 int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err);
 
 int rl_grpo_save(const rl_grpo *t, const char *dir, const cJSON *options, const char *tokenizer_dir,

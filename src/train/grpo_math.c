@@ -42,16 +42,16 @@ void rl_grpo_weights(rl_loss_norm norm, const int *lens, int n_seqs, int max_len
     }
 }
 
-static const char *const names[] = {"sequence", "token", "dr_grpo"};
+const char *const rl_loss_norm_names[] = {"sequence", "token", "dr_grpo", NULL};
 
 int rl_loss_norm_parse(const char *name, rl_loss_norm *out, rl_err *err)
 {
     for (int k = 0; k < 3; k++)
-        if (!strcmp(name, names[k])) {
+        if (!strcmp(name, rl_loss_norm_names[k])) {
             *out = (rl_loss_norm)k;
             return 0;
         }
     return rl_err_set(err, "unknown loss normalisation '%s' (expected sequence, token or dr_grpo)", name);
 }
 
-const char *rl_loss_norm_name(rl_loss_norm norm) { return names[norm]; }
+const char *rl_loss_norm_name(rl_loss_norm norm) { return rl_loss_norm_names[norm]; }

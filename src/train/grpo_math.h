@@ -28,7 +28,8 @@ void rl_grpo_advantages(const float *rewards, int n_groups, int group_size, int 
  * 0). max_len: the configured maximum completion length (dr_grpo). */
 void rl_grpo_weights(rl_loss_norm norm, const int *lens, int n_seqs, int max_len, float *w);
 
-/* "sequence", "token", "dr_grpo". */
+/* "sequence", "token", "dr_grpo" (by rl_loss_norm), then NULL. */
+extern const char *const rl_loss_norm_names[];
 int rl_loss_norm_parse(const char *name, rl_loss_norm *out, rl_err *err);
 const char *rl_loss_norm_name(rl_loss_norm norm);
 

@@ -2,6 +2,7 @@
 #include "train/schedule.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 double rl_lr_at(const rl_lr_schedule *s, int step)
@@ -16,16 +17,16 @@ double rl_lr_at(const rl_lr_schedule *s, int step)
     return s->peak * (s->min_ratio + (1.0 - s->min_ratio) * factor);
 }
 
-static const char *const names[] = {"constant", "linear", "cosine"};
+const char *const rl_lr_kind_names[] = {"constant", "linear", "cosine", NULL};
 
 int rl_lr_kind_parse(const char *name, rl_lr_kind *out, rl_err *err)
 {
     for (int k = 0; k < 3; k++)
-        if (!strcmp(name, names[k])) {
+        if (!strcmp(name, rl_lr_kind_names[k])) {
             *out = (rl_lr_kind)k;
             return 0;
         }
     return rl_err_set(err, "unknown learning-rate schedule '%s' (expected constant, linear or cosine)", name);
 }
 
-const char *rl_lr_kind_name(rl_lr_kind kind) { return names[kind]; }
+const char *rl_lr_kind_name(rl_lr_kind kind) { return rl_lr_kind_names[kind]; }

@@ -24,7 +24,8 @@ typedef struct rl_lr_schedule {
 
 double rl_lr_at(const rl_lr_schedule *s, int step);
 
-/* "constant", "linear", "cosine". */
+/* "constant", "linear", "cosine" (by rl_lr_kind), then NULL. */
+extern const char *const rl_lr_kind_names[];
 int rl_lr_kind_parse(const char *name, rl_lr_kind *out, rl_err *err);
 const char *rl_lr_kind_name(rl_lr_kind kind);
 

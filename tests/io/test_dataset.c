@@ -181,3 +181,95 @@ Test(dataset, empty_or_all_bad_files)
     cr_assert_eq(rl_dataset_load(&ds, "/tmp/rlc-no-such-file.jsonl", RL_DS_RL, RL_DS_SKIP, &err), -1);
     cr_assert(strstr(err.msg, "rlc-no-such-file.jsonl: cannot open"), "%s", err.msg);
 }
+
+/* Request lines of `rlc generate` / `rlc logprobs`: each shape, and every way a line is refused. */
+Test(dataset, request_lines)
+{
+    const unsigned gen = RL_REQ_PROMPT | RL_REQ_MESSAGES | RL_REQ_PROMPT_IDS;
+    rl_request r;
+    rl_err err;
+    const char *p = "{\"prompt\": \"2+2=\", \"extra\": 1}";
+    cr_assert_eq(rl_request_parse(&r, p, strlen(p), gen, "input", &err), 0, "%s", err.msg);
+    cr_expect_eq(r.kind, RL_REQ_PROMPT);
+    cr_expect_str_eq(r.prompt, "2+2=");
+    rl_request_free(&r);
+    const char *m = "{\"messages\": [{\"role\": \"system\", \"content\": \"be brief\"}, {\"role\": \"user\", \"content\": \"hi\"}]}";
+    cr_assert_eq(rl_request_parse(&r, m, strlen(m), gen, "input", &err), 0, "%s", err.msg);
+    cr_expect_eq(r.kind, RL_REQ_MESSAGES);
+    cr_assert_eq(r.n_messages, 2);
+    cr_expect_str_eq(r.messages[1].role, "user");
+    cr_expect_str_eq(r.messages[1].content, "hi");
+    rl_request_free(&r);
+    const char *ids = "{\"ids\": [0, 7, 2147483647]}";
+    cr_assert_eq(rl_request_parse(&r, ids, strlen(ids), RL_REQ_IDS, "input", &err), 0, "%s", err.msg);
+    cr_assert_eq(r.n_ids, 3);
+    cr_expect(r.ids[0] == 0 && r.ids[1] == 7 && r.ids[2] == 2147483647);
+    rl_request_free(&r);
+    const char *bad[][3] = {
+        {"{\"ids\": [1]}", "g", "input: the line must be a JSON object with exactly one of 'prompt', 'messages', 'prompt_ids'"},
+        {"{\"prompt\": \"a\", \"prompt_ids\": [1]}", "g", "exactly one of"},
+        {"[1, 2]", "i", "input: the line must be a JSON object with 'ids'"},
+        {"{\"ids\": [1, 2", "i", "input: invalid JSON"},
+        {"{\"ids\": []}", "i", "input: field 'ids' is an empty list"},
+        {"{\"ids\": \"1 2\"}", "i", "input: field 'ids' must be a list of token ids"},
+        {"{\"ids\": [1, -4]}", "i", "input: ids[1] is not a token id"},
+        {"{\"ids\": [1, 2.5]}", "i", "input: ids[1] is not a token id"},
+        {"{\"ids\": [1, 2147483648]}", "i", "input: ids[1] is not a token id"},
+        {"{\"prompt_ids\": [1, \"x\"]}", "g", "input: prompt_ids[1] is not a token id"},
+        {"{\"prompt\": 5}", "g", "input: field 'prompt' must be a string"},
+        {"{\"messages\": {}}", "g", "input: field 'messages' must be a list of messages"},
+        {"{\"messages\": [{\"role\": \"robot\", \"content\": \"x\"}]}", "g", "role 'robot' is not one of"},
+        {"{\"ids\": [1], \"ids\": [2]}", "i", "input: field 'ids' appears twice"},
+        {"{\"prompt\": \"a\\u0000b\"}", "g", "input: a string contains \\u0000"},
+        {"{\"prompt\": \"\xff\"}", "g", "input: invalid UTF-8 at byte 13"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        unsigned accept = bad[i][1][0] == 'g' ? gen : RL_REQ_IDS;
+        cr_expect_eq(rl_request_parse(&r, bad[i][0], strlen(bad[i][0]), accept, "input", &err), -1, "%s accepted", bad[i][0]);
+        cr_expect(strstr(err.msg, bad[i][2]), "%s: '%s' lacks '%s'", bad[i][0], err.msg, bad[i][2]);
+        cr_expect(r.fields == NULL && r.ids == NULL && r.messages == NULL, "%s: request not emptied", bad[i][0]);
+    }
+}
+
+/* A generate request line's own sampling parameters, and every way they are refused. */
+Test(dataset, request_sampling_parameters)
+{
+    const unsigned gen = RL_REQ_PROMPT | RL_REQ_MESSAGES | RL_REQ_PROMPT_IDS;
+    rl_request r;
+    rl_request_sampling s;
+    rl_err err;
+    const char *all = "{\"prompt\": \"x\", \"max_tokens\": 12, \"temperature\": 0, \"top_p\": 0.5, \"top_k\": 7, "
+                      "\"min_p\": 0.05, \"n\": 4, \"seed\": 99, \"stop\": [\"a\", \"bc\"], \"ignore_eos\": true}";
+    cr_assert_eq(rl_request_parse(&r, all, strlen(all), gen, "input", &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_request_sampling_parse(&r, &s, "input", &err), 0, "%s", err.msg);
+    cr_expect(s.has_max_tokens && s.max_tokens == 12 && s.has_temperature && s.temperature == 0);
+    cr_expect(s.has_top_p && s.top_p == 0.5 && s.has_top_k && s.top_k == 7 && s.has_min_p && s.min_p == 0.05);
+    cr_expect(s.has_n && s.n == 4 && s.has_seed && s.seed == 99 && s.has_ignore_eos && s.ignore_eos);
+    cr_expect(s.has_stop && s.n_stop == 2 && !strcmp(s.stop[0], "a") && !strcmp(s.stop[1], "bc"));
+    rl_request_free(&r);
+    const char *none = "{\"prompt_ids\": [1], \"stop\": \"end\"}";
+    cr_assert_eq(rl_request_parse(&r, none, strlen(none), gen, "input", &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_request_sampling_parse(&r, &s, "input", &err), 0, "%s", err.msg);
+    cr_expect(!s.has_max_tokens && !s.has_temperature && !s.has_n && !s.has_seed && !s.has_ignore_eos);
+    cr_expect(s.has_stop && s.n_stop == 1 && !strcmp(s.stop[0], "end"));
+    rl_request_free(&r);
+    const char *bad[][2] = {
+        {"{\"prompt\": \"x\", \"max_tokens\": 0}", "input: field 'max_tokens' must be an integer in [1, 1000000000], got 0"},
+        {"{\"prompt\": \"x\", \"temperature\": 1e-9}", "field 'temperature' must be 0 or a number in [0.0001, 1000000]"},
+        {"{\"prompt\": \"x\", \"top_p\": 0}", "field 'top_p' must be a number in (0, 1], got 0"},
+        {"{\"prompt\": \"x\", \"top_k\": 2.5}", "field 'top_k' must be an integer"},
+        {"{\"prompt\": \"x\", \"min_p\": \"0.1\"}", "field 'min_p' must be a number in [0, 1]"},
+        {"{\"prompt\": \"x\", \"n\": -1}", "field 'n' must be an integer in [1, 1000000]"},
+        {"{\"prompt\": \"x\", \"seed\": 1e16}", "field 'seed' must be an integer in [0, 1e+15]"},
+        {"{\"prompt\": \"x\", \"stop\": 3}", "field 'stop' must be a string or a list of at most 16 strings"},
+        {"{\"prompt\": \"x\", \"stop\": [\"a\", 1]}", "field 'stop' must be a string or a list of strings"},
+        {"{\"prompt\": \"x\", \"stop\": [\"a\", \"\"]}", "input: stop string 1 is empty"},
+        {"{\"prompt\": \"x\", \"ignore_eos\": 1}", "field 'ignore_eos' must be true or false"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(rl_request_parse(&r, bad[i][0], strlen(bad[i][0]), gen, "input", &err), 0, "%s", err.msg);
+        cr_expect_eq(rl_request_sampling_parse(&r, &s, "input", &err), -1, "%s accepted", bad[i][0]);
+        cr_expect(strstr(err.msg, bad[i][1]), "%s: '%s' lacks '%s'", bad[i][0], err.msg, bad[i][1]);
+        rl_request_free(&r);
+    }
+}

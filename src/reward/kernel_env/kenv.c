@@ -28,8 +28,7 @@
  * (a ModelNew may call torch, which calls cuBLAS). */
 #define KB_FORBID (RL_KFORBID_STREAMS | RL_KFORBID_GRAPHS | RL_KFORBID_THREADS)
 
-static char g_worker[PATH_MAX + 64], g_include[PATH_MAX + 64], g_cache[PATH_MAX + 64], g_nvcc[PATH_MAX + 64];
-static char g_protocol[PATH_MAX + 64], g_kb_worker[PATH_MAX + 64];
+const char *const rl_kenv_status_names[] = {"ok", "compile_error", "incorrect", "cheat", "crash", "timeout", "error", NULL};
 
 /* src/reward/kernel_env seen from the executable's directory (build/rlc: one level up,
  * build/<flavour>/rlc: two), canonical; else relative to the working directory. */
@@ -48,7 +47,7 @@ static void find_kenv_dir(const char *exe_dir, char *out, size_t size)
     snprintf(out, size, "src/reward/kernel_env");
 }
 
-void rl_kenv_opts_default(rl_kenv_opts *o)
+void rl_kenv_opts_default(rl_kenv_opts *o, rl_kenv_paths *paths)
 {
     memset(o, 0, sizeof *o);
     char exe[PATH_MAX] = "", kdir[PATH_MAX];
@@ -57,21 +56,21 @@ void rl_kenv_opts_default(rl_kenv_opts *o)
     char *slash = strrchr(exe, '/');
     if (slash) *slash = 0;
     find_kenv_dir(exe, kdir, sizeof kdir);
-    snprintf(g_worker, sizeof g_worker, "%s/rlc-kernel-worker", exe);
-    snprintf(g_include, sizeof g_include, "%s/include", kdir);
-    snprintf(g_protocol, sizeof g_protocol, "%s/protocol.json", kdir);
-    snprintf(g_kb_worker, sizeof g_kb_worker, "%s/kernelbench_worker.py", kdir);
+    snprintf(paths->worker, sizeof paths->worker, "%s/rlc-kernel-worker", exe);
+    snprintf(paths->include_dir, sizeof paths->include_dir, "%s/include", kdir);
+    snprintf(paths->protocol, sizeof paths->protocol, "%s/protocol.json", kdir);
+    snprintf(paths->kb_worker, sizeof paths->kb_worker, "%s/kernelbench_worker.py", kdir);
     const char *home = getenv("HOME");
-    snprintf(g_cache, sizeof g_cache, "%s/.cache/rlc/kernels", home && *home ? home : "/tmp");
+    snprintf(paths->cache_dir, sizeof paths->cache_dir, "%s/.cache/rlc/kernels", home && *home ? home : "/tmp");
     const char *cuda = getenv("CUDA_HOME");
-    snprintf(g_nvcc, sizeof g_nvcc, "%s%s", cuda && *cuda ? cuda : "", cuda && *cuda ? "/bin/nvcc" : "nvcc");
-    o->worker = g_worker;
+    snprintf(paths->nvcc, sizeof paths->nvcc, "%s%s", cuda && *cuda ? cuda : "", cuda && *cuda ? "/bin/nvcc" : "nvcc");
+    o->worker = paths->worker;
     o->python = "python3";
-    o->kb_worker = g_kb_worker;
-    o->protocol_path = g_protocol;
-    o->include_dir = g_include;
-    o->cache_dir = g_cache;
-    o->nvcc = g_nvcc;
+    o->kb_worker = paths->kb_worker;
+    o->protocol_path = paths->protocol;
+    o->include_dir = paths->include_dir;
+    o->cache_dir = paths->cache_dir;
+    o->nvcc = paths->nvcc;
     o->arch = "90a";
 }
 
@@ -190,11 +189,9 @@ static int positive(const cJSON *v)
 /* What the result line must hold; fills why and returns -1 when it does not. */
 static int check_worker_json(const cJSON *w, char *why, size_t size)
 {
-    static const char *const statuses[] = {"ok", "compile_error", "incorrect", "cheat", "crash", "timeout", "error"};
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(w, "status");
     int known = 0;
-    for (size_t i = 0; i < sizeof statuses / sizeof statuses[0] && cJSON_IsString(st); i++)
-        known |= !strcmp(st->valuestring, statuses[i]);
+    for (int i = 0; rl_kenv_status_names[i] && cJSON_IsString(st); i++) known |= !strcmp(st->valuestring, rl_kenv_status_names[i]);
     if (!known) {
         snprintf(why, size, "status %s%.40s%s is not one of ok, compile_error, incorrect, cheat, crash, timeout, error",
                  cJSON_IsString(st) ? "'" : "", cJSON_IsString(st) ? st->valuestring : "missing", cJSON_IsString(st) ? "'" : "");
@@ -514,26 +511,55 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
     if (fatal[0]) mark_cheat(res, fatal);
 }
 
-static void finish(cJSON *res, double t0)
+static double median_of(const cJSON *res, const char *key)
 {
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, key), "median");
+    return cJSON_IsNumber(m) ? m->valuedouble : 0;
+}
+
+/* The reward and the typed view of the finished record (the one place that reads it back). */
+static void finish(rl_kenv_result *r, double t0)
+{
+    cJSON *res = r->json;
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "status");
+    const cJSON *fa = cJSON_GetObjectItemCaseSensitive(res, "failure");
     const cJSON *sp = cJSON_GetObjectItemCaseSensitive(res, "speedup");
-    const cJSON *no = cJSON_GetObjectItemCaseSensitive(res, "noisy");
-    double reward;
-    if (cJSON_IsString(st) &&
-        rl_kenv_reward(st->valuestring, cJSON_IsNumber(sp) ? sp->valuedouble : 0, cJSON_IsTrue(no), &reward) == 0)
-        cJSON_ReplaceItemInObject(res, "reward", cJSON_CreateNumber(reward));
+    r->status = RL_KENV_ERROR;
+    for (int i = 0; rl_kenv_status_names[i] && cJSON_IsString(st); i++)
+        if (!strcmp(st->valuestring, rl_kenv_status_names[i])) r->status = (rl_kenv_status)i;
+    r->failure = cJSON_IsString(fa) ? fa->valuestring : NULL;
+    r->noisy = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "noisy"));
+    r->timed = r->status == RL_KENV_OK && cJSON_IsNumber(sp);
+    if (r->timed) {
+        r->speedup = sp->valuedouble;
+        r->ref_ms = median_of(res, "ref_ms");
+        r->cand_ms = median_of(res, "cand_ms");
+    }
+    r->has_reward = rl_kenv_reward(rl_kenv_status_names[r->status], r->speedup, r->noisy, &r->reward) == 0;
+    if (r->has_reward) cJSON_ReplaceItemInObject(res, "reward", cJSON_CreateNumber(r->reward));
+    const cJSON *log = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "compile"), "log");
+    r->compile_log = r->status == RL_KENV_COMPILE_ERROR && cJSON_IsString(log) ? log->valuestring : NULL;
+    const cJSON *findings = cJSON_GetObjectItemCaseSensitive(res, "static");
+    for (const cJSON *f = findings ? findings->child : NULL; f && r->findings.n < RL_KSTATIC_MAX; f = f->next) {
+        rl_kfinding *k = &r->findings.items[r->findings.n++];
+        const cJSON *check = cJSON_GetObjectItemCaseSensitive(f, "check"), *detail = cJSON_GetObjectItemCaseSensitive(f, "detail");
+        const cJSON *line = cJSON_GetObjectItemCaseSensitive(f, "line");
+        snprintf(k->check, sizeof k->check, "%s", cJSON_IsString(check) ? check->valuestring : "");
+        snprintf(k->detail, sizeof k->detail, "%s", cJSON_IsString(detail) ? detail->valuestring : "");
+        k->line = cJSON_IsNumber(line) ? (int)line->valuedouble : 0;
+        k->fatal = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "fatal"));
+        r->findings.n_fatal += k->fatal;
+    }
     cJSON_AddNumberToObject(res, "eval_seconds", rl_time_now() - t0);
 }
 
-cJSON *rl_kenv_eval(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_err *err)
+int rl_kenv_eval(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *r,
+                 rl_err *err)
 {
     double t0 = rl_time_now();
-    cJSON *res = cJSON_CreateObject();
-    if (!res) {
-        rl_err_oom(err, "result", 0);
-        return NULL;
-    }
+    memset(r, 0, sizeof *r);
+    cJSON *res = r->json = cJSON_CreateObject();
+    if (!res) return rl_err_oom(err, "result", 0);
     cJSON_AddStringToObject(res, "task", task);
     cJSON_AddStringToObject(res, "status", "error");
     cJSON_AddNullToObject(res, "failure");
@@ -541,31 +567,12 @@ cJSON *rl_kenv_eval(const rl_kenv_opts *o, const char *task, const char *source,
     if (!o->proto_loaded) set_status(res, "error", "no protocol loaded (rl_kenv_load_protocol)");
     else if (rl_kenv_is_kernelbench(task)) eval_kernelbench(o, task, source, len, res);
     else eval_native(o, task, source, len, res);
-    finish(res, t0);
-    return res;
+    finish(r, t0);
+    return 0;
 }
 
-/* Runs argv (a short query) and returns the number it prints, 0 on any failure. */
-static int query_count(char *const argv[])
+void rl_kenv_result_free(rl_kenv_result *r)
 {
-    rl_kproc_opts po = {0};
-    po.timeout_s = 120;
-    po.max_stdout = 64;
-    po.max_stderr = 4096;
-    rl_kproc_result pr;
-    rl_err e;
-    if (rl_kproc_run(argv, &po, &pr, &e)) return 0;
-    int n = pr.exited && pr.exit_code == 0 ? atoi(pr.out) : 0;
-    rl_kproc_result_free(&pr);
-    return n > 0 ? n : 0;
-}
-
-int rl_kenv_count_gpus(const rl_kenv_opts *o)
-{
-    char *argv[] = {(char *)o->worker, "--count-devices", NULL};
-    int n = query_count(argv);
-    if (n > 0 || !o->python) return n;
-    /* No native worker (a CPU build driving KernelBench tasks): ask torch. */
-    char *py[] = {(char *)o->python, "-c", "import torch; print(torch.cuda.device_count())", NULL};
-    return query_count(py);
+    cJSON_Delete(r->json);
+    memset(r, 0, sizeof *r);
 }

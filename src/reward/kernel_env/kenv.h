@@ -14,11 +14,20 @@
 #define RL_REWARD_KENV_KENV_H
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "core/error.h"
 #include "reward/kernel_env/kproto.h"
+#include "reward/kernel_env/kstatic.h"
+
+/* Where the default paths of rl_kenv_opts_default live: the caller owns it, for as long as the
+ * options that point into it. */
+typedef struct rl_kenv_paths {
+    char worker[PATH_MAX + 64], include_dir[PATH_MAX + 64], protocol[PATH_MAX + 64], kb_worker[PATH_MAX + 64];
+    char cache_dir[PATH_MAX + 64], nvcc[PATH_MAX + 64];
+} rl_kenv_paths;
 
 typedef struct rl_kenv_opts {
     const char *worker;        /* path of rlc-kernel-worker */
@@ -45,9 +54,9 @@ typedef struct rl_kenv_opts {
 /* Defaults: the worker beside the running executable; the include dir, protocol.json and
  * kernelbench_worker.py in src/reward/kernel_env/ found from the executable's directory (up to
  * three levels up, else relative to the working directory); python3 from PATH; cache
- * ~/.cache/rlc/kernels, nvcc from $CUDA_HOME or PATH, arch 90a. The strings point into static
- * storage. The protocol is not loaded yet. */
-void rl_kenv_opts_default(rl_kenv_opts *o);
+ * ~/.cache/rlc/kernels, nvcc from $CUDA_HOME or PATH, arch 90a. The strings point into *paths.
+ * The protocol is not loaded yet. */
+void rl_kenv_opts_default(rl_kenv_opts *o, rl_kenv_paths *paths);
 
 /* Loads o->protocol_path into o->proto (callers then override single values). */
 int rl_kenv_load_protocol(rl_kenv_opts *o, rl_err *err);
@@ -55,18 +64,38 @@ int rl_kenv_load_protocol(rl_kenv_opts *o, rl_err *err);
 /* 1 if task names a KernelBench problem file (ends in .py) rather than a task directory. */
 int rl_kenv_is_kernelbench(const char *task);
 
+typedef enum {
+    RL_KENV_OK, RL_KENV_COMPILE_ERROR, RL_KENV_INCORRECT, RL_KENV_CHEAT, RL_KENV_CRASH, RL_KENV_TIMEOUT,
+    RL_KENV_ERROR /* the evaluator's problem, not the candidate's: no reward */
+} rl_kenv_status;
+extern const char *const rl_kenv_status_names[]; /* "ok", "compile_error", ..., "error", NULL */
+
+/* What one evaluation found. The typed fields are what callers use; json is the whole record of
+ * docs/kernel-env.md (every measurement, the compile logs), which `rlc kernel-eval --json` and
+ * the batch mode print. Strings point into json. */
+typedef struct rl_kenv_result {
+    rl_kenv_status status;
+    const char *failure;     /* why the candidate (or the evaluation) failed; NULL when it did not */
+    int has_reward;          /* 0 for RL_KENV_ERROR */
+    double reward;
+    int timed;               /* status ok: the medians and the speedup below are measured */
+    double ref_ms, cand_ms, speedup;
+    int noisy;               /* the timing spread stayed high: speedup above 1 counts as 1 */
+    rl_kstatic findings;     /* the static checks */
+    const char *compile_log; /* RL_KENV_COMPILE_ERROR: the compiler's output, else NULL */
+    cJSON *json;
+} rl_kenv_result;
+
 /* Scores source (len bytes; CUDA for a task directory, Python for a KernelBench problem file)
- * against the task. Returns the result object (caller frees with cJSON_Delete); NULL only
- * when out of memory (err set). Status "error" when the protocol was not loaded. */
-cJSON *rl_kenv_eval(const rl_kenv_opts *o, const char *task_dir, const char *source, size_t len,
-                    rl_err *err);
+ * against the task into *res (rl_kenv_result_free). Returns -1 only when out of memory (err
+ * set); any other problem is status RL_KENV_ERROR with the reason in failure (the protocol not
+ * loaded, a bad task, no GPU, ...). */
+int rl_kenv_eval(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *res,
+                 rl_err *err);
+void rl_kenv_result_free(rl_kenv_result *res);
 
 /* The reward of docs/kernel-env.md. Returns 0 and sets *reward, or -1 for status "error" (no
  * reward) or an unknown status. */
 int rl_kenv_reward(const char *status, double speedup, int noisy, double *reward);
-
-/* GPUs the worker sees (runs `worker --count-devices`; if that fails, asks torch through
- * o->python); 0 when none or both fail. */
-int rl_kenv_count_gpus(const rl_kenv_opts *o);
 
 #endif

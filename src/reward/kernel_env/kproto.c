@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/number.h"
 #include "io/json.h"
 
 typedef struct field {
@@ -72,9 +73,11 @@ int rl_kproto_set(rl_kproto *p, const char *key, const char *text, const char *w
 {
     for (size_t i = 0; i < N_FIELDS; i++) {
         if (strcmp(fields[i].key, key)) continue;
-        char *end = NULL;
-        double x = strtod(text, &end);
-        if (!*text || *end || !in_range(&fields[i], x)) return range_error(&fields[i], what, text, err);
+        rl_number_range r = {fields[i].lo, fields[i].hi, fields[i].is_int, 0, 0};
+        char field_what[200];
+        snprintf(field_what, sizeof field_what, "%s: field '%s'", what, key);
+        double x;
+        if (rl_number_parse(text, &r, field_what, &x, err)) return -1;
         store(p, &fields[i], x);
         return 0;
     }

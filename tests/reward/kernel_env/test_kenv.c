@@ -11,19 +11,43 @@
 #include "core/file.h"
 #include "core/timer.h"
 #include "reward/kernel_env/kenv.h"
+#include "reward/kernel_env/kpool.h"
 #include "reward/kernel_env/kspec.h"
 #include "json_get.h"
 #include "test_util.h"
 
 #define FIX "tests/fixtures/kernel_env"
-#define TASK "src/reward/kernel_env/test_tasks/ew_chain"
+#define TASK "tests/fixtures/kernel_env/tasks/ew_chain"
+
+
+static rl_kenv_paths default_paths; /* what the options' default strings point into */
+
+/* rl_kenv_eval's record (the JSON of docs/kernel-env.md), its typed fields checked against it. */
+static cJSON *eval_json(const rl_kenv_opts *o, const char *task, const char *src)
+{
+    rl_kenv_result r;
+    rl_err err;
+    cr_assert_eq(rl_kenv_eval(o, task, src, strlen(src), &r, &err), 0, "%s", err.msg);
+    cJSON *j = r.json;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status"), *rw = cJSON_GetObjectItemCaseSensitive(j, "reward");
+    cr_assert(cJSON_IsString(st) && !strcmp(st->valuestring, rl_kenv_status_names[r.status]), "typed status %s",
+              rl_kenv_status_names[r.status]);
+    cr_assert_eq(r.has_reward, cJSON_IsNumber(rw));
+    if (r.has_reward) cr_assert_eq(r.reward, rw->valuedouble);
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(j, "speedup");
+    if (r.timed) cr_assert(cJSON_IsNumber(sp) && r.speedup == sp->valuedouble && r.ref_ms > 0 && r.cand_ms > 0);
+    cr_assert_eq(r.findings.n, cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "static")));
+    r.json = NULL;
+    rl_kenv_result_free(&r);
+    return j;
+}
 
 static const char *good_src = "#include \"rl_kernel.h\"\nextern \"C\" int rl_kernel(const rl_kernel_args *a) { return 0; }\n";
 
 static rl_kenv_opts fake_opts(const char *cache)
 {
     rl_kenv_opts o;
-    rl_kenv_opts_default(&o);
+    rl_kenv_opts_default(&o, &default_paths);
     rl_err err;
     cr_assert_eq(rl_kenv_load_protocol(&o, &err), 0, "%s", err.msg);
     o.nvcc = FIX "/fake_nvcc.sh";
@@ -55,9 +79,7 @@ static cJSON *eval(const char *mode, const char *src)
 {
     setenv("FAKE_WORKER_MODE", mode, 1);
     rl_kenv_opts o = fake_opts(cache_dir);
-    rl_err err;
-    cJSON *res = rl_kenv_eval(&o, TASK, src, strlen(src), &err);
-    cr_assert_not_null(res, "%s", err.msg);
+    cJSON *res = eval_json(&o, TASK, src);
     return res;
 }
 
@@ -187,8 +209,7 @@ Test(kenv, fatal_static_finding_is_a_cheat)
     setenv("FAKE_WORKER_MODE", "ok", 1);
     rl_kenv_opts o = fake_opts(cache_dir);
     o.keep_going = 1;
-    rl_err err;
-    res = rl_kenv_eval(&o, TASK, src, strlen(src), &err);
+    res = eval_json(&o, TASK, src);
     cr_assert_str_eq(tu_json_str(res, "status"), "cheat");
     cr_assert_str_eq(tu_json_str(res, "dynamic_status"), "ok");
     cr_assert_null(cJSON_GetObjectItemCaseSensitive(res, "dynamic_failure"), "the worker found nothing");
@@ -216,7 +237,7 @@ Test(kenv, plan_and_device_reach_the_worker)
     setenv("FAKE_WORKER_MODE", "env", 1);
     rl_kenv_opts o = fake_opts(cache_dir);
     o.devices = "5";
-    res = rl_kenv_eval(&o, TASK, good_src, strlen(good_src), &err);
+    res = eval_json(&o, TASK, good_src);
     cr_assert_str_eq(tu_json_str(res, "failure"), "devices=5");
     cJSON_Delete(res);
 }
@@ -239,7 +260,7 @@ Test(kenv, protocol_parameters_reach_the_worker)
     o.proto.max_spread = 0.125;
     o.proto.spread_repeats = 4;
     rl_err err;
-    cJSON *res = rl_kenv_eval(&o, TASK, good_src, strlen(good_src), &err);
+    cJSON *res = eval_json(&o, TASK, good_src);
     cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
     cJSON_Delete(res);
     char *args;
@@ -271,22 +292,21 @@ Test(kenv, plan_tolerance_defaults_come_from_the_protocol)
 Test(kenv, evaluator_errors_have_no_reward)
 {
     rl_kenv_opts o = fake_opts(cache_dir);
-    rl_err err;
-    cJSON *res = rl_kenv_eval(&o, FIX "/no_such_task", good_src, strlen(good_src), &err);
+    cJSON *res = eval_json(&o, FIX "/no_such_task", good_src);
     cr_assert_str_eq(tu_json_str(res, "status"), "error");
     cr_assert(strstr(tu_json_str(res, "failure"), "no_such_task/spec.json"), "%s", tu_json_str(res, "failure"));
     cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(res, "reward")));
     cJSON_Delete(res);
 
     o.worker = "/nonexistent/rlc-kernel-worker";
-    res = rl_kenv_eval(&o, TASK, good_src, strlen(good_src), &err);
+    res = eval_json(&o, TASK, good_src);
     cr_assert_str_eq(tu_json_str(res, "status"), "error");
     cr_assert(strstr(tu_json_str(res, "failure"), "cannot run the worker"), "%s", tu_json_str(res, "failure"));
     cJSON_Delete(res);
 
     rl_kenv_opts unloaded;
-    rl_kenv_opts_default(&unloaded);
-    res = rl_kenv_eval(&unloaded, TASK, good_src, strlen(good_src), &err);
+    rl_kenv_opts_default(&unloaded, &default_paths);
+    res = eval_json(&unloaded, TASK, good_src);
     cr_assert_str_eq(tu_json_str(res, "status"), "error");
     cr_assert(strstr(tu_json_str(res, "failure"), "no protocol"), "%s", tu_json_str(res, "failure"));
     cJSON_Delete(res);

@@ -15,6 +15,7 @@
 #include "core/file.h"
 #include "core/timer.h"
 #include "reward/kernel_env/kenv.h"
+#include "reward/kernel_env/kpool.h"
 #include "run_rlc.h"
 #include "json_get.h"
 #include "test_util.h"
@@ -23,12 +24,35 @@
 #define PROBLEM "tests/fixtures/kernelbench/problems/88_MinGPTNewGelu.py"
 #define CAND "tests/fixtures/kernelbench/candidates/gelu_inline_ok.py"
 
+
+static rl_kenv_paths default_paths; /* what the options' default strings point into */
+
+/* rl_kenv_eval's record (the JSON of docs/kernel-env.md), its typed fields checked against it. */
+static cJSON *eval_json(const rl_kenv_opts *o, const char *task, const char *src)
+{
+    rl_kenv_result r;
+    rl_err err;
+    cr_assert_eq(rl_kenv_eval(o, task, src, strlen(src), &r, &err), 0, "%s", err.msg);
+    cJSON *j = r.json;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status"), *rw = cJSON_GetObjectItemCaseSensitive(j, "reward");
+    cr_assert(cJSON_IsString(st) && !strcmp(st->valuestring, rl_kenv_status_names[r.status]), "typed status %s",
+              rl_kenv_status_names[r.status]);
+    cr_assert_eq(r.has_reward, cJSON_IsNumber(rw));
+    if (r.has_reward) cr_assert_eq(r.reward, rw->valuedouble);
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(j, "speedup");
+    if (r.timed) cr_assert(cJSON_IsNumber(sp) && r.speedup == sp->valuedouble && r.ref_ms > 0 && r.cand_ms > 0);
+    cr_assert_eq(r.findings.n, cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "static")));
+    r.json = NULL;
+    rl_kenv_result_free(&r);
+    return j;
+}
+
 static const char *cand_src = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n";
 
 static rl_kenv_opts fake_opts(void)
 {
     rl_kenv_opts o;
-    rl_kenv_opts_default(&o);
+    rl_kenv_opts_default(&o, &default_paths);
     rl_err err;
     cr_assert_eq(rl_kenv_load_protocol(&o, &err), 0, "%s", err.msg);
     o.python = FIX "/fake_python.sh";
@@ -41,9 +65,7 @@ static rl_kenv_opts fake_opts(void)
 static cJSON *eval_opts(const rl_kenv_opts *o, const char *mode, const char *src)
 {
     setenv("FAKE_PY_MODE", mode, 1);
-    rl_err err;
-    cJSON *res = rl_kenv_eval(o, PROBLEM, src, strlen(src), &err);
-    cr_assert_not_null(res, "%s", err.msg);
+    cJSON *res = eval_json(o, PROBLEM, src);
     return res;
 }
 
@@ -146,8 +168,7 @@ Test(kbench, evaluator_problems_are_errors_without_reward)
     cJSON_Delete(res);
 
     o = fake_opts();
-    rl_err err;
-    res = rl_kenv_eval(&o, "tests/fixtures/kernelbench/problems/no_such_problem.py", cand_src, strlen(cand_src), &err);
+    res = eval_json(&o, "tests/fixtures/kernelbench/problems/no_such_problem.py", cand_src);
     cr_assert_str_eq(tu_json_str(res, "status"), "error");
     cr_assert(strstr(tu_json_str(res, "failure"), "no_such_problem.py: no such KernelBench problem file"), "%s", tu_json_str(res, "failure"));
     cr_assert_str_eq(tu_json_str(res, "task"), "no_such_problem");
@@ -166,7 +187,7 @@ Test(kbench, real_worker_without_torch)
     size_t len;
     rl_err err;
     cr_assert_eq(rl_file_read_all(CAND, &src, &len, &err), 0, "%s", err.msg);
-    cJSON *res = rl_kenv_eval(&o, PROBLEM, src, len, &err);
+    cJSON *res = eval_json(&o, PROBLEM, src);
     free(src);
     cr_assert_str_eq(tu_json_str(res, "status"), "error", "%s", tu_json_str(res, "failure"));
     cr_assert(strstr(tu_json_str(res, "failure"), "PyTorch cannot be imported"), "%s", tu_json_str(res, "failure"));

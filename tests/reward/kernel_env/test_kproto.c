@@ -61,12 +61,12 @@ Test(kproto, set_one_value)
     cr_assert_eq(rl_kproto_set(&p, "timeout_s", "2.5", "--timeout", &err), 0, "%s", err.msg);
     cr_assert_eq(p.timeout_s, 2.5);
     static const char *const bad[][3] = {
-        {"random_trials", "0", "--flag: field 'random_trials' must be an integer in [1, 100], got 0"},
-        {"timed", "2.5", "--flag: field 'timed' must be an integer in [3, 10000], got 2.5"},
-        {"input_copies", "9", "field 'input_copies' must be an integer in [1, 8], got 9"},
-        {"timeout_s", "nan", "field 'timeout_s' must be a number in [1, 86400], got nan"},
-        {"warmup", "", "field 'warmup' must be an integer in [0, 1000], got "},
-        {"warmup", "3x", "got 3x"},
+        {"random_trials", "0", "--flag: field 'random_trials' must be an integer in [1, 100], got '0'"},
+        {"timed", "2.5", "--flag: field 'timed' must be an integer in [3, 10000], got '2.5'"},
+        {"input_copies", "9", "field 'input_copies' must be an integer in [1, 8], got '9'"},
+        {"timeout_s", "nan", "field 'timeout_s' must be a number in [1, 86400], got 'nan'"},
+        {"warmup", "", "field 'warmup' must be an integer in [0, 1000], got ''"},
+        {"warmup", "3x", "got '3x'"},
         {"tolerance", "1", "'tolerance' is not a protocol parameter"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -88,7 +88,8 @@ Test(kproto, good_text)
 Test(kproto, rlc_finds_it_by_default)
 {
     rl_kenv_opts o;
-    rl_kenv_opts_default(&o);
+    rl_kenv_paths paths;
+    rl_kenv_opts_default(&o, &paths);
     cr_assert(strstr(o.protocol_path, "src/reward/kernel_env/protocol.json"), "%s", o.protocol_path);
     cr_assert(strstr(o.kb_worker, "src/reward/kernel_env/kernelbench_worker.py"), "%s", o.kb_worker);
     rl_err err;
@@ -104,7 +105,8 @@ Test(kproto, missing_file)
     cr_assert_eq(rl_kproto_load(&p, "/nonexistent/protocol.json", &err), -1);
     cr_assert(strstr(err.msg, "/nonexistent/protocol.json") && strstr(err.msg, "cannot open"), "%s", err.msg);
     rl_kenv_opts o;
-    rl_kenv_opts_default(&o);
+    rl_kenv_paths paths;
+    rl_kenv_opts_default(&o, &paths);
     o.protocol_path = "/nonexistent/p.json";
     cr_assert_eq(rl_kenv_load_protocol(&o, &err), -1);
     cr_assert(!o.proto_loaded);

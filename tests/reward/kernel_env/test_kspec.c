@@ -149,7 +149,7 @@ static int load_all(const char *root)
 
 Test(kspec, repository_tasks_parse)
 {
-    int n = load_all("src/reward/kernel_env/test_tasks");
+    int n = load_all("tests/fixtures/kernel_env/tasks");
     cr_assert_geq(n, 8, "only %d test tasks", n);
     load_all("kernel_tasks");
 }

@@ -138,7 +138,7 @@ Test(kstatic, repository_kernels)
                             "swiglu_fused", "swiglu_vec4"};
     for (size_t i = 0; i < sizeof honest / sizeof honest[0]; i++) {
         char path[256];
-        snprintf(path, sizeof path, "src/reward/kernel_env/honest/%s.cu", honest[i]);
+        snprintf(path, sizeof path, "tests/fixtures/kernel_env/honest/%s.cu", honest[i]);
         rl_kstatic st;
         scan_file(path, &st, 0);
         cr_assert_eq(st.n_fatal, 0, "%s: fatal finding %s", path, st.n ? st.items[0].detail : "");
@@ -150,14 +150,14 @@ Test(kstatic, repository_kernels)
     };
     for (size_t i = 0; i < sizeof cheats / sizeof cheats[0]; i++) {
         char path[256];
-        snprintf(path, sizeof path, "src/reward/kernel_env/cheats/%s.cu", cheats[i].name);
+        snprintf(path, sizeof path, "tests/fixtures/kernel_env/cheats/%s.cu", cheats[i].name);
         rl_kstatic st;
         scan_file(path, &st, cheats[i].library);
         const rl_kfinding *f = find(&st, cheats[i].check);
         cr_assert(f && f->fatal, "%s: no fatal '%s' finding", path, cheats[i].check);
     }
     rl_kstatic st;
-    scan_file("src/reward/kernel_env/cheats/cache_across_calls.cu", &st, 0);
+    scan_file("tests/fixtures/kernel_env/cheats/cache_across_calls.cu", &st, 0);
     cr_assert_not_null(find(&st, "static_device_buffer"), "the static cache pointer is reported");
     cr_assert_eq(st.n_fatal, 0, "a static buffer alone is not fatal: the dynamic checks decide");
 }

@@ -1,15 +1,14 @@
-/* train_data.c — see train_data.h. */
-#include "cli/train_data.h"
+/* data.c — see data.h. */
+#include "train/data.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static int32_t eos_id(const rl_tokenizer *tok, const rl_model *m)
+static int32_t eos_id(const rl_tokenizer *tok, const rl_model_config *cfg)
 {
-    int32_t id = rl_tok_token_id(tok, "<|im_end|>");
-    if (id < 0) id = rl_tok_token_id(tok, "<|endoftext|>");
-    if (id < 0 && m->config.n_eos > 0) id = m->config.eos_token_ids[0];
-    return id;
+    int32_t ids[RL_TOK_MAX_EOS];
+    if (rl_tok_eos_ids(tok, ids) > 0) return ids[0];
+    return cfg && cfg->n_eos > 0 ? cfg->eos_token_ids[0] : -1;
 }
 
 static int alloc_rows(rl_train_data *d, int n, rl_err *err)
@@ -28,8 +27,10 @@ static int prompt_text(const rl_example *ex, char **out, rl_err *err)
     return *out ? 0 : rl_err_oom(err, "prompt", 0);
 }
 
-/* prompt and completion texts of an SFT line; *add_eos when the completion is plain text. */
-static int sft_texts(const rl_example *ex, char **prompt, char **completion, int *add_eos, rl_err *err)
+/* prompt and completion texts of an SFT line of file `path`; *add_eos when the completion is
+ * plain text. */
+static int sft_texts(const char *path, const rl_example *ex, char **prompt, char **completion, int *add_eos,
+                     rl_err *err)
 {
     *prompt = *completion = NULL;
     *add_eos = 0;
@@ -37,7 +38,7 @@ static int sft_texts(const rl_example *ex, char **prompt, char **completion, int
         int last = -1;
         for (int i = 0; i < ex->n_messages; i++)
             if (!strcmp(ex->messages[i].role, "assistant")) last = i;
-        if (last < 0) return rl_err_set(err, "line %d: \"messages\" has no assistant turn to learn", ex->line);
+        if (last < 0) return rl_err_set(err, "%s:%d: \"messages\" has no assistant turn to learn", path, ex->line);
         char *full;
         if (rl_tok_chat_format(ex->messages, last, 1, prompt, err) ||
             rl_tok_chat_format(ex->messages, last + 1, 0, &full, err))
@@ -45,7 +46,7 @@ static int sft_texts(const rl_example *ex, char **prompt, char **completion, int
         size_t np = strlen(*prompt);
         *completion = strncmp(full, *prompt, np) ? NULL : strdup(full + np);
         free(full);
-        return *completion ? 0 : rl_err_set(err, "line %d: chat format of the prompt is not a prefix", ex->line);
+        return *completion ? 0 : rl_err_set(err, "%s:%d: chat format of the prompt is not a prefix", path, ex->line);
     }
     if (ex->completion_messages) {
         int n = ex->n_prompt_messages + ex->n_completion_messages;
@@ -61,7 +62,7 @@ static int sft_texts(const rl_example *ex, char **prompt, char **completion, int
         size_t np = strlen(*prompt);
         *completion = strncmp(full, *prompt, np) ? NULL : strdup(full + np);
         free(full);
-        return *completion ? 0 : rl_err_set(err, "line %d: chat format of the prompt is not a prefix", ex->line);
+        return *completion ? 0 : rl_err_set(err, "%s:%d: chat format of the prompt is not a prefix", path, ex->line);
     }
     if (prompt_text(ex, prompt, err)) return -1;
     *completion = strdup(ex->completion ? ex->completion : "");
@@ -69,7 +70,7 @@ static int sft_texts(const rl_example *ex, char **prompt, char **completion, int
     return *completion ? 0 : rl_err_oom(err, "completion", 0);
 }
 
-int rl_train_data_sft(rl_train_data *d, const char *path, const rl_tokenizer *tok, const rl_model *m,
+int rl_train_data_sft(rl_train_data *d, const char *path, const rl_tokenizer *tok, const rl_model_config *cfg,
                       int max_len, rl_err *err)
 {
     memset(d, 0, sizeof *d);
@@ -80,11 +81,11 @@ int rl_train_data_sft(rl_train_data *d, const char *path, const rl_tokenizer *to
         rl_train_data_free(d);
         return rl_err_oom(err, "training data", (size_t)n * 16);
     }
-    int32_t eos = eos_id(tok, m);
+    int32_t eos = eos_id(tok, cfg);
     for (int i = 0; i < n; i++) {
         const rl_example *ex = &d->ds->examples[i];
         char *pt, *ct;
-        int add_eos, rc = sft_texts(ex, &pt, &ct, &add_eos, err);
+        int add_eos, rc = sft_texts(path, ex, &pt, &ct, &add_eos, err);
         int32_t *pi = NULL, *ci = NULL;
         int np = 0, nc = 0;
         if (rc == 0) rc = rl_tok_encode(tok, pt, strlen(pt), &pi, &np, err) || rl_tok_encode(tok, ct, strlen(ct), &ci, &nc, err);
@@ -100,9 +101,10 @@ int rl_train_data_sft(rl_train_data *d, const char *path, const rl_tokenizer *to
                 d->n_truncated++;
             }
             if (len - (np > 1 ? np : 1) < 1)
-                rc = rl_err_set(err, "%s: line %d: nothing left to learn (prompt %d tokens, --max-len %d)", path,
+                rc = rl_err_set(err, "%s:%d: nothing left to learn (prompt %d tokens, examples cut at %d)", path,
                                 ex->line, np, max_len);
             d->sft[i] = (rl_sft_example){d->ids[i], len, np};
+            if (len > d->max_ids) d->max_ids = len;
         }
         free(pi), free(ci);
         if (rc) {
@@ -134,11 +136,12 @@ int rl_train_data_rl(rl_train_data *d, const char *path, const rl_tokenizer *tok
             return -1;
         }
         if (np < 1 || np > max_len) {
-            rl_err_set(err, "%s: line %d: prompt has %d tokens (must be 1 .. --max-prompt-len %d)", path, ex->line, np, max_len);
+            rl_err_set(err, "%s:%d: prompt has %d tokens (must be 1 to %d)", path, ex->line, np, max_len);
             rl_train_data_free(d);
             return -1;
         }
         d->prompts[i] = (rl_grpo_prompt){d->ids[i], np, d->texts[i], ex->answer, ex->fields};
+        if (np > d->max_ids) d->max_ids = np;
     }
     return 0;
 }

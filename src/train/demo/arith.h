@@ -3,8 +3,8 @@
  * Every pair (a, b) with lo <= a, b <= hi is one problem; the list is shuffled by seed so a
  * fixed-size prefix can be held out for evaluation and the rest used for training. The task is
  * built in C so the demo needs no data files. */
-#ifndef RL_TRAIN_ARITH_H
-#define RL_TRAIN_ARITH_H
+#ifndef RL_TRAIN_DEMO_ARITH_H
+#define RL_TRAIN_DEMO_ARITH_H
 
 #include <stdint.h>
 

@@ -2,7 +2,7 @@
  * shuffle (the held-out split depends only on the seed), range checks. */
 #include <string.h>
 
-#include "train/arith.h"
+#include "train/demo/arith.h"
 #include "test_util.h"
 
 Test(arith, all_pairs_once_with_true_sums)

@@ -1,5 +1,5 @@
 /* arith.c — see arith.h. */
-#include "train/arith.h"
+#include "train/demo/arith.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,15 +1,16 @@
-/* train_data.h — dataset lines (io/dataset.h) to token ids for the trainers.
+/* data.h — the preparation of a training run's data: dataset lines (io/dataset.h) to token ids
+ * for the trainers (`rlc sft`, `rlc grpo` and the demo all go through here).
  *
  * SFT: {"prompt","completion"} as text: ids = encode(prompt) + encode(completion) + <eos>
- * (the tokenizer's <|im_end|> or <|endoftext|>, else the config's first eos id); as messages:
+ * (the tokenizer's end of turn, rl_tok_eos_ids, else the config's first eos id); as messages:
  * the prompt in the chat format with the generation prompt, then the completion turns. A
  * {"messages"} line learns the last assistant turn: everything before it is the prompt.
  * GRPO: the prompt as text, or as messages in the chat format with the generation prompt; the
  * reward sees that same prompt text.
- * Examples longer than max_len tokens are cut at max_len (SFT: from the end of the completion)
- * or refused (GRPO prompts), with the line number in the message. */
-#ifndef RL_CLI_TRAIN_DATA_H
-#define RL_CLI_TRAIN_DATA_H
+ * Examples longer than max_len tokens are cut at max_len (SFT: from the end of the completion;
+ * n_truncated counts them) or refused (GRPO prompts); messages name the file and the line. */
+#ifndef RL_TRAIN_DATA_H
+#define RL_TRAIN_DATA_H
 
 #include "core/error.h"
 #include "io/dataset.h"
@@ -25,9 +26,11 @@ typedef struct rl_train_data {
     char **texts; /* GRPO: formatted prompt texts */
     int32_t **ids;
     int n, n_truncated;
+    int max_ids; /* the longest example (SFT) or prompt (GRPO), in tokens */
 } rl_train_data;
 
-int rl_train_data_sft(rl_train_data *d, const char *path, const rl_tokenizer *tok, const rl_model *m,
+/* cfg gives the eos id when the tokenizer has no end-of-turn token (may be NULL). */
+int rl_train_data_sft(rl_train_data *d, const char *path, const rl_tokenizer *tok, const rl_model_config *cfg,
                       int max_len, rl_err *err);
 int rl_train_data_rl(rl_train_data *d, const char *path, const rl_tokenizer *tok, int max_len, rl_err *err);
 void rl_train_data_free(rl_train_data *d);

@@ -1,0 +1,45 @@
+/* kpool.h — the kernel environment's GPU pool: many candidates scored at once over the GPUs the
+ * worker sees.
+ *
+ * `jobs` threads each take the next piece of work from a feed (in order, one at a time), do it
+ * (typically: read a request, rl_kenv_pool_eval, write the result) and take the next, until the
+ * feed is empty. A candidate's compile runs in its thread at once; only the worker run waits for
+ * a free GPU, pinned to it by CUDA_VISIBLE_DEVICES (the entries of the parent's
+ * CUDA_VISIBLE_DEVICES, else 0..n-1), so compiles overlap while each GPU runs one worker at a
+ * time. */
+#ifndef RL_REWARD_KENV_KPOOL_H
+#define RL_REWARD_KENV_KPOOL_H
+
+#include "reward/kernel_env/kenv.h"
+
+#define RL_KPOOL_MAX_GPUS 16
+#define RL_KPOOL_MAX_JOBS 64
+
+typedef struct rl_kenv_pool rl_kenv_pool;
+
+/* GPUs the worker sees (runs `worker --count-devices`; if that fails, asks torch through
+ * o->python); 0 when none or both fail. */
+int rl_kenv_count_gpus(const rl_kenv_opts *o);
+
+/* A pool over n_gpus GPUs (0: rl_kenv_count_gpus; at most RL_KPOOL_MAX_GPUS) for the options
+ * o (kept by pointer: they must outlive the pool). -1 with err when no GPU is found. */
+int rl_kenv_pool_create(rl_kenv_pool **pool, const rl_kenv_opts *o, int n_gpus, rl_err *err);
+void rl_kenv_pool_free(rl_kenv_pool *pool);
+int rl_kenv_pool_gpus(const rl_kenv_pool *pool);
+
+/* rl_kenv_eval with the worker run on a free GPU of the pool; safe from any number of threads. */
+int rl_kenv_pool_eval(rl_kenv_pool *pool, const char *task, const char *source, size_t len, rl_kenv_result *res,
+                      rl_err *err);
+
+typedef struct rl_kenv_feed {
+    void *user;
+    /* The next piece of work, or NULL at the end; called by one thread at a time. */
+    void *(*next)(void *user);
+    /* Does one piece of work, in a pool thread, concurrently with the others. */
+    void (*run)(void *user, rl_kenv_pool *pool, void *work);
+} rl_kenv_feed;
+
+/* Runs the feed on jobs threads (0: two per GPU; at most RL_KPOOL_MAX_JOBS) until it is empty. */
+void rl_kenv_pool_run(rl_kenv_pool *pool, int jobs, const rl_kenv_feed *feed);
+
+#endif

@@ -1,0 +1,48 @@
+/* run.h — a whole training run, from files on disk to the final checkpoint: what `rlc sft` and
+ * `rlc grpo` call once their options are parsed (and what every trainer added later plugs into).
+ *
+ * A run loads the model to start from (the checkpoint named by resume, else model_dir), its
+ * tokenizer (tokenizer, else the loaded directory's tokenizer.json), the data (train/data.h) and,
+ * for RL, the reward and the frozen KL reference (model_dir, only when kl_beta > 0); creates the
+ * trainer, continues it from resume when given, and runs the step loop (train/loop.h) with
+ * checkpoints in OUT/model and one metrics line per step in OUT/metrics.jsonl (appended to on
+ * resume). The one-line messages a user wants (what is being trained, truncated examples, where
+ * the result went) go through the watcher's note. */
+#ifndef RL_TRAIN_RUN_H
+#define RL_TRAIN_RUN_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "backend/ctx.h"
+#include "core/error.h"
+#include "reward/reward.h"
+#include "train/grpo.h"
+#include "train/loop.h"
+#include "train/sft.h"
+
+typedef enum { RL_RUN_SFT, RL_RUN_GRPO } rl_run_kind;
+
+typedef struct rl_run_config {
+    rl_run_kind kind;
+    const char *model_dir;   /* start from (and the KL reference); NULL when resuming only */
+    const char *resume;      /* a run's OUT/model to continue from, or NULL */
+    const char *data;        /* JSON lines */
+    const char *out;         /* run directory */
+    const char *tokenizer;   /* tokenizer.json; NULL: the loaded model directory's */
+    int64_t steps;           /* SFT: 0 = from epochs */
+    double epochs;           /* SFT, when steps is 0 */
+    int max_len;             /* SFT: examples cut to this many tokens; RL: longest prompt */
+    int save_every;          /* checkpoint every N steps (0: at the end only) */
+    const char *reward;      /* RL: reward spec (reward/reward.h) */
+    rl_reward_options reward_options;
+    rl_sft_config sft;       /* the trainer's settings (seed and schedule included) */
+    rl_grpo_config grpo;
+    const cJSON *options;    /* saved with every checkpoint: the defaults of a resumed run */
+} rl_run_config;
+
+/* 0 when the run finished, 1 when it stopped on the watcher's request (checkpoint saved),
+ * -1 on failure (err filled). watch may be NULL. */
+int rl_train_run(rl_ctx *ctx, const rl_run_config *c, const rl_loop_watch *watch, rl_err *err);
+
+#endif

@@ -1,0 +1,116 @@
+/* test_kpool.c — the kernel environment's GPU pool with the fake compiler and worker
+ * (tests/fixtures/kernel_env/): every request of a feed is evaluated once on jobs threads, each
+ * worker pinned to one of the pool's GPUs (the entries of CUDA_VISIBLE_DEVICES when set), and a
+ * pool without a GPU is refused. No GPU needed. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "reward/kernel_env/kenv.h"
+#include "reward/kernel_env/kpool.h"
+#include "test_util.h"
+
+#define FIX "tests/fixtures/kernel_env"
+#define TASK "tests/fixtures/kernel_env/tasks/ew_chain"
+#define N_REQUESTS 12
+
+static const char *src = "#include \"rl_kernel.h\"\nextern \"C\" int rl_kernel(const rl_kernel_args *a) { return 0; }\n";
+
+typedef struct feed_state {
+    int next, done;
+    pthread_mutex_t lock;
+    char failures[N_REQUESTS][64]; /* the fake worker's "devices=..." per request */
+    int ids[N_REQUESTS];
+} feed_state;
+
+static void *next(void *user)
+{
+    feed_state *f = user;
+    if (f->next == N_REQUESTS) return NULL;
+    f->ids[f->next] = f->next;
+    return &f->ids[f->next++];
+}
+
+static void run(void *user, rl_kenv_pool *pool, void *work)
+{
+    feed_state *f = user;
+    int k = *(int *)work;
+    rl_kenv_result r;
+    rl_err err;
+    cr_assert_eq(rl_kenv_pool_eval(pool, TASK, src, strlen(src), &r, &err), 0, "%s", err.msg);
+    pthread_mutex_lock(&f->lock);
+    snprintf(f->failures[k], sizeof f->failures[k], "%s", r.failure ? r.failure : "");
+    f->done++;
+    pthread_mutex_unlock(&f->lock);
+    rl_kenv_result_free(&r);
+}
+
+static rl_kenv_paths paths;
+
+static rl_kenv_opts fake_opts(const char *cache)
+{
+    rl_kenv_opts o;
+    rl_kenv_opts_default(&o, &paths);
+    rl_err err;
+    cr_assert_eq(rl_kenv_load_protocol(&o, &err), 0, "%s", err.msg);
+    o.nvcc = FIX "/fake_nvcc.sh";
+    o.worker = FIX "/fake_worker.sh";
+    o.cache_dir = cache;
+    o.include_dir = "src/reward/kernel_env/include";
+    o.proto.timeout_s = 5;
+    o.proto.compile_timeout_s = 5;
+    return o;
+}
+
+/* Runs the feed through a pool of n_gpus; every request done, each on one of want[]. */
+static void check_pool(int n_gpus, const char *const *want, int n_want)
+{
+    char cache[64];
+    snprintf(cache, sizeof cache, "/tmp/rlc-kpool-test-%d", (int)getpid());
+    rl_kenv_opts o = fake_opts(cache);
+    setenv("FAKE_WORKER_MODE", "env", 1);
+    rl_kenv_pool *pool;
+    rl_err err;
+    cr_assert_eq(rl_kenv_pool_create(&pool, &o, n_gpus, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_kenv_pool_gpus(pool), n_want);
+    feed_state f = {0};
+    pthread_mutex_init(&f.lock, NULL);
+    rl_kenv_feed feed = {&f, next, run};
+    rl_kenv_pool_run(pool, 4, &feed);
+    cr_assert_eq(f.done, N_REQUESTS);
+    for (int k = 0; k < N_REQUESTS; k++) {
+        int known = 0;
+        for (int i = 0; i < n_want; i++) known |= !strcmp(f.failures[k], want[i]);
+        cr_expect(known, "request %d ran with %s", k, f.failures[k]);
+    }
+    rl_kenv_pool_free(pool);
+    pthread_mutex_destroy(&f.lock);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
+    cr_assert_eq(system(cmd), 0);
+}
+
+Test(kpool, every_request_on_a_pool_gpu)
+{
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    const char *const plain[] = {"devices=0", "devices=1"};
+    check_pool(2, plain, 2);
+    setenv("CUDA_VISIBLE_DEVICES", "5,7,9", 1);
+    const char *const visible[] = {"devices=5", "devices=7", "devices=9"};
+    setenv("FAKE_WORKER_GPUS", "3", 1);
+    check_pool(0, visible, 3); /* 0: as many as the worker counts */
+    unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+Test(kpool, no_gpu_no_pool)
+{
+    rl_kenv_opts o = fake_opts("/tmp");
+    o.worker = "/nonexistent/worker";
+    o.python = "/nonexistent/python3";
+    rl_kenv_pool *pool;
+    rl_err err;
+    cr_assert_eq(rl_kenv_pool_create(&pool, &o, 0, &err), -1);
+    cr_assert(strstr(err.msg, "no GPU found"), "%s", err.msg);
+    cr_assert_null(pool);
+}
