@@ -190,6 +190,20 @@ section_bench_generate() {
         fi
         row "generate $1 tok/s rlc / transformers" "$ours / ${theirs:-skipped} (target $2)"
     done
+    # The GRPO step of the issue (8 x 8, ~130-token prompts, 256 new tokens), with the real Qwen3
+    # tokenizer (QWEN_TOKENIZER, default ../shared/data/qwen3-tokenizer/tokenizer.json).
+    tok=${QWEN_TOKENIZER:-../shared/data/qwen3-tokenizer/tokenizer.json}
+    if [ -f "$tok" ] && bench_bin bench_grpo_step "$@"; then
+        "$BUILD/bench/bench_grpo_step" $CONFIG "$tok" 5 >>"$res" 2>>"$LOG"
+        "$BUILD/bench/bench_grpo_step" $CONFIG "$tok" 5 --deterministic >>"$res" 2>>"$LOG"
+        for mode in cuda "cuda deterministic"; do
+            line=$(grep -m 1 "^rlc grpo_step median .*($mode," "$res")
+            row "grpo step 8x8 ~130->256 ($mode)" \
+                "s $(echo "$line" | tr ' ' '\n' | sed -n 's/^seconds=//p') (target <=0.8), generation $(echo "$line" | tr ' ' '\n' | sed -n 's/^gen_seconds=//p') (target <=0.35), peak GiB $(echo "$line" | tr ' ' '\n' | sed -n 's/^peak_used_gib=//p')"
+        done
+    else
+        row "grpo step 8x8 ~130->256" "skipped (no tokenizer at $tok)"
+    fi
     ours=$(field "$res" "^rlc generate workload=d " ms_per_token)
     theirs=$(field "$res" "^hf generate workload=d " ms_per_token)
     row "generate d batch-1 ms/token rlc / transformers" "${ours:-missing} / ${theirs:-skipped} (target <=0.8)"
