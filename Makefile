@@ -109,12 +109,13 @@ gpu-test: $(GPU_TEST_BIN) $(BUILD)/rlc
 deps:
 	sh scripts/install-deps.sh
 
-# Tokenizer benchmark (CPU, not a test): rlc's encoder beside Hugging Face tokenizers.
-.PHONY: bench-tokenizer
-$(BUILD)/bench/bench_tokenizer: bench/bench_tokenizer.c $(BUILD)/librlc.a
+# Benchmark programs (not tests): bench/NAME.c -> $(BUILD)/bench/NAME.
+$(BUILD)/bench/%: bench/%.c $(BUILD)/librlc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/librlc.a $(LDFLAGS) $(LDLIBS) -o $@
 
+# Tokenizer benchmark (CPU, not a test): rlc's encoder beside Hugging Face tokenizers.
+.PHONY: bench-tokenizer
 bench-tokenizer: $(BUILD)/bench/bench_tokenizer
 	python3 bench/bench_tokenizer.py --bin $(BUILD)/bench/bench_tokenizer
 
@@ -132,7 +133,7 @@ FUZZ_SECONDS ?= 30
 FUZZ_SEED    ?=
 FUZZ_SRC     := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_BIN     := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
-FUZZ_LIB_SRC := src/core/error.c src/core/dtype.c src/core/file.c src/io/json.c src/io/config.c \
+FUZZ_LIB_SRC := src/core/error.c src/core/dtype.c src/core/file.c src/core/number.c src/io/json.c src/io/config.c \
                 src/io/safetensors.c src/io/dataset.c src/reward/kernel_env/kspec.c \
                 src/reward/kernel_env/kstatic.c src/reward/kernel_env/extract.c src/reward/math.c
 FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined \

@@ -42,6 +42,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check((r.kind == RL_REQ_PROMPT) == (r.prompt != NULL) && (r.kind == RL_REQ_MESSAGES) == (r.n_messages > 0));
         for (int i = 0; i < r.n_ids; i++) check(r.ids[i] >= 0);
         for (int i = 0; i < r.n_messages; i++) check(r.messages[i].role && r.messages[i].content);
+        rl_request_sampling s;
+        if (rl_request_sampling_parse(&r, &s, "input", &err) == 0) {
+            check(s.n_stop >= 0 && s.n_stop <= RL_REQ_MAX_STOP && (!s.has_n || s.n >= 1));
+            for (int i = 0; i < s.n_stop; i++) check(s.stop[i] && s.stop[i][0]);
+        } else {
+            check(strncmp(err.msg, "input: ", 7) == 0);
+        }
         rl_request_free(&r);
     }
     return 0;

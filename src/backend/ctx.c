@@ -1,6 +1,7 @@
 /* ctx.c — backend contexts and backend memory; CUDA calls go to backend/cuda when built. */
 #include "backend/ctx.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -100,16 +101,147 @@ int rl_sync(rl_ctx *ctx)
     return 0;
 }
 
+void *rl_alloc_host(rl_ctx *ctx, size_t bytes)
+{
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) return rl_cuda_alloc_host(ctx, bytes);
+#endif
+    void *p = aligned_alloc(256, ((bytes ? bytes : 1) + 255) & ~(size_t)255);
+    if (!p) rl_err_oom(&ctx->err, "host allocation", bytes);
+    return p;
+}
+
+void rl_free_host(rl_ctx *ctx, void *ptr)
+{
+    if (!ptr) return;
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) {
+        rl_cuda_free_host(ctx, ptr);
+        return;
+    }
+#endif
+    free(ptr);
+}
+
+int rl_memcpy_async(rl_ctx *ctx, void *dst, const void *src, size_t bytes, rl_copy_kind kind)
+{
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) return rl_cuda_memcpy_async(ctx, dst, src, bytes, kind);
+#endif
+    if (bytes) memmove(dst, src, bytes);
+    return 0;
+}
+
+int rl_event_create(rl_ctx *ctx, rl_event **ev)
+{
+    *ev = NULL;
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) return rl_cuda_event_create(ctx, ev);
+#endif
+    return 0;
+}
+
+int rl_event_record(rl_ctx *ctx, rl_event *ev)
+{
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) return rl_cuda_event_record(ctx, ev);
+#endif
+    return 0;
+}
+
+int rl_event_wait_host(rl_ctx *ctx, rl_event *ev)
+{
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) return rl_cuda_event_wait_host(ctx, ev);
+#endif
+    return 0;
+}
+
+void rl_event_free(rl_ctx *ctx, rl_event *ev)
+{
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA && ev) rl_cuda_event_free(ctx, ev);
+#endif
+}
+
+int rl_graph_supported(const rl_ctx *ctx)
+{
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) return rl_cuda_graph_supported(ctx);
+#endif
+    return 0;
+}
+
+static int no_graphs(rl_ctx *ctx)
+{
+    return rl_err_set(&ctx->err, "graphs: the %s backend cannot capture ops", rl_backend_name(ctx));
+}
+
+int rl_graph_capture_begin(rl_ctx *ctx)
+{
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) return rl_cuda_graph_capture_begin(ctx);
+#endif
+    return no_graphs(ctx);
+}
+
+int rl_graph_capture_end(rl_ctx *ctx, rl_graph **out)
+{
+    *out = NULL;
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) return rl_cuda_graph_capture_end(ctx, out);
+#endif
+    return no_graphs(ctx);
+}
+
+int rl_graph_launch(rl_ctx *ctx, rl_graph *g)
+{
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) return rl_cuda_graph_launch(ctx, g);
+#endif
+    return no_graphs(ctx);
+}
+
+void rl_graph_free(rl_ctx *ctx, rl_graph *g)
+{
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA && g) rl_cuda_graph_free(ctx, g);
+#endif
+}
+
+/* MemAvailable and MemTotal from /proc/meminfo (kB), else the physical page counts. */
+static int host_mem_info(rl_ctx *ctx, size_t *free_bytes, size_t *total_bytes)
+{
+    unsigned long long avail = 0, total = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f)) {
+            sscanf(line, "MemTotal: %llu kB", &total);
+            sscanf(line, "MemAvailable: %llu kB", &avail);
+        }
+        fclose(f);
+        avail *= 1024;
+        total *= 1024;
+    }
+    if (!total || !avail) {
+        long pages = sysconf(_SC_PHYS_PAGES), free_pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages <= 0 || free_pages < 0 || page <= 0)
+            return rl_err_set(&ctx->err, "memory info: neither /proc/meminfo nor sysconf gives the host's memory");
+        total = (unsigned long long)pages * (unsigned long long)page;
+        avail = (unsigned long long)free_pages * (unsigned long long)page;
+    }
+    *free_bytes = (size_t)avail;
+    *total_bytes = (size_t)total;
+    return 0;
+}
+
 int rl_mem_info(rl_ctx *ctx, size_t *free_bytes, size_t *total_bytes)
 {
 #ifdef RL_HAVE_CUDA
     if (ctx->kind == RL_BACKEND_CUDA) return rl_cuda_mem_info(ctx, free_bytes, total_bytes);
 #endif
-    long page = sysconf(_SC_PAGESIZE), avail = sysconf(_SC_AVPHYS_PAGES), all = sysconf(_SC_PHYS_PAGES);
-    if (page <= 0 || avail < 0 || all <= 0) return rl_err_set(&ctx->err, "cannot read the machine's memory size");
-    *free_bytes = (size_t)avail * (size_t)page;
-    *total_bytes = (size_t)all * (size_t)page;
-    return 0;
+    return host_mem_info(ctx, free_bytes, total_bytes);
 }
 
 int rl_upload_act(rl_ctx *ctx, void *dst, const float *src, size_t n)

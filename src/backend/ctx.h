@@ -24,6 +24,10 @@ typedef struct rl_ctx {
     rl_dtype act_dtype; /* RL_F32 on CPU, RL_BF16 on CUDA */
     int device;         /* CUDA device ordinal */
     int n_threads;      /* CPU: OpenMP threads (0 = OpenMP default) */
+    int deterministic;  /* 1: every op gives each row a result that does not depend on the other
+                           rows of its batch (batch-invariant kernels), so the engine's sampling
+                           log-probs equal the training forward's bit for bit; the CPU ops
+                           always are */
     void *cuda;         /* owned by backend/cuda: stream, cuBLASLt handle, workspace */
     rl_err err;         /* filled when an op or memory call fails */
 } rl_ctx;
@@ -48,8 +52,34 @@ int rl_memzero(rl_ctx *ctx, void *ptr, size_t bytes);
 /* Waits for all queued work (a no-op on the CPU). */
 int rl_sync(rl_ctx *ctx);
 /* Memory of the backend: the device's free and total bytes on CUDA, the machine's available
- * and total RAM on the CPU. */
+ * and total RAM on the CPU (MemAvailable / MemTotal: page cache counts as available). */
 int rl_mem_info(rl_ctx *ctx, size_t *free_bytes, size_t *total_bytes);
+
+/* Host memory for asynchronous copies: pinned on CUDA, plain on the CPU. */
+void *rl_alloc_host(rl_ctx *ctx, size_t bytes);
+void rl_free_host(rl_ctx *ctx, void *ptr);
+/* Queues a copy without waiting for it (the CPU copies at once); the host side must be
+ * rl_alloc_host memory and must not be touched until an event recorded after it completed. */
+int rl_memcpy_async(rl_ctx *ctx, void *dst, const void *src, size_t bytes, rl_copy_kind kind);
+
+/* A point in the context's queue of work the host can wait for (no-op on the CPU, where work
+ * is done when a call returns; rl_event_create gives NULL there). */
+typedef struct rl_event rl_event;
+int rl_event_create(rl_ctx *ctx, rl_event **ev);
+int rl_event_record(rl_ctx *ctx, rl_event *ev);
+int rl_event_wait_host(rl_ctx *ctx, rl_event *ev);
+void rl_event_free(rl_ctx *ctx, rl_event *ev);
+
+/* A captured sequence of ops replayed as one launch (CUDA graphs). Between capture_begin and
+ * capture_end ops are recorded, not run: no allocation, no synchronous copy, no host read of
+ * backend data, and every pointer and size stays valid for every replay. The CPU has none:
+ * rl_graph_supported gives 0 and the others fail (graph_free accepts NULL). */
+typedef struct rl_graph rl_graph;
+int rl_graph_supported(const rl_ctx *ctx);
+int rl_graph_capture_begin(rl_ctx *ctx);
+int rl_graph_capture_end(rl_ctx *ctx, rl_graph **out); /* instantiates the graph */
+int rl_graph_launch(rl_ctx *ctx, rl_graph *g);
+void rl_graph_free(rl_ctx *ctx, rl_graph *g);
 
 /* fp32 host array <-> backend array of ctx->act_dtype (bf16 on CUDA), converting: for activations
  * and working weights. Buffers that are fp32 on every backend (log-probs, advantages, loss

@@ -264,20 +264,89 @@ static int check_lm_head_logits(rl_ctx *ctx, float *logits, const void *hidden, 
 }
 
 /* ---- sampling ------------------------------------------------------------------------------- */
+/* The rows are backend memory: their values are checked by rl_sample_row_check where they are
+ * filled (engine/generate.c) and by the CPU reference, which reads them. */
 static int check_sample(rl_ctx *ctx, int32_t *tokens, float *logp, float *logits, int n_rows, int vocab,
-                        const rl_sample_params *params, uint64_t seed, uint64_t step)
+                        const rl_sample_row *rows)
 {
     AT_LEAST(n_rows, 0);
     AT_LEAST(vocab, 1);
-    NEED(params);
-    float t = params->temperature;
+    if (n_rows > 0) NEED(tokens, logp, logits, rows);
+    return 0;
+}
+
+int rl_sample_row_check(const rl_sample_row *row, rl_err *err)
+{
+    float t = row->temperature;
     /* 1/t must be finite too: the filters work on logits / t */
-    RULE(t == 0.0f || (t > 0.0f && t < INFINITY && 1.0f / t < INFINITY),
-         "temperature %g is neither 0 nor finite with a finite inverse", t);
-    RULE(params->top_k >= 0, "top_k %d is negative", params->top_k);
-    RULE(params->top_p > 0.0f && params->top_p <= 1.0f, "top_p %g is outside (0, 1]", params->top_p);
-    RULE(params->min_p >= 0.0f && params->min_p <= 1.0f, "min_p %g is outside [0, 1]", params->min_p);
-    if (n_rows > 0) NEED(tokens, logp, logits);
+    if (!(t == 0.0f || (t > 0.0f && t < INFINITY && 1.0f / t < INFINITY)))
+        return rl_err_set(err, "temperature %g is neither 0 nor finite with a finite inverse", t);
+    if (row->top_k < 0) return rl_err_set(err, "top_k %d is negative", row->top_k);
+    if (!(row->top_p > 0.0f && row->top_p <= 1.0f)) return rl_err_set(err, "top_p %g is outside (0, 1]", row->top_p);
+    if (!(row->min_p >= 0.0f && row->min_p <= 1.0f))
+        return rl_err_set(err, "min_p %g is outside [0, 1]", row->min_p);
+    return 0;
+}
+
+/* ---- paged KV cache ------------------------------------------------------------------------- */
+/* The view (a host struct) and the shape of one block's rows; block_tables is checked by the ops
+ * that read it. */
+static int check_kv_view(rl_ctx *ctx, const rl_paged_kv *kv, int n_kv_heads, int head_dim)
+{
+    NEED(kv);
+    NEED(kv->k, kv->v);
+    AT_LEAST(kv->block_size, 1);
+    AT_LEAST(n_kv_heads, 1);
+    AT_LEAST(head_dim, 1);
+    RULE(kv->block_stride >= (size_t)kv->block_size * n_kv_heads * head_dim,
+         "kv->block_stride %zu is less than a block's %d rows of %d x %d", kv->block_stride, kv->block_size,
+         n_kv_heads, head_dim);
+    return 0;
+}
+
+static int check_kv_cache_write(rl_ctx *ctx, const rl_paged_kv *kv, const void *k, const void *v,
+                                const int32_t *slots, int n_tokens, int n_kv_heads, int head_dim)
+{
+    AT_LEAST(n_tokens, 0);
+    if (check_kv_view(ctx, kv, n_kv_heads, head_dim)) return -1;
+    if (n_tokens > 0) NEED(k, v, slots);
+    return 0;
+}
+
+/* A batch whose max_seqlen_q is 0 has no queries: out and q are not touched. */
+static int check_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q, const rl_paged_kv *kv,
+                                     const int32_t *cu_seqlens_q, const int32_t *seqlens_k, int n_seqs,
+                                     int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads, int head_dim,
+                                     float scale)
+{
+    if (check_heads(ctx, n_seqs, n_heads, n_kv_heads, head_dim)) return -1;
+    if (check_kv_view(ctx, kv, n_kv_heads, head_dim)) return -1;
+    AT_LEAST(max_seqlen_q, 0);
+    RULE(max_seqlen_k >= max_seqlen_q, "max_seqlen_k %d is less than max_seqlen_q %d (keys include the queries)",
+         max_seqlen_k, max_seqlen_q);
+    if (n_seqs == 0) return 0;
+    NEED(cu_seqlens_q, seqlens_k, kv->block_tables);
+    AT_LEAST(kv->max_blocks, 1);
+    if (max_seqlen_q > 0) NEED(out, q);
+    return 0;
+}
+
+static int check_gather_rows(rl_ctx *ctx, void *out, const void *in, const int32_t *rows, int n_rows, int dim)
+{
+    AT_LEAST(n_rows, 0);
+    AT_LEAST(dim, 1);
+    if (n_rows > 0) NEED(out, in, rows);
+    return 0;
+}
+
+static int check_decode_advance(rl_ctx *ctx, int32_t *tokens, int32_t *positions, int32_t *seqlens_k,
+                                int32_t *slots, rl_sample_row *rows, const int32_t *sampled,
+                                const int32_t *block_tables, int max_blocks, int block_size, int n_rows)
+{
+    AT_LEAST(n_rows, 0);
+    AT_LEAST(max_blocks, 1);
+    AT_LEAST(block_size, 1);
+    if (n_rows > 0) NEED(tokens, positions, seqlens_k, slots, rows, sampled, block_tables);
     return 0;
 }
 

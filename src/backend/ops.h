@@ -54,13 +54,34 @@
 
 /* ---- parameter structs of the ops below ----------------------------------------------------- */
 
-/* rl_sample's filters. */
-typedef struct rl_sample_params {
+/* What one row of rl_sample draws with. */
+typedef struct rl_sample_row {
     float temperature; /* 0 = greedy (argmax; ties to the lowest id) */
     int top_k;         /* 0 = off */
     float top_p;       /* 1 = off */
     float min_p;       /* 0 = off: drop tokens with p < min_p * p_max */
-} rl_sample_params;
+    uint64_t seed;     /* Philox key */
+    uint32_t row;      /* Philox counter word 2: the completion's index in its call */
+    uint32_t step;     /* Philox counter words 0-1: the token's index in its completion */
+} rl_sample_row;
+
+/* 0 when a row's filters can be sampled with (temperature 0 or finite with a finite inverse,
+ * top_k >= 0, top_p in (0, 1], min_p in [0, 1]), else -1 with "<what> <value> <problem>" in err.
+ * rl_sample's rows are backend memory, which its argument checks do not read: whoever fills them
+ * on the host checks them with this (the engine, per request), and the CPU reference as it reads
+ * them. */
+int rl_sample_row_check(const rl_sample_row *row, rl_err *err);
+
+/* One layer's view of the paged KV pool (the generation engine's block pool, engine/kv_pool.h).
+ * Block b holds, for token rows r < block_size of that block, the layer's keys at
+ * k + b * block_stride + r * n_kv_heads * head_dim (values likewise from v). */
+typedef struct rl_paged_kv {
+    void *k, *v;                 /* the layer's K and V of block 0 */
+    size_t block_stride;         /* elements from a block to the next */
+    int block_size;              /* tokens per block */
+    const int32_t *block_tables; /* [n_seqs, max_blocks]: physical block ids */
+    int max_blocks;              /* row length of block_tables */
+} rl_paged_kv;
 
 /* rl_adamw_step's hyper-parameters. */
 typedef struct rl_adamw_params {
@@ -192,15 +213,50 @@ RL_OPDEF(lm_head_logits, (rl_ctx *ctx, float *logits, const void *hidden, const 
          (ctx, logits, hidden, weight, n_rows, dim, vocab))
 
 /* ---- sampling --------------------------------------------------------------------------------- */
-/* One token per row of logits [n_rows, vocab] (fp32; may be modified as scratch). Filters
- * (params, host) in the order temperature, top-k, top-p, min-p, then draws with
- * Philox(key = seed, counter = (step, row)), so CPU and CUDA draw the same uniform for the same
- * (seed, step, row). logp[row] is the log-probability of the chosen token under
- * softmax(logits / temperature) before truncation (what the trainer recomputes; greedy:
- * temperature 1). */
+/* One token per row of logits [n_rows, vocab] (fp32; may be modified as scratch), with the
+ * parameters of rows[r] (backend [n_rows]). Filters in the order temperature, top-k, top-p,
+ * min-p, then draws with Philox(key = seed, counter = (step, 0, row, 0)), so CPU and CUDA draw
+ * the same uniform for the same (seed, step, row). logp[r] is the log-probability of the chosen
+ * token under softmax(logits / temperature) before truncation (what the trainer recomputes;
+ * greedy: temperature 1). The rows' values are the caller's to check (rl_sample_row_check). */
 RL_OPDEF(sample, (rl_ctx *ctx, int32_t *tokens, float *logp, float *logits, int n_rows, int vocab,
-                  const rl_sample_params *params, uint64_t seed, uint64_t step),
-         (ctx, tokens, logp, logits, n_rows, vocab, params, seed, step))
+                  const rl_sample_row *rows),
+         (ctx, tokens, logp, logits, n_rows, vocab, rows))
+
+/* ---- paged KV cache (rl_paged_kv above) -------------------------------------------------------- */
+/* Scatters the keys/values of n_tokens new tokens into the pool: token t goes to slot
+ * slots[t] = block * block_size + offset (slots[t] < 0: skipped, e.g. padding rows of a
+ * CUDA-graph bucket). k, v: [n_tokens, n_kv_heads, head_dim]. kv (host) is read, not written
+ * through: the pool's memory is. */
+RL_OPDEF(kv_cache_write, (rl_ctx *ctx, const rl_paged_kv *kv, const void *k, const void *v, const int32_t *slots,
+                          int n_tokens, int n_kv_heads, int head_dim),
+         (ctx, kv, k, v, slots, n_tokens, n_kv_heads, head_dim))
+/* Attention of new queries against the paged cache (their keys/values already written there).
+ * Sequence s has query rows cu_seqlens_q[s] .. cu_seqlens_q[s+1] and seqlens_k[s] keys (its
+ * cached context INCLUDING the new tokens), at block_tables[s * max_blocks + i] for key
+ * positions [i * block_size, (i+1) * block_size). Causal, bottom-right aligned: query i of a
+ * sequence with len_q queries sees keys j <= seqlens_k[s] - len_q + i. GQA: query head h reads
+ * kv head h / (n_heads / n_kv_heads). out [total_q, n_heads, head_dim]. max_seqlen_q and
+ * max_seqlen_k are upper bounds (a CUDA graph passes the capacity: kernels take the real
+ * lengths from seqlens_k). seqlens_k[s] == 0 marks an inactive row (graph padding): its
+ * outputs are zeros. kv (host) as for rl_kv_cache_write. */
+RL_OPDEF(paged_attention_fwd, (rl_ctx *ctx, void *out, const void *q, const rl_paged_kv *kv,
+                               const int32_t *cu_seqlens_q, const int32_t *seqlens_k, int n_seqs, int max_seqlen_q,
+                               int max_seqlen_k, int n_heads, int n_kv_heads, int head_dim, float scale),
+         (ctx, out, q, kv, cu_seqlens_q, seqlens_k, n_seqs, max_seqlen_q, max_seqlen_k, n_heads, n_kv_heads,
+          head_dim, scale))
+/* out[i] = in[rows[i]] for i < n_rows (rows of dim act-dtype elements; rows may repeat). */
+RL_OPDEF(gather_rows, (rl_ctx *ctx, void *out, const void *in, const int32_t *rows, int n_rows, int dim),
+         (ctx, out, in, rows, n_rows, dim))
+/* The decode state's advance after a sampled step, for each active row i < n_rows
+ * (seqlens_k[i] > 0): tokens[i] = sampled[i]; positions[i] += 1; seqlens_k[i] += 1;
+ * rows[i].step += 1; slots[i] = block_tables[i * max_blocks + positions[i] / block_size] *
+ * block_size + positions[i] % block_size. Inactive rows are left as they are. So the block
+ * holding position p + 1 must be in block_tables before the step that advances a row from p. */
+RL_OPDEF(decode_advance, (rl_ctx *ctx, int32_t *tokens, int32_t *positions, int32_t *seqlens_k, int32_t *slots,
+                          rl_sample_row *rows, const int32_t *sampled, const int32_t *block_tables, int max_blocks,
+                          int block_size, int n_rows),
+         (ctx, tokens, positions, seqlens_k, slots, rows, sampled, block_tables, max_blocks, block_size, n_rows))
 
 /* ---- optimizer and gradient norm ------------------------------------------------------------ */
 /* AdamW (Loshchilov & Hutter; decoupled decay): on n fp32 master weights with fp32 moments m, v.

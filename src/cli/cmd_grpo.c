@@ -15,7 +15,8 @@ static const char usage[] =
     "Rewards: math | exact | exact:strict | regex:PATTERN | format | format:boxed | cmd:\"COMMAND\"\n"
     "(cmd: a program reading one JSON object per completion on stdin and printing {\"reward\": x}).\n"
     "--variant dapo: clip-higher 0.28, token-level loss; dr_grpo: no std scaling, constant\n"
-    "normaliser. Writes OUT/model and OUT/metrics.jsonl; Ctrl-C saves after the current step;\n"
+    "normaliser. metrics.jsonl has each step's train-vs-rollout log-prob mismatch (0 with\n"
+    "--deterministic). Writes OUT/model and OUT/metrics.jsonl; Ctrl-C saves after the current step;\n"
     "--resume OUT/model continues.\n\n";
 
 typedef struct options {
@@ -23,7 +24,7 @@ typedef struct options {
     int64_t steps;
     int max_prompt, save_every, save, seed, schedule, loss_norm, variant;
     rl_cli_ranks ranks;
-    double temperature, top_p, clip_low, clip_high, kl_beta, reward_timeout;
+    double temperature, top_p, clip_low, clip_high, kl_beta, reward_timeout, tis_cap;
     rl_opt_list stop;
     rl_grpo_config c;
 } options;
@@ -49,6 +50,7 @@ static void make_config(options *o, rl_opts *cli)
     c->clip_low = (float)o->clip_low;
     c->clip_high = (float)o->clip_high;
     c->kl_beta = (float)o->kl_beta;
+    c->tis_cap = (float)o->tis_cap;
     c->loss_norm = (rl_loss_norm)o->loss_norm;
     c->seed = (uint64_t)o->seed;
     c->optim.schedule.kind = (rl_lr_kind)o->schedule;
@@ -92,6 +94,16 @@ int rl_cmd_grpo(int argc, char **argv)
         RL_OPT_F("std-scale", &o.c.scale_std, "divide advantages by the group std (--no-std-scale: Dr. GRPO)"),
         RL_OPT_I("mu", &o.c.mu, 1, 1 << 20, "optimizer updates per rollout"),
         RL_OPT_F("recompute-old-logp", &o.c.recompute_old_logp, "old log-probs from a training forward, not the sampler"),
+        RL_OPT_D("tis-cap", &o.tis_cap, 0, 1e6,
+                 "truncated importance sampling: weight each token's loss by min(exp(trainer - sampler log-prob), X) "
+                 "(0 = off)"),
+        RL_OPT_F("deterministic", &o.ranks.deterministic,
+                 "batch-invariant kernels: the sampler's log-probs equal the trainer's exactly (slower)"),
+        RL_OPT_D("gpu-memory-utilization", &o.c.engine.gpu_memory_utilization, 0, 1,
+                 "fraction of the free memory the generation KV cache takes", .range.above_lo = 1),
+        RL_OPT_I("max-num-seqs", &o.c.engine.max_num_seqs, 1, 65536, "sequences the engine generates at once"),
+        RL_OPT_I("max-num-batched-tokens", &o.c.engine.max_num_batched_tokens, 1, 1 << 24,
+                 "tokens per engine step, >= --max-num-seqs"),
         RL_OPT_I("max-tokens", &o.c.max_tokens, 2, 1 << 30, "tokens per packed micro-batch"),
         RL_OPT_D("lr", &o.c.optim.schedule.peak, 0, 10, "learning rate"),
         RL_OPT_C("schedule", &o.schedule, rl_lr_kind_names, "learning-rate schedule (after the warmup)"),
@@ -115,6 +127,9 @@ int rl_cmd_grpo(int argc, char **argv)
         status = rl_opts_fail(&cli, "--model (or --resume) is required (see --help)");
     if (status == RL_OPTS_CONTINUE && o.kl_beta > 0 && !o.model_dir)
         status = rl_opts_fail(&cli, "--kl-beta needs --model (the reference)");
+    if (status == RL_OPTS_CONTINUE && o.c.engine.max_num_batched_tokens < o.c.engine.max_num_seqs)
+        status = rl_opts_fail(&cli, "--max-num-batched-tokens (%d) must be >= --max-num-seqs (%d)",
+                              o.c.engine.max_num_batched_tokens, o.c.engine.max_num_seqs);
     if (status == RL_OPTS_CONTINUE) {
         make_config(&o, &cli);
         cJSON *saved = rl_opts_to_json(&cli);

@@ -107,6 +107,7 @@ int rl_cli_train(const char *cmd, const rl_cli_ranks *p, rl_run_config *c, char 
     rl_ctx ctx;
     int rc = rl_device_ctx(cmd, &ctx, p->device, threads, ordinal);
     if (rc) return rc;
+    ctx.deterministic = p->deterministic;
     rl_dist dist = {0};
     if (launched) {
         char *text = config_text(c->options);

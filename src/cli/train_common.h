@@ -19,9 +19,10 @@
 /* rl_opts_parse, after applying the options saved in the checkpoint that --resume names (so the
  * command line only needs what changes). */
 int rl_cli_parse_resumable(rl_opts *o, int argc, char **argv);
-/* Where and how a training command runs: --device, --threads, --gpus, --zero. */
+/* Where and how a training command runs: --device, --threads, --gpus, --zero, and (grpo)
+ * --deterministic, the context's batch-invariant mode (rl_ctx.deterministic). */
 typedef struct rl_cli_ranks {
-    int device, threads, gpus, zero;
+    int device, threads, gpus, zero, deterministic;
 } rl_cli_ranks;
 
 #define RL_OPT_GPUS(p) RL_OPT_I("gpus", p, 1, 4096, "ranks on this machine, one per GPU (with --device cpu: CPU processes)")

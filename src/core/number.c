@@ -11,17 +11,29 @@ void rl_number_range_text(const rl_number_range *r, char *out, size_t size)
              r->above_lo ? '(' : '[', r->lo, r->hi);
 }
 
+static int in_range(double x, const rl_number_range *r)
+{
+    if (!isfinite(x) || (r->whole && x != floor(x))) return 0;
+    return (x <= r->hi && (r->above_lo ? x > r->lo : x >= r->lo)) || (r->or_zero && x == 0);
+}
+
 int rl_number_parse(const char *text, const rl_number_range *r, const char *what, double *out, rl_err *err)
 {
     char *end = NULL;
     double x = text ? strtod(text, &end) : NAN;
-    int ok = text && *text && end != text && !*end && isfinite(x) && (!r->whole || x == floor(x));
-    int in_range = x <= r->hi && (r->above_lo ? x > r->lo : x >= r->lo);
-    if (ok && (in_range || (r->or_zero && x == 0))) {
+    if (text && *text && end != text && !*end && in_range(x, r)) {
         *out = x;
         return 0;
     }
     char range[160];
     rl_number_range_text(r, range, sizeof range);
     return rl_err_set(err, "%s must be %s, got '%s'", what, range, text ? text : "");
+}
+
+int rl_number_check(double x, const rl_number_range *r, const char *what, rl_err *err)
+{
+    if (in_range(x, r)) return 0;
+    char range[160];
+    rl_number_range_text(r, range, sizeof range);
+    return rl_err_set(err, "%s must be %s, got %.17g", what, range, x);
 }

@@ -19,6 +19,9 @@ typedef struct rl_number_range {
 /* Parses text into *out; -1 with err naming `what` and the range when it is not a number in r. */
 int rl_number_parse(const char *text, const rl_number_range *r, const char *what, double *out, rl_err *err);
 
+/* The same check on a number already read (a JSON value): 0, or -1 with the same message. */
+int rl_number_check(double x, const rl_number_range *r, const char *what, rl_err *err);
+
 /* The range as words: "an integer in [1, 100]", "0 or a number in (0, 1]". */
 void rl_number_range_text(const rl_number_range *r, char *out, size_t size);
 

@@ -1,95 +1,190 @@
-/* generate.c — the CPU reference generation engine (see generate.h).
+/* generate.c — one rl_engine_generate call (see generate.h).
  *
- * One call: allocate a key/value slab per prompt (prompt + max_new_tokens rows, at most
- * max_position_embeddings; all layers in one backend allocation) and inference activations;
- * prefill the prompts in groups of at most PREFILL_CHUNK_TOKENS tokens (a longer prompt goes
- * alone), which leaves each prompt's next-token logits in row i of an [n, vocab] buffer; then
- * repeat: sample every row at once (finished rows get zero logits and are ignored), record
- * tokens, check the stop conditions, and run the unfinished sequences one token further. Stop
- * strings are found in the raw bytes of the completion as it grows; the final text is the
- * tokenizer's decode, cut at the first stop string. */
-#include "engine/generate.h"
-
+ * Requests are checked one by one (a bad one gets its error and stays out); the rest become
+ * scheduler sequences, each with a token buffer for prompt + completion and its sampling row.
+ * Requests with the same prompt form a group (scheduler.h: prefilled once, then forked). Then
+ * steps run until every sequence finished: the scheduler plans, the runner executes and
+ * returns the sampled tokens, and each token is recorded and checked against the stop
+ * conditions; a finished sequence releases its blocks at once (continuous batching) and its
+ * result goes to the callback. Stop strings are found in the raw bytes of the completion as it
+ * grows; the final text is the tokenizer's decode, cut at the first stop string. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Prefill batches up to this many prompt tokens at once: bounds the activation memory. */
-#define PREFILL_CHUNK_TOKENS 2048
+#include "engine/engine_internal.h"
+#include "engine/scheduler.h"
 
-struct rl_engine {
-    rl_model *model;
-    const rl_tokenizer *tok;
-    int32_t eos[RL_ENGINE_MAX_EOS];
-    int n_eos;
-};
-
-typedef struct seq_state {
-    int done;
-    int limit;   /* new tokens at most: max_new_tokens, or fewer to stay in max_position_embeddings */
-    char *bytes; /* raw bytes of the completion so far (stop-string search) */
+typedef struct seq_extra {
+    const rl_gen_params *p; /* the request's parameters */
+    int limit;              /* new tokens at most */
+    char *bytes;            /* raw bytes of the completion so far (stop-string search) */
     size_t n_bytes, cap_bytes;
-} seq_state;
+} seq_extra;
 
-/* Working memory of one rl_engine_generate call. */
-typedef struct run {
-    rl_kv_slabs kv;
-    void *kv_base;
-    int32_t *slab_start, *slab_rows, *used, *slots, *batch_tokens, *batch_cu, *host_tokens;
-    float *host_logp;
-    rl_acts *acts;
-    float *logits_step, *logits_all, *logp_dev; /* backend */
-    int32_t *tokens_dev;                        /* backend */
-    seq_state *seqs;
-    int max_batch_tokens;
-} run;
+typedef struct call {
+    rl_engine *e;
+    const rl_gen_prompt *prompts;
+    rl_gen_result *results;
+    int n;
+    rl_sched_seq *seqs;
+    seq_extra *x;
+    rl_sample_row *rows;
+    int32_t *tokens, *block_ids; /* every sequence's token buffer and block table, in two allocations */
+    rl_scheduler sched;
+    rl_gen_done_fn on_done;
+    void *user;
+    int n_refused, first_refused;
+} call;
 
-rl_gen_params rl_gen_params_default(void)
+static void refuse(call *c, int i, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void refuse(call *c, int i, const char *fmt, ...)
 {
-    rl_gen_params p = {.sample = {.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f},
-                       .max_new_tokens = 256};
-    return p;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    rl_gen_result *r = &c->results[i];
+    r->error = strdup(msg);
+    c->seqs[i].state = RL_SEQ_FINISHED;
+    if (c->n_refused++ == 0) c->first_refused = i;
 }
 
-const char *rl_finish_name(rl_finish_reason finish)
+/* The sampling row of a request's filters (seed and counters are set when it runs). */
+static rl_sample_row filter_row(const rl_sample_params *s)
 {
-    return finish == RL_FINISH_EOS ? "eos" : finish == RL_FINISH_STOP ? "stop" : "length";
+    return (rl_sample_row){.temperature = s->temperature, .top_k = s->top_k, .top_p = s->top_p, .min_p = s->min_p};
 }
 
-static void add_eos(rl_engine *e, int32_t id)
+/* 0 when the request's parameters can run, else -1 with the reason in why. The filters are
+ * checked here, on the host: rl_sample reads them from backend memory and does not (ops.h). */
+static int bad_params(const rl_engine *e, const rl_gen_params *p, rl_err *why)
 {
-    if (id < 0 || e->n_eos == RL_ENGINE_MAX_EOS) return;
-    for (int i = 0; i < e->n_eos; i++)
-        if (e->eos[i] == id) return;
-    e->eos[e->n_eos++] = id;
-}
-
-int rl_engine_create(rl_engine **out, rl_model *m, const rl_tokenizer *tok, rl_err *err)
-{
-    rl_engine *e = calloc(1, sizeof *e);
-    if (!e) return rl_err_oom(err, "engine", sizeof *e);
-    e->model = m;
-    e->tok = tok;
-    for (int i = 0; i < m->config.n_eos; i++) add_eos(e, m->config.eos_token_ids[i]);
-    int32_t tok_eos[RL_TOK_MAX_EOS];
-    for (int i = 0, n = tok ? rl_tok_eos_ids(tok, tok_eos) : 0; i < n; i++) add_eos(e, tok_eos[i]);
-    *out = e;
+    rl_sample_row row = filter_row(&p->sample);
+    if (rl_sample_row_check(&row, why)) return -1;
+    if (p->max_new_tokens < 1) return rl_err_set(why, "max_new_tokens = %d, must be >= 1", p->max_new_tokens);
+    if (p->n_stop > 0 && !e->tok) return rl_err_set(why, "stop strings need a tokenizer");
+    for (int j = 0; j < p->n_stop; j++)
+        if (!p->stop || !p->stop[j] || !p->stop[j][0]) return rl_err_set(why, "stop string %d is empty", j);
     return 0;
 }
 
-void rl_engine_free(rl_engine *e) { free(e); }
-
-int rl_engine_eos_ids(const rl_engine *e, const int32_t **ids)
+/* Refuses what cannot run; returns the KV blocks the others need at their full lengths. */
+static long check_requests(call *c, const rl_gen_params *params)
 {
-    *ids = e->eos;
-    return e->n_eos;
+    const rl_engine *e = c->e;
+    int vocab = e->model->config.vocab_size, max_len = e->opt.max_model_len, bs = e->opt.block_size;
+    long need = 0;
+    rl_err why;
+    for (int i = 0; i < c->n; i++) {
+        const rl_gen_prompt *pr = &c->prompts[i];
+        const rl_gen_params *p = pr->params ? pr->params : params;
+        c->x[i].p = p;
+        int bad = bad_params(e, p, &why);
+        int bad_id = -1;
+        for (int t = 0; pr->ids && t < pr->n_ids && bad_id < 0; t++)
+            if (pr->ids[t] < 0 || pr->ids[t] >= vocab) bad_id = t;
+        if (bad) refuse(c, i, "request %d: %s", i, why.msg);
+        else if (pr->n_ids < 1 || !pr->ids) refuse(c, i, "request %d: the prompt is empty", i);
+        else if (bad_id >= 0)
+            refuse(c, i, "request %d: token %d at position %d is outside the vocabulary [0, %d)", i, pr->ids[bad_id],
+                   bad_id, vocab);
+        else if (pr->n_ids >= max_len)
+            refuse(c, i, "request %d: the prompt has %d tokens, leaving no room for new ones within max_model_len = %d",
+                   i, pr->n_ids, max_len);
+        else {
+            c->x[i].limit = p->max_new_tokens < max_len - pr->n_ids ? p->max_new_tokens : max_len - pr->n_ids;
+            need += (pr->n_ids + c->x[i].limit + bs - 1) / bs;
+        }
+    }
+    return need;
 }
 
-void rl_gen_result_free(rl_gen_result *r)
+/* Deterministic mode samples at one temperature: the log-prob op takes one. */
+static float deterministic_inv_t(call *c)
 {
-    free(r->ids);
-    free(r->logprobs);
-    free(r->text);
-    memset(r, 0, sizeof *r);
+    if (!c->e->model->ctx->deterministic) return 0.0f;
+    float t = -1;
+    for (int i = 0; i < c->n; i++) {
+        if (c->seqs[i].state == RL_SEQ_FINISHED) continue;
+        float ti = c->x[i].p->sample.temperature;
+        if (t < 0) t = ti;
+        else if (ti != t)
+            refuse(c, i, "request %d: deterministic mode samples a call at one temperature (%g), not %g", i, t, ti);
+    }
+    return t > 0 ? 1.0f / t : 1.0f;
+}
+
+/* Sequences with the same prompt share a group (the first one's index). */
+static int assign_groups(call *c)
+{
+    uint32_t slots = 1;
+    while (slots < 2u * (uint32_t)c->n) slots <<= 1;
+    int *table = malloc((size_t)slots * sizeof *table);
+    if (!table) return -1;
+    memset(table, 0xff, (size_t)slots * sizeof *table);
+    for (int i = 0; i < c->n; i++) {
+        c->seqs[i].group = -1;
+        if (c->seqs[i].state == RL_SEQ_FINISHED || !c->e->opt.prefix_sharing) continue;
+        const rl_gen_prompt *p = &c->prompts[i];
+        uint64_t h = 1469598103934665603ull;
+        for (int t = 0; t < p->n_ids; t++) h = (h ^ (uint32_t)p->ids[t]) * 1099511628211ull;
+        for (uint32_t s = (uint32_t)h & (slots - 1);; s = (s + 1) & (slots - 1)) {
+            int j = table[s];
+            if (j < 0) {
+                table[s] = i;
+                c->seqs[i].group = i;
+                break;
+            }
+            const rl_gen_prompt *q = &c->prompts[j];
+            if (q->n_ids == p->n_ids && !memcmp(q->ids, p->ids, (size_t)p->n_ids * sizeof *p->ids)) {
+                c->seqs[i].group = j;
+                break;
+            }
+        }
+    }
+    free(table);
+    return 0;
+}
+
+/* Token buffers, block tables, sampling rows and result arrays of the sequences that run. */
+static int setup_seqs(call *c, rl_err *err)
+{
+    const rl_engine *e = c->e;
+    size_t n_tok = 0, n_blk = 0;
+    for (int i = 0; i < c->n; i++)
+        if (c->seqs[i].state != RL_SEQ_FINISHED) {
+            int max_len = c->prompts[i].n_ids + c->x[i].limit;
+            n_tok += (size_t)max_len;
+            n_blk += (size_t)(max_len + e->opt.block_size - 1) / e->opt.block_size;
+        }
+    c->tokens = malloc((n_tok ? n_tok : 1) * sizeof *c->tokens);
+    c->block_ids = malloc((n_blk ? n_blk : 1) * sizeof *c->block_ids);
+    if (!c->tokens || !c->block_ids) return rl_err_oom(err, "generate buffers", (n_tok + n_blk) * 4);
+    int32_t *tok = c->tokens, *blk = c->block_ids;
+    for (int i = 0; i < c->n; i++) {
+        rl_sched_seq *q = &c->seqs[i];
+        if (q->state == RL_SEQ_FINISHED) continue;
+        const rl_gen_prompt *pr = &c->prompts[i];
+        const rl_gen_params *p = c->x[i].p;
+        memcpy(tok, pr->ids, (size_t)pr->n_ids * sizeof *tok);
+        q->tokens = tok;
+        q->n_prompt = q->n_tokens = pr->n_ids;
+        q->max_len = pr->n_ids + c->x[i].limit;
+        q->bt.ids = blk;
+        tok += q->max_len;
+        blk += (q->max_len + e->opt.block_size - 1) / e->opt.block_size;
+        c->rows[i] = filter_row(&p->sample);
+        c->rows[i].seed = p->seed;
+        c->rows[i].row = (uint32_t)(pr->params ? pr->sample : i);
+        rl_gen_result *r = &c->results[i];
+        r->ids = malloc((size_t)c->x[i].limit * sizeof *r->ids);
+        r->logprobs = malloc((size_t)c->x[i].limit * sizeof *r->logprobs);
+        if (!r->ids || !r->logprobs) return rl_err_oom(err, "generate results", (size_t)c->x[i].limit * 8);
+    }
+    return 0;
 }
 
 static int is_eos(const rl_engine *e, int32_t id)
@@ -99,164 +194,7 @@ static int is_eos(const rl_engine *e, int32_t id)
     return 0;
 }
 
-static int check_request(const rl_engine *e, const rl_gen_prompt *prompts, int n,
-                         const rl_gen_params *p, rl_err *err)
-{
-    if (n < 1) return rl_err_set(err, "generate: need at least one prompt, got %d", n);
-    if (p->max_new_tokens < 1) return rl_err_set(err, "generate: max_new_tokens = %d, must be >= 1", p->max_new_tokens);
-    if (p->sample.temperature < 0) return rl_err_set(err, "generate: temperature %g is negative", p->sample.temperature);
-    if (p->n_stop > 0 && !e->tok) return rl_err_set(err, "generate: stop strings need a tokenizer");
-    for (int i = 0; i < p->n_stop; i++)
-        if (!p->stop[i] || !p->stop[i][0]) return rl_err_set(err, "generate: stop string %d is empty", i);
-    int vocab = e->model->config.vocab_size, max_pos = e->model->config.max_position_embeddings;
-    for (int i = 0; i < n; i++) {
-        if (prompts[i].n_ids < 1) return rl_err_set(err, "generate: prompt %d is empty", i);
-        if (prompts[i].n_ids >= max_pos)
-            return rl_err_set(err, "generate: prompt %d has %d tokens, leaving no room for new ones within "
-                              "the model's max_position_embeddings = %d", i, prompts[i].n_ids, max_pos);
-        for (int t = 0; t < prompts[i].n_ids; t++)
-            if (prompts[i].ids[t] < 0 || prompts[i].ids[t] >= vocab)
-                return rl_err_set(err, "generate: prompt %d: token %d at position %d is outside the vocabulary [0, %d)",
-                                  i, prompts[i].ids[t], t, vocab);
-    }
-    return 0;
-}
-
-static void run_free(rl_ctx *ctx, run *r, int n)
-{
-    rl_free(ctx, r->kv_base);
-    rl_free(ctx, r->logits_step);
-    rl_free(ctx, r->logits_all);
-    rl_free(ctx, r->logp_dev);
-    rl_free(ctx, r->tokens_dev);
-    rl_acts_free(r->acts);
-    free(r->kv.k);
-    free(r->slab_start);
-    free(r->host_logp);
-    if (r->seqs)
-        for (int i = 0; i < n; i++) free(r->seqs[i].bytes);
-    free(r->seqs);
-}
-
-/* New tokens a prompt of n_ids tokens may get: max_new, or fewer so that prompt + completion
- * stay within max_position_embeddings (check_request leaves room for at least one). */
-static int seq_limit(const rl_model_config *c, int n_ids, int max_new)
-{
-    int room = c->max_position_embeddings - n_ids;
-    return max_new < room ? max_new : room;
-}
-
-static int run_alloc(rl_engine *e, run *r, const rl_gen_prompt *prompts, int n, int max_new, rl_err *err)
-{
-    rl_model *m = e->model;
-    rl_ctx *ctx = m->ctx;
-    const rl_model_config *c = &m->config;
-    int L = c->n_layers, V = c->vocab_size;
-    memset(r, 0, sizeof *r);
-
-    size_t total_rows = 0;
-    int longest = 0;
-    long total_prompt = 0;
-    for (int i = 0; i < n; i++) {
-        total_rows += (size_t)prompts[i].n_ids + (size_t)seq_limit(c, prompts[i].n_ids, max_new);
-        total_prompt += prompts[i].n_ids;
-        if (prompts[i].n_ids > longest) longest = prompts[i].n_ids;
-    }
-    if (total_rows > INT32_MAX) return rl_err_set(err, "generate: %zu cache rows exceed the int32 range", total_rows);
-    r->max_batch_tokens = total_prompt < PREFILL_CHUNK_TOKENS ? (int)total_prompt : PREFILL_CHUNK_TOKENS;
-    if (longest > r->max_batch_tokens) r->max_batch_tokens = longest;
-    if (n > r->max_batch_tokens) r->max_batch_tokens = n;
-
-    /* host: slab_start, slab_rows, used, slots [n] + batch_cu [n + 1] + batch_tokens,
-     * host_tokens [max_batch_tokens] — one int32 allocation. */
-    size_t n_i32 = 4 * (size_t)n + ((size_t)n + 1) + 2 * (size_t)r->max_batch_tokens;
-    r->slab_start = malloc(n_i32 * sizeof(int32_t));
-    r->host_logp = malloc((size_t)n * sizeof(float));
-    r->seqs = calloc((size_t)n, sizeof *r->seqs);
-    r->kv.k = calloc(2 * (size_t)L, sizeof(void *));
-    if (!r->slab_start || !r->host_logp || !r->seqs || !r->kv.k)
-        return rl_err_oom(err, "generate tables", n_i32 * sizeof(int32_t));
-    r->slab_rows = r->slab_start + n;
-    r->used = r->slab_rows + n;
-    r->slots = r->used + n;
-    r->batch_cu = r->slots + n;
-    r->batch_tokens = r->batch_cu + n + 1;
-    r->host_tokens = r->batch_tokens + r->max_batch_tokens;
-    int32_t row = 0;
-    for (int i = 0; i < n; i++) {
-        r->slab_start[i] = row;
-        r->seqs[i].limit = seq_limit(c, prompts[i].n_ids, max_new);
-        r->slab_rows[i] = prompts[i].n_ids + r->seqs[i].limit;
-        r->used[i] = 0;
-        row += r->slab_rows[i];
-    }
-
-    size_t row_bytes = (size_t)c->n_kv_heads * c->head_dim * rl_dtype_size(ctx->act_dtype);
-    size_t slab_bytes = total_rows * row_bytes;
-    r->kv_base = rl_alloc(ctx, 2 * (size_t)L * slab_bytes);
-    if (!r->kv_base) goto fail_ctx;
-    r->kv.v = r->kv.k + L;
-    for (int l = 0; l < L; l++) {
-        r->kv.k[l] = (char *)r->kv_base + (size_t)(2 * l) * slab_bytes;
-        r->kv.v[l] = (char *)r->kv_base + (size_t)(2 * l + 1) * slab_bytes;
-    }
-    r->kv.n_slots = n;
-    r->kv.slab_start = r->slab_start;
-    r->kv.slab_rows = r->slab_rows;
-    r->kv.used = r->used;
-
-    if (rl_acts_create(&r->acts, m, r->max_batch_tokens, RL_ACTS_INFER, err)) return -1;
-    r->logits_step = rl_alloc(ctx, (size_t)n * V * sizeof(float));
-    r->logits_all = rl_alloc(ctx, (size_t)n * V * sizeof(float));
-    r->logp_dev = rl_alloc(ctx, (size_t)n * sizeof(float));
-    r->tokens_dev = rl_alloc(ctx, (size_t)n * sizeof(int32_t));
-    if (!r->logits_step || !r->logits_all || !r->logp_dev || !r->tokens_dev) goto fail_ctx;
-    return 0;
-fail_ctx:
-    rl_ctx_error(ctx, err);
-    return rl_err_prefix(err, "generate: ");
-}
-
-/* Copies row `from` of the step's logits to row `to` of the all-prompts buffer. */
-static int put_logits(rl_ctx *ctx, run *r, int vocab, int from, int to, rl_err *err)
-{
-    size_t row = (size_t)vocab * sizeof(float);
-    RL_TRY_OP(ctx, err, rl_memcpy(ctx, (char *)r->logits_all + (size_t)to * row,
-                                  (char *)r->logits_step + (size_t)from * row, row, RL_D2D));
-    return 0;
-}
-
-/* Runs the forward on the batch of slots r->slots[0 .. n_runs) already laid out in
- * batch_tokens / batch_cu, and moves each run's logits to its prompt's row. */
-static int step_forward(rl_engine *e, run *r, int n_runs, rl_err *err)
-{
-    rl_model *m = e->model;
-    if (rl_model_forward_cached(m, r->acts, &r->kv, r->slots, r->batch_tokens, r->batch_cu, n_runs,
-                                r->logits_step, err))
-        return -1;
-    for (int s = 0; s < n_runs; s++)
-        if (put_logits(m->ctx, r, m->config.vocab_size, s, r->slots[s], err)) return -1;
-    return 0;
-}
-
-static int prefill(rl_engine *e, run *r, const rl_gen_prompt *prompts, int n, rl_err *err)
-{
-    int i = 0;
-    while (i < n) {
-        int n_runs = 0, n_tokens = 0;
-        r->batch_cu[0] = 0;
-        while (i < n && (n_runs == 0 || n_tokens + prompts[i].n_ids <= r->max_batch_tokens)) {
-            memcpy(r->batch_tokens + n_tokens, prompts[i].ids, (size_t)prompts[i].n_ids * sizeof(int32_t));
-            n_tokens += prompts[i].n_ids;
-            r->slots[n_runs++] = i++;
-            r->batch_cu[n_runs] = n_tokens;
-        }
-        if (step_forward(e, r, n_runs, err)) return -1;
-    }
-    return 0;
-}
-
-static int append_bytes(seq_state *s, const char *bytes, size_t len, rl_err *err)
+static int append_bytes(seq_extra *s, const char *bytes, size_t len, rl_err *err)
 {
     if (s->n_bytes + len + 1 > s->cap_bytes) {
         size_t cap = (s->n_bytes + len + 1) * 2;
@@ -272,44 +210,14 @@ static int append_bytes(seq_state *s, const char *bytes, size_t len, rl_err *err
 }
 
 /* Whether a stop string ends inside the bytes appended since old_len. */
-static int hits_stop(const seq_state *s, size_t old_len, const rl_gen_params *p)
+static int hits_stop(const seq_extra *s, size_t old_len)
 {
+    const rl_gen_params *p = s->p;
     for (int j = 0; j < p->n_stop; j++) {
         size_t len = strlen(p->stop[j]);
         if (len > s->n_bytes) continue;
         size_t from = old_len + 1 > len ? old_len + 1 - len : 0;
         if (memmem(s->bytes + from, s->n_bytes - from, p->stop[j], len)) return 1;
-    }
-    return 0;
-}
-
-/* Records the token sampled for prompt i; marks the sequence done when it ends. */
-static int take_token(rl_engine *e, run *r, int i, int32_t id, float logp, const rl_gen_params *p,
-                      rl_gen_result *res, rl_err *err)
-{
-    seq_state *s = &r->seqs[i];
-    res->ids[res->n_ids] = id;
-    res->logprobs[res->n_ids] = logp;
-    res->n_ids++;
-    if (is_eos(e, id)) {
-        res->finish = RL_FINISH_EOS;
-        s->done = 1;
-        return 0;
-    }
-    if (p->n_stop > 0) {
-        const char *bytes;
-        size_t len, old = s->n_bytes;
-        /* Ids past the tokenizer (the padding rows of a model's vocabulary) have no text. */
-        if (!rl_tok_token_bytes(e->tok, id, &bytes, &len) && append_bytes(s, bytes, len, err)) return -1;
-        if (hits_stop(s, old, p)) {
-            res->finish = RL_FINISH_STOP;
-            s->done = 1;
-            return 0;
-        }
-    }
-    if (res->n_ids == s->limit) {
-        res->finish = RL_FINISH_LENGTH;
-        s->done = 1;
     }
     return 0;
 }
@@ -340,57 +248,161 @@ static int finish_text(const rl_engine *e, const rl_gen_params *p, rl_gen_result
     return 0;
 }
 
-static int decode_loop(rl_engine *e, run *r, int n, const rl_gen_params *p, rl_gen_result *results,
-                       rl_err *err)
+/* Records the token sampled for sequence q; returns 1 when it ended the completion. */
+static int take_token(call *c, int q, int32_t id, float logp, rl_err *err)
 {
-    rl_ctx *ctx = e->model->ctx;
-    int V = e->model->config.vocab_size;
-    for (uint64_t step = 0;; step++) {
-        for (int i = 0; i < n; i++)
-            if (r->seqs[i].done && rl_memzero(ctx, r->logits_all + (size_t)i * V, (size_t)V * sizeof(float)))
-                goto fail_ctx;
-        if (rl_sample(ctx, r->tokens_dev, r->logp_dev, r->logits_all, n, V, &p->sample, p->seed, step) ||
-            rl_memcpy(ctx, r->host_tokens, r->tokens_dev, (size_t)n * sizeof(int32_t), RL_D2H) ||
-            rl_memcpy(ctx, r->host_logp, r->logp_dev, (size_t)n * sizeof(float), RL_D2H))
-            goto fail_ctx;
-        int n_runs = 0;
-        r->batch_cu[0] = 0;
-        for (int i = 0; i < n; i++) {
-            if (r->seqs[i].done) continue;
-            if (take_token(e, r, i, r->host_tokens[i], r->host_logp[i], p, &results[i], err)) return -1;
-            if (r->seqs[i].done) continue;
-            r->batch_tokens[n_runs] = r->host_tokens[i];
-            r->slots[n_runs++] = i;
-            r->batch_cu[n_runs] = n_runs;
-        }
-        if (n_runs == 0) return 0;
-        if (step_forward(e, r, n_runs, err)) return -1;
+    rl_sched_seq *seq = &c->seqs[q];
+    seq_extra *x = &c->x[q];
+    rl_gen_result *res = &c->results[q];
+    seq->tokens[seq->n_tokens++] = id;
+    res->ids[res->n_ids] = id;
+    res->logprobs[res->n_ids] = logp;
+    res->n_ids++;
+    if (!x->p->ignore_eos && is_eos(c->e, id)) {
+        res->finish = RL_FINISH_EOS;
+        return 1;
     }
-fail_ctx:
-    rl_ctx_error(ctx, err);
-    return rl_err_prefix(err, "generate: ");
+    if (x->p->n_stop > 0) {
+        const char *bytes;
+        size_t len, old = x->n_bytes;
+        /* Ids past the tokenizer (the padding rows of a model's vocabulary) have no text. */
+        if (!rl_tok_token_bytes(c->e->tok, id, &bytes, &len) && append_bytes(x, bytes, len, err)) return -1;
+        if (hits_stop(x, old)) {
+            res->finish = RL_FINISH_STOP;
+            return 1;
+        }
+    }
+    if (res->n_ids == x->limit) {
+        res->finish = RL_FINISH_LENGTH;
+        return 1;
+    }
+    return 0;
 }
 
-int rl_engine_generate(rl_engine *e, const rl_gen_prompt *prompts, int n,
-                       const rl_gen_params *params, rl_gen_result *results, rl_err *err)
+static int finish_seq(call *c, int q, rl_err *err)
+{
+    rl_runner_drop(c->e->runner, q);
+    rl_sched_finish(&c->sched, q);
+    if (c->e->tok && finish_text(c->e, c->x[q].p, &c->results[q], err)) return -1;
+    if (c->on_done) c->on_done(c->user, q, &c->results[q]);
+    return 0;
+}
+
+static void count_step(call *c, const rl_sched_plan *plan)
+{
+    rl_engine_stats *st = &c->e->stats;
+    for (int k = 0; k < plan->n_items; k++) {
+        const rl_sched_item *it = &plan->items[k];
+        int end = it->start + it->n_new, n_prompt = c->seqs[it->seq].n_prompt;
+        if (it->start < n_prompt) st->prompt_tokens += (end < n_prompt ? end : n_prompt) - it->start;
+    }
+    st->preemptions += plan->n_preempted;
+    st->forks += plan->n_forks;
+    st->cow_copies += plan->n_copies;
+}
+
+static int run_steps(call *c, rl_err *err)
+{
+    rl_engine *e = c->e;
+    while (!rl_sched_idle(&c->sched)) {
+        rl_sched_plan_step(&c->sched);
+        const rl_sched_plan *plan = &c->sched.plan;
+        for (int k = 0; k < plan->n_preempted; k++) rl_runner_drop(e->runner, plan->preempted[k]);
+        if (plan->n_items == 0)
+            return rl_err_set(err, "engine: no sequence can run (%d waiting, %d free blocks): a scheduler bug",
+                              c->sched.w_len, rl_bm_n_free(&e->bm));
+        count_step(c, plan);
+        rl_step_out out;
+        if (rl_runner_step(e->runner, plan, c->seqs, c->rows, &out, err)) return -1;
+        rl_sched_step_done(&c->sched);
+        int used = e->bm.n_blocks - rl_bm_n_free(&e->bm);
+        if (used > e->stats.peak_blocks) e->stats.peak_blocks = used;
+        e->stats.generated_tokens += out.n;
+        for (int j = 0; j < out.n; j++) {
+            int done = take_token(c, out.seq[j], out.token[j], out.logp[j], err);
+            if (done < 0 || (done && finish_seq(c, out.seq[j], err))) return -1;
+        }
+    }
+    return 0;
+}
+
+static void call_free(call *c)
+{
+    if (c->seqs && c->e->bm.ref)
+        for (int i = 0; i < c->n; i++)
+            if (c->seqs[i].bt.n > 0) rl_bm_release(&c->e->bm, &c->seqs[i].bt);
+    rl_sched_free(&c->sched);
+    if (c->x)
+        for (int i = 0; i < c->n; i++) free(c->x[i].bytes);
+    free(c->x);
+    free(c->seqs);
+    free(c->rows);
+    free(c->tokens);
+    free(c->block_ids);
+}
+
+int rl_engine_generate(rl_engine *e, const rl_gen_prompt *prompts, int n, const rl_gen_params *params,
+                       rl_gen_result *results, rl_gen_done_fn on_done, void *user, rl_err *err)
 {
     for (int i = 0; i < n; i++) memset(&results[i], 0, sizeof results[i]);
-    if (check_request(e, prompts, n, params, err)) return -1;
-    for (int i = 0; i < n; i++) {
-        size_t limit = (size_t)seq_limit(&e->model->config, prompts[i].n_ids, params->max_new_tokens);
-        results[i].ids = malloc(limit * sizeof(int32_t));
-        results[i].logprobs = malloc(limit * sizeof(float));
-        if (!results[i].ids || !results[i].logprobs) return rl_err_oom(err, "generate results", limit * 8);
+    if (n < 1) return rl_err_set(err, "generate: need at least one prompt, got %d", n);
+    call c = {.e = e, .prompts = prompts, .results = results, .n = n, .on_done = on_done, .user = user};
+    c.seqs = calloc((size_t)n, sizeof *c.seqs);
+    c.x = calloc((size_t)n, sizeof *c.x);
+    c.rows = calloc((size_t)n, sizeof *c.rows);
+    int rc = -1, failed = 1;
+    if (!c.seqs || !c.x || !c.rows) {
+        rl_err_oom(err, "generate", (size_t)n * 128);
+        goto done;
     }
-    run r;
-    int rc = -1;
-    if (run_alloc(e, &r, prompts, n, params->max_new_tokens, err)) goto done;
-    if (prefill(e, &r, prompts, n, err) || decode_loop(e, &r, n, params, results, err)) goto done;
-    if (e->tok)
-        for (int i = 0; i < n; i++)
-            if (finish_text(e, params, &results[i], err)) goto done;
+    long need = check_requests(&c, params);
+    memset(&e->stats, 0, sizeof e->stats);
+    long hits_before = 0;
+    if (need > 0) {
+        if (rl_engine_prepare(e, need, err)) goto done;
+        hits_before = e->bm.n_hit_blocks;
+        for (int i = 0; i < n; i++) {
+            if (c.seqs[i].state == RL_SEQ_FINISHED) continue;
+            int blocks = (prompts[i].n_ids + c.x[i].limit + e->opt.block_size - 1) / e->opt.block_size;
+            if (blocks > e->pool.view.n_blocks)
+                refuse(&c, i, "request %d: %d prompt + %d new tokens need %d KV blocks of %d, the pool has %d (raise the "
+                       "memory budget or lower max_tokens)", i, prompts[i].n_ids, c.x[i].limit, blocks,
+                       e->opt.block_size, e->pool.view.n_blocks);
+        }
+    }
+    float inv_t = deterministic_inv_t(&c);
+    for (int i = 0; on_done && i < n; i++)
+        if (results[i].error) on_done(user, i, &results[i]);
+    if (c.n_refused < n) {
+        rl_sched_config sc = {.max_num_seqs = e->opt.max_num_seqs,
+                              .max_num_batched_tokens = e->opt.max_num_batched_tokens,
+                              .prefix_caching = e->opt.prefix_sharing};
+        if (assign_groups(&c)) {
+            rl_err_oom(err, "prompt groups", (size_t)n * 8);
+            goto done;
+        }
+        rl_runner_stats before = *rl_runner_stats_of(e->runner);
+        if (setup_seqs(&c, err) || rl_sched_create(&c.sched, c.seqs, n, &e->bm, &sc, err) ||
+            rl_runner_begin(e->runner, n, inv_t, err) || run_steps(&c, err))
+            goto done;
+        const rl_runner_stats *after = rl_runner_stats_of(e->runner);
+        e->stats.cached_tokens = (e->bm.n_hit_blocks - hits_before) * e->opt.block_size;
+        e->stats.steps = after->steps - before.steps;
+        e->stats.decode_steps = after->decode_steps - before.decode_steps;
+        e->stats.graph_replays = after->graph_replays - before.graph_replays;
+        e->stats.mixed_steps = after->mixed_steps - before.mixed_steps;
+    }
+    failed = 0;
     rc = 0;
+    if (c.n_refused)
+        rc = rl_err_set(err, "generate: %d of %d requests refused; %s", c.n_refused, n, results[c.first_refused].error);
 done:
-    run_free(e->model->ctx, &r, n);
+    /* A failed call leaves no half-made result: whatever did not finish carries the error. */
+    for (int i = 0; failed && c.seqs && i < n; i++)
+        if (c.seqs[i].state != RL_SEQ_FINISHED) {
+            rl_gen_result_free(&results[i]);
+            results[i].error = strdup(err->msg);
+        }
+    call_free(&c);
     return rc;
 }

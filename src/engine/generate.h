@@ -1,23 +1,32 @@
 /* generate.h — the generation engine: prompts in, completions (ids, text, per-token log-probs)
- * out.
+ * out, on either backend.
  *
- * This is the CPU reference engine: every prompt gets one key/value slab of prompt length +
- * max_new_tokens rows (fewer near max_position_embeddings), the prompts are prefilled (in
- * chunks of packed sequences), then all unfinished sequences decode one token per step together. The interface is what a paged,
- * continuous-batching CUDA engine keeps: rl_engine_generate(engine, prompts, n, params,
- * results) with the same meaning and the same random draws.
+ * rl_engine_generate runs all its requests together, like vLLM's LLM.generate: a paged KV cache
+ * (kv_pool.h) shared through a block manager with prefix sharing (block_manager.h), a scheduler
+ * with continuous batching, chunked prefill and preemption by recompute (scheduler.h), and a
+ * runner that executes each step, decode steps from device-resident state replayed as CUDA
+ * graphs (runner.h). Results come back in input order, and each can be handed to a callback as
+ * soon as it finishes.
  *
- * Sampling goes through rl_sample with Philox(seed, counter = (step, row)), where row is the
- * prompt's index in the call and step the index of the token in its completion: a completion
- * depends only on (model, prompt, params, seed, its index), not on when the others finish.
+ * Sampling goes through rl_sample with Philox(seed, counter = (step, row)), where step is the
+ * index of the token in its completion and row the completion's index in the call (or, for a
+ * request with its own parameters, the `sample` it names): a completion depends only on (model,
+ * prompt, its parameters, seed, row), never on the other requests or on how the engine batched,
+ * preempted or shared them.
  *
  * A completion ends at an end-of-sequence id (the config's eos ids plus the tokenizer's
  * <|im_end|> and <|endoftext|> when it has them; the id is kept in ids and logprobs, its text
- * is not in text), when a stop string appears in the decoded text (ids and logprobs keep every
- * sampled token, including the one that completed the stop string; text is cut just before the
- * stop string, as vLLM does), or after max_new_tokens, or when prompt + completion reach the
- * model's max_position_embeddings (both "length"; a prompt must be shorter than that). Sampled ids the tokenizer does not have
- * (the padding rows of a model's vocabulary) are kept in ids but have no text. */
+ * is not in text; ignore_eos turns this off), when a stop string appears in the decoded text
+ * (ids and logprobs keep every sampled token, including the one that completed the stop string;
+ * text is cut just before the stop string, as vLLM does), or after max_new_tokens, or when
+ * prompt + completion reach the engine's max_model_len (both "length"). Sampled ids the
+ * tokenizer does not have (the padding rows of a model's vocabulary) are kept in ids but have
+ * no text.
+ *
+ * Deterministic mode (ctx->deterministic, backend/ctx.h): the log-prob of each sampled token is
+ * computed by the training forward's own op on batch-invariant kernels, so it equals what
+ * rl_model_forward gives the finished sequence, bit for bit; the requests of a call then share
+ * one temperature. */
 #ifndef RL_ENGINE_GENERATE_H
 #define RL_ENGINE_GENERATE_H
 
@@ -31,20 +40,31 @@
 
 #define RL_ENGINE_MAX_EOS 16
 
+typedef struct rl_sample_params {
+    float temperature; /* 0 = greedy */
+    int top_k;         /* 0 = off */
+    float top_p;       /* 1 = off */
+    float min_p;       /* 0 = off */
+} rl_sample_params;
+
 typedef struct rl_gen_params {
-    rl_sample_params sample;  /* temperature (0 = greedy), top_k, top_p, min_p */
+    rl_sample_params sample;
     int max_new_tokens;       /* >= 1 */
     uint64_t seed;
     const char *const *stop;  /* stop strings (need a tokenizer); may be NULL */
     int n_stop;
+    int ignore_eos;           /* 1: eos ids do not end a completion */
 } rl_gen_params;
 
 /* Defaults: temperature 1, no truncation, 256 new tokens, seed 0, no stop strings. */
 rl_gen_params rl_gen_params_default(void);
 
 typedef struct rl_gen_prompt {
-    const int32_t *ids; /* host */
-    int n_ids;          /* >= 1 */
+    const int32_t *ids;           /* host */
+    int n_ids;
+    const rl_gen_params *params;  /* this request's own parameters, or NULL for the call's */
+    int sample;                   /* with params: its Philox row (e.g. the index among a request's n
+                                     samples, so that it draws the same in any batch) */
 } rl_gen_prompt;
 
 typedef enum { RL_FINISH_LENGTH = 0, RL_FINISH_EOS = 1, RL_FINISH_STOP = 2 } rl_finish_reason;
@@ -56,27 +76,71 @@ typedef struct rl_gen_result {
     char *text;       /* NUL-terminated UTF-8 (malloc'd); NULL when the engine has no tokenizer */
     size_t text_len;
     rl_finish_reason finish;
+    char *error;      /* malloc'd: why this request was refused (then nothing else is set) */
 } rl_gen_result;
 
 /* "length", "eos", "stop". */
 const char *rl_finish_name(rl_finish_reason finish);
 
+typedef struct rl_engine_options {
+    int max_num_seqs;              /* sequences running at once (default 256) */
+    int max_num_batched_tokens;    /* tokens per step, >= max_num_seqs (default 8192) */
+    double gpu_memory_utilization; /* fraction of the free memory the KV pool may take (default 0.9) */
+    int block_size;                /* tokens per KV block (default 16) */
+    int n_blocks;                  /* > 0: exactly this many blocks instead of the budget */
+    int max_model_len;             /* prompt + completion at most; 0: max_position_embeddings */
+    int prefix_sharing;            /* group forks and the prefix cache (default 1) */
+    int graphs;                    /* capture decode steps as graphs where the backend can (default 1) */
+    int pad_decode;                /* pad decode steps to graph bucket sizes without graphs too (tests) */
+} rl_engine_options;
+
+rl_engine_options rl_engine_options_default(void);
+
 typedef struct rl_engine rl_engine;
 
 /* An engine over a loaded model (not owned; it must outlive the engine). tok may be NULL: no
- * text, no stop strings, eos ids from the config only. */
-int rl_engine_create(rl_engine **out, rl_model *m, const rl_tokenizer *tok, rl_err *err);
+ * text, no stop strings, eos ids from the config only. opt NULL: the defaults. The KV pool
+ * and the step buffers are made by the first rl_engine_generate and kept (the pool then takes
+ * its share of the memory left by everything made before it, e.g. a trainer's state), and so is
+ * the prefix cache: after the weights change, rl_engine_reset_prefix_cache. */
+int rl_engine_create(rl_engine **out, rl_model *m, const rl_tokenizer *tok, const rl_engine_options *opt,
+                     rl_err *err);
 void rl_engine_free(rl_engine *e);
+
+/* Forgets the prefix cache: call it when the model's weights change (a trainer's update), since
+ * cached keys and values were computed with the old ones (as vLLM's reset_prefix_cache). */
+void rl_engine_reset_prefix_cache(rl_engine *e);
 
 /* The end-of-sequence ids the engine stops on. */
 int rl_engine_eos_ids(const rl_engine *e, const int32_t **ids);
 
+/* Called as each result is complete (refused requests first), with the request's index. */
+typedef void (*rl_gen_done_fn)(void *user, int index, const rl_gen_result *result);
+
 /* Generates one completion per prompt into results[0 .. n) (each freed with
- * rl_gen_result_free, also after a failure). All working memory (KV slabs, activations) is
- * allocated for the call and released before it returns. */
-int rl_engine_generate(rl_engine *e, const rl_gen_prompt *prompts, int n,
-                       const rl_gen_params *params, rl_gen_result *results, rl_err *err);
+ * rl_gen_result_free, also after a failure). A request that cannot run (empty prompt, ids
+ * outside the vocabulary, no room under max_model_len, bad parameters, longer than the whole
+ * KV pool) gets results[i].error and the others still run; the call then returns -1 with err
+ * naming the first such request. When the call itself fails (a backend error), it returns -1
+ * and every result that did not finish carries that error. So after any call each result is
+ * either complete or has an error. on_done may be NULL. */
+int rl_engine_generate(rl_engine *e, const rl_gen_prompt *prompts, int n, const rl_gen_params *params,
+                       rl_gen_result *results, rl_gen_done_fn on_done, void *user, rl_err *err);
 
 void rl_gen_result_free(rl_gen_result *r);
+
+/* What the last rl_engine_generate did, and the pool it had. */
+typedef struct rl_engine_stats {
+    int n_blocks, block_size;
+    size_t pool_bytes, runner_bytes;
+    long steps, decode_steps, graph_replays, mixed_steps;
+    long prompt_tokens;   /* prompt positions computed (group sharing and the prefix cache save some) */
+    long cached_tokens;   /* prompt positions found in the prefix cache */
+    long generated_tokens;
+    long preemptions, forks, cow_copies;
+    int peak_blocks;      /* most blocks held by sequences at once */
+} rl_engine_stats;
+
+void rl_engine_stats_get(const rl_engine *e, rl_engine_stats *s);
 
 #endif

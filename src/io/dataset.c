@@ -339,3 +339,63 @@ void rl_request_free(rl_request *r)
     free(r->ids);
     memset(r, 0, sizeof *r);
 }
+
+int rl_request_sampling_parse(const rl_request *r, rl_request_sampling *s, const char *where, rl_err *err)
+{
+    memset(s, 0, sizeof *s);
+    double max_tokens = 0, top_k = 0, n = 0;
+    const struct {
+        const char *key;
+        rl_number_range range;
+        double *value;
+        int *has;
+    } numbers[] = {
+        {"max_tokens", {.lo = 1, .hi = 1e9, .whole = 1}, &max_tokens, &s->has_max_tokens},
+        {"temperature", {.lo = 1e-4, .hi = 1e6, .or_zero = 1}, &s->temperature, &s->has_temperature},
+        {"top_p", {.lo = 0, .hi = 1, .above_lo = 1}, &s->top_p, &s->has_top_p},
+        {"top_k", {.lo = 0, .hi = 1e9, .whole = 1}, &top_k, &s->has_top_k},
+        {"min_p", {.lo = 0, .hi = 1}, &s->min_p, &s->has_min_p},
+        {"n", {.lo = 1, .hi = 1e6, .whole = 1}, &n, &s->has_n},
+        {"seed", {.lo = 0, .hi = 1e15, .whole = 1}, &s->seed, &s->has_seed},
+    };
+    char what[96];
+    for (size_t k = 0; k < sizeof numbers / sizeof numbers[0]; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->fields, numbers[k].key);
+        if (!v) continue;
+        snprintf(what, sizeof what, "%s: field '%s'", where, numbers[k].key);
+        if (!cJSON_IsNumber(v)) {
+            char range[160];
+            rl_number_range_text(&numbers[k].range, range, sizeof range);
+            return rl_err_set(err, "%s must be %s", what, range);
+        }
+        if (rl_number_check(v->valuedouble, &numbers[k].range, what, err)) return -1;
+        *numbers[k].value = v->valuedouble;
+        *numbers[k].has = 1;
+    }
+    s->max_tokens = (int)max_tokens;
+    s->top_k = (int)top_k;
+    s->n = (int)n;
+    const cJSON *ignore = cJSON_GetObjectItemCaseSensitive(r->fields, "ignore_eos");
+    if (ignore) {
+        if (!cJSON_IsBool(ignore)) return rl_err_set(err, "%s: field 'ignore_eos' must be true or false", where);
+        s->has_ignore_eos = 1;
+        s->ignore_eos = cJSON_IsTrue(ignore);
+    }
+    const cJSON *stop = cJSON_GetObjectItemCaseSensitive(r->fields, "stop");
+    if (!stop) return 0;
+    s->has_stop = 1;
+    if (cJSON_IsString(stop)) {
+        s->stop[s->n_stop++] = stop->valuestring;
+    } else {
+        if (!cJSON_IsArray(stop) || cJSON_GetArraySize(stop) > RL_REQ_MAX_STOP)
+            return rl_err_set(err, "%s: field 'stop' must be a string or a list of at most %d strings", where,
+                              RL_REQ_MAX_STOP);
+        for (const cJSON *item = stop->child; item; item = item->next) {
+            if (!cJSON_IsString(item)) return rl_err_set(err, "%s: field 'stop' must be a string or a list of strings", where);
+            s->stop[s->n_stop++] = item->valuestring;
+        }
+    }
+    for (int j = 0; j < s->n_stop; j++)
+        if (!s->stop[j][0]) return rl_err_set(err, "%s: stop string %d is empty", where, j);
+    return 0;
+}

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/number.h"
 #include "io/tokenizer.h"
 
 typedef enum { RL_DS_RL, RL_DS_SFT } rl_ds_kind;
@@ -85,5 +86,20 @@ typedef struct rl_request {
  * Messages start with `where` ("input: field 'ids' is an empty list"). On failure r is empty. */
 int rl_request_parse(rl_request *r, const char *line, size_t len, unsigned accept, const char *where, rl_err *err);
 void rl_request_free(rl_request *r);
+
+/* The sampling parameters a generation request line may carry, with vLLM's SamplingParams
+ * names: max_tokens, temperature, top_p, top_k, min_p, n, seed, stop (a string or a list of
+ * them), ignore_eos. has_* says which the line sets (they override the command line for that
+ * request); the ranges are the command line's. Other fields are left to the caller. */
+enum { RL_REQ_MAX_STOP = 16 };
+typedef struct rl_request_sampling {
+    int has_max_tokens, has_temperature, has_top_p, has_top_k, has_min_p, has_n, has_seed, has_stop, has_ignore_eos;
+    int max_tokens, top_k, n, ignore_eos;
+    double temperature, top_p, min_p, seed;
+    const char *stop[RL_REQ_MAX_STOP]; /* point into r->fields */
+    int n_stop;
+} rl_request_sampling;
+
+int rl_request_sampling_parse(const rl_request *r, rl_request_sampling *s, const char *where, rl_err *err);
 
 #endif

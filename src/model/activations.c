@@ -25,7 +25,8 @@ static int32_t *i32(planner *p, size_t n) { return rl_arena_alloc(&p->arena, n *
  * (q_raw, k_raw; q, k themselves when there is no QK-norm, since RoPE rotates them in place),
  * v, its output and log-sum-exp, the residual h (unless it is the stream itself) and the MLP's
  * gate and up. */
-static void plan_kept(planner *p, rl_layer_acts *s, const rl_model_config *c, size_t T, int own_h)
+static void plan_kept(planner *p, rl_layer_acts *s, const rl_model_config *c, size_t T, int own_h,
+                      void **gate_up)
 {
     size_t D = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
     size_t qd = (size_t)c->n_heads * (size_t)c->head_dim, kd = (size_t)c->n_kv_heads * (size_t)c->head_dim;
@@ -40,8 +41,16 @@ static void plan_kept(planner *p, rl_layer_acts *s, const rl_model_config *c, si
     s->attn = act(p, T * qd);
     s->lse = f32(p, T * (size_t)c->n_heads);
     if (own_h) s->h = act(p, T * D);
-    s->gate = act(p, T * I);
-    s->up = act(p, T * I);
+    if (gate_up) {
+        /* One [T, 2 I] buffer: [T, I] gate and up halves for the separate products, or the
+         * interleaved rows of the fused one. */
+        *gate_up = act(p, T * 2 * I);
+        s->gate = *gate_up;
+        s->up = *gate_up ? (char *)*gate_up + T * I * p->esize : NULL;
+    } else {
+        s->gate = act(p, T * I);
+        s->up = act(p, T * I);
+    }
 }
 
 /* What one forward op remakes from the kept set: the RMSNorm outputs with their rstd, q and k
@@ -74,14 +83,20 @@ static void plan(planner *p, rl_acts *a)
     if (a->mode == RL_ACTS_INFER) {
         void *stream = act(p, T * D); /* the residual stream, updated in place */
         for (int l = 0; l <= L; l++) a->x[l] = stream;
-        plan_kept(p, &a->layers[0], c, T, 0);
+        plan_kept(p, &a->layers[0], c, T, 0, &a->gate_up);
         plan_recomputed(p, &a->layers[0], c, T);
         a->layers[0].h = stream;
         for (int l = 1; l < L; l++) a->layers[l] = a->layers[0];
         a->gather = act(p, T * D);
+        if (a->model->fused_qkv) {
+            a->qkv = act(p, T * (qd + 2 * kd));
+            a->split_q = i32(p, T * (size_t)c->n_heads);
+            a->split_k = i32(p, T * (size_t)c->n_kv_heads);
+            a->split_v = i32(p, T * (size_t)c->n_kv_heads);
+        }
     } else if (a->mode == RL_ACTS_TRAIN_CHECKPOINT) {
         for (int l = 0; l <= L; l++) a->x[l] = act(p, T * D);
-        plan_kept(p, &a->layers[0], c, T, 1);
+        plan_kept(p, &a->layers[0], c, T, 1, NULL);
         plan_recomputed(p, &a->layers[0], c, T);
         for (int l = 1; l < L; l++) a->layers[l] = a->layers[0];
     } else {
@@ -92,7 +107,7 @@ static void plan(planner *p, rl_acts *a)
         for (int l = 0; l <= L; l++) a->x[l] = act(p, T * D);
         for (int l = 0; l < L; l++) {
             a->layers[l] = shared; /* plan_kept sets only the fields plan_recomputed left */
-            plan_kept(p, &a->layers[l], c, T, 1);
+            plan_kept(p, &a->layers[l], c, T, 1, NULL);
         }
     }
     a->xf = act(p, T * D);
@@ -104,8 +119,6 @@ static void plan(planner *p, rl_acts *a)
     a->positions = i32(p, T);
     a->targets = i32(p, T);
     a->cu_q = i32(p, T + 1);
-    a->cu_k = i32(p, T + 1);
-    a->seqused_k = i32(p, T + 1);
     if (a->mode == RL_ACTS_INFER) return;
 
     a->dres = act(p, T * D);
@@ -124,6 +137,35 @@ static void plan(planner *p, rl_acts *a)
     a->dlogp_next = f32(p, T);
 }
 
+/* The rows of qkv (as [T (H + 2 KV), head_dim]) that hold q, k and v of each token, in token
+ * order: token t's row block starts at t (H + 2 KV), with q heads, then k, then v. */
+static int upload_split_rows(rl_acts *a, rl_err *err)
+{
+    const rl_model_config *c = &a->model->config;
+    int H = c->n_heads, KV = c->n_kv_heads, per = H + 2 * KV;
+    size_t T = (size_t)a->max_tokens;
+    int32_t *rows = malloc(T * (size_t)per * sizeof *rows);
+    if (!rows) return rl_err_oom(err, "qkv split rows", T * (size_t)per * sizeof *rows);
+    int32_t *q = rows, *k = q + T * H, *v = k + T * KV;
+    for (size_t t = 0; t < T; t++) {
+        for (int h = 0; h < H; h++) q[t * H + h] = (int32_t)(t * per + h);
+        for (int h = 0; h < KV; h++) {
+            k[t * KV + h] = (int32_t)(t * per + H + h);
+            v[t * KV + h] = (int32_t)(t * per + H + KV + h);
+        }
+    }
+    rl_ctx *ctx = a->model->ctx;
+    int rc = rl_memcpy(ctx, a->split_q, q, T * H * sizeof *rows, RL_H2D) ||
+             rl_memcpy(ctx, a->split_k, k, T * KV * sizeof *rows, RL_H2D) ||
+             rl_memcpy(ctx, a->split_v, v, T * KV * sizeof *rows, RL_H2D);
+    free(rows);
+    if (rc) {
+        rl_ctx_error(ctx, err);
+        return rl_err_prefix(err, "activations: ");
+    }
+    return 0;
+}
+
 int rl_acts_create(rl_acts **out, const rl_model *m, int max_tokens, rl_acts_mode mode,
                    rl_err *err)
 {
@@ -138,17 +180,15 @@ int rl_acts_create(rl_acts **out, const rl_model *m, int max_tokens, rl_acts_mod
     a->x = calloc((size_t)L + 1, sizeof *a->x);
     a->layers = calloc((size_t)L, sizeof *a->layers);
     size_t host_n = (size_t)max_tokens + 1;
-    int32_t *host = malloc(5 * host_n * sizeof(int32_t));
+    int32_t *host = malloc(3 * host_n * sizeof(int32_t));
     if (!a->x || !a->layers || !host) {
         free(host);
         rl_acts_free(a);
-        return rl_err_oom(err, "activation tables", 5 * host_n * sizeof(int32_t));
+        return rl_err_oom(err, "activation tables", 3 * host_n * sizeof(int32_t));
     }
     a->host_positions = host;
     a->host_targets = host + host_n;
     a->host_cu = host + 2 * host_n;
-    a->host_cu_k = host + 3 * host_n;
-    a->host_seqused = host + 4 * host_n;
 
     planner p = {.esize = rl_dtype_size(m->ctx->act_dtype)};
     rl_arena_create(&p.arena, 0);
@@ -162,13 +202,19 @@ int rl_acts_create(rl_acts **out, const rl_model *m, int max_tokens, rl_acts_mod
     }
     p.arena = (rl_arena){.base = a->base, .capacity = a->bytes};
     plan(&p, a);
+    if (a->split_q && upload_split_rows(a, err)) {
+        rl_acts_free(a);
+        return -1;
+    }
     *out = a;
     return 0;
 }
 
 size_t rl_acts_plan_bytes(const rl_model_config *cfg, rl_dtype act_dtype, int max_tokens, rl_acts_mode mode)
 {
-    rl_model shape = {.config = *cfg};
+    /* inference fuses q, k, v when their weights are adjacent (params.c): counted whenever they
+     * have no biases, so the estimate is never below what rl_acts_create allocates */
+    rl_model shape = {.config = *cfg, .fused_qkv = !cfg->attention_bias};
     rl_acts a = {.model = &shape, .mode = mode, .max_tokens = max_tokens};
     a.x = calloc((size_t)cfg->n_layers + 1, sizeof *a.x);
     a.layers = calloc((size_t)cfg->n_layers, sizeof *a.layers);

@@ -8,6 +8,10 @@
  *               q_rstd [T*H], k_rstd [T*KV] (qk_norm only), q [T, H*hd], k, v [T, KV*hd]
  *               (after norm and RoPE), attn [T, H*hd], lse [T*H], h [T, D] (residual after
  *               attention), xn2 [T, D], rstd2 [T], gate, up, act [T, I]
+ * INFER mode adds what the paged forward (generation) needs: the fused products qkv
+ * [T, (H + 2 KV) hd] (when m->fused_qkv) and gate_up [T, 2 I] (gate and up then are the two
+ * halves of gate_up for the unfused forward), the row lists that split qkv into q, k, v (built
+ * once here, so the forward uploads nothing), and gather [T, D] for the logit rows.
  * The per-layer set splits in two:
  *   kept        q_raw, k_raw (q, k when there is no qk_norm: RoPE rotates them in place),
  *               v, attn, lse, h, gate, up: costly to remake (matmuls, attention)
@@ -46,17 +50,21 @@ struct rl_acts {
     float *rstd_f;         /* [T] */
     float *head_lse, *logp_next, *entropy_next; /* [T] each; row t scores token t + 1 */
     int32_t *tokens, *positions, *targets;      /* [T] each (backend) */
-    int32_t *cu_q, *cu_k, *seqused_k;           /* [T + 1] each (backend) */
+    int32_t *cu_q;                              /* [T + 1] (backend) */
 
     /* backward scratch (training modes only) */
     void *dres, *dxn, *dattn, *dq, *dk, *dv, *dq_raw, *dk_raw, *dgate, *dup, *dact;
     float *dlogp_next;
 
-    /* generation only (INFER mode): last rows gathered for the lm_head [T, D] */
-    void *gather;
+    /* generation only (INFER mode) */
+    void *gather;                        /* logit rows gathered for the lm_head [T, D] */
+    void *qkv, *gate_up;                 /* fused products (qkv NULL unless m->fused_qkv) */
+    int32_t *split_q, *split_k, *split_v; /* rows of qkv seen as [T (H + 2 KV), hd] holding
+                                            q [T H], k [T KV], v [T KV] in token order */
+    int n_logits;                        /* logit rows of the last paged forward */
 
     /* host mirrors [T + 1] of the batch being run */
-    int32_t *host_positions, *host_targets, *host_cu, *host_cu_k, *host_seqused;
+    int32_t *host_positions, *host_targets, *host_cu;
 
     /* the batch of the last rl_model_forward (what rl_model_backward differentiates) */
     int n_tokens, n_seqs, max_seqlen;

@@ -1,6 +1,6 @@
 /* model.h — the decoder-only transformer (Qwen3; Qwen2 and Llama by config flags): parameters,
- * forward to per-token log-probs, backward into one gradient buffer, and the KV-cached forward
- * the generation engine drives.
+ * forward to per-token log-probs, backward into one gradient buffer, and the paged forward the
+ * generation engine drives (keys and values in the engine's block pool).
  *
  * Parameters. Every tensor of the checkpoint (rl_config_tensor_specs order) has an entry in
  * m->params with its HF name, shape and offset (in elements) into ONE contiguous fp32 buffer
@@ -70,6 +70,8 @@ typedef struct rl_model {
     float *inv_freq;           /* RoPE inverse frequencies [head_dim / 2] (backend) */
     size_t master_lo, master_count; /* the elements master holds: 0 and n_elems unless sharded */
     const struct rl_grad_hooks *grad_hooks; /* NULL: gradients go to grads, nobody is told */
+    int fused_qkv;             /* q, k, v weights adjacent (no biases): one product in inference */
+    int fused_gate_up;         /* gate, up weights adjacent: one product in inference */
 } rl_model;
 
 /* ---- creation, loading, saving ---------------------------------------------------------- */
@@ -118,7 +120,7 @@ int rl_model_find_param(const rl_model *m, const char *name);
 /* ---- activations ------------------------------------------------------------------------- */
 
 typedef enum {
-    RL_ACTS_INFER,           /* forward only (log-probs, KV-cached generation) */
+    RL_ACTS_INFER,           /* forward only (log-probs, paged generation) */
     RL_ACTS_TRAIN,           /* forward keeps everything the backward reads */
     RL_ACTS_TRAIN_CHECKPOINT /* keeps each layer's input; the backward recomputes the layer */
 } rl_acts_mode;
@@ -126,7 +128,8 @@ typedef enum {
 typedef struct rl_acts rl_acts;
 
 /* Bytes rl_acts_create would allocate for a model of cfg with activations of act_dtype (0 when
- * the planning tables cannot be allocated): for memory estimates before loading anything. */
+ * the planning tables cannot be allocated): for memory estimates before loading anything. (In
+ * inference mode an upper bound: a layout that does not fuse q, k, v takes less.) */
 size_t rl_acts_plan_bytes(const rl_model_config *cfg, rl_dtype act_dtype, int max_tokens, rl_acts_mode mode);
 /* Plans and allocates the activations for batches of at most max_tokens tokens. */
 int rl_acts_create(rl_acts **out, const rl_model *m, int max_tokens, rl_acts_mode mode,
@@ -180,27 +183,51 @@ typedef struct rl_grad_hooks {
     int (*end)(void *user, int region, rl_err *err);
 } rl_grad_hooks;
 
-/* ---- KV-cached forward for generation ---------------------------------------------------- */
+/* ---- paged forward for generation --------------------------------------------------------- */
 
-/* Key/value slabs: cache slot i owns rows slab_start[i] .. slab_start[i] + slab_rows[i] of
- * every layer's k[l] and v[l] ([rows, n_kv_heads, head_dim], ctx->act_dtype, backend), of which
- * the first used[i] are filled. slab_start must increase with i. Owned by the caller
- * (engine/). */
-typedef struct rl_kv_slabs {
-    void **k, **v;           /* [n_layers] */
-    int n_slots;
-    const int32_t *slab_start; /* host [n_slots] */
-    const int32_t *slab_rows;  /* host [n_slots] */
-    int32_t *used;             /* host [n_slots]; advanced by rl_model_forward_cached */
-} rl_kv_slabs;
+/* What the model needs of the engine's KV block pool (engine/kv_pool.h owns it): one backend
+ * allocation, block-major. Block b holds, for every layer l, that layer's keys then values of
+ * block_size tokens: element offset of (block b, layer l, K or V, row r, kv head h, dim d) is
+ *   b * block_stride + (2 l + kv) * block_size * n_kv_heads * head_dim
+ *     + (r * n_kv_heads + h) * head_dim + d,
+ * block_stride = n_layers * 2 * block_size * n_kv_heads * head_dim (ctx->act_dtype elements),
+ * so a whole block (all layers) is one contiguous range. */
+typedef struct rl_kv_pool_view {
+    void *base;
+    size_t block_stride;
+    int block_size, n_blocks;
+} rl_kv_pool_view;
 
-/* Runs n_seqs new-token runs (tokens (host), cu_seqlens (host) as in rl_model_forward); run s
- * continues cache slot slots[s] (host, increasing) at position used[slots[s]], appends its keys
- * and values there, and attends to everything the slot holds. Writes the fp32 logits of each
- * run's last token to logits (backend, [n_seqs, vocab]). Needs inference-mode acts. A slot
- * holds at most the config's max_position_embeddings tokens. */
-int rl_model_forward_cached(rl_model *m, rl_acts *a, rl_kv_slabs *kv, const int32_t *slots,
-                            const int32_t *tokens, const int32_t *cu_seqlens, int n_seqs,
-                            float *logits, rl_err *err);
+/* One step's batch. Every pointer is backend memory filled by the engine (the forward reads
+ * none of it on the host). Sequence s has new tokens cu_seqlens_q[s] .. cu_seqlens_q[s + 1]
+ * at positions positions[t], written to pool slots slots[t] (block * block_size + offset; < 0:
+ * not written, a padding row), and attends to its seqlens_k[s] cached tokens (including the new
+ * ones) through its block table row; seqlens_k[s] = 0 marks a padding row of a CUDA-graph
+ * bucket. max_seqlen_q / max_seqlen_k bound the lengths (a captured decode step passes the
+ * capacity). */
+typedef struct rl_paged_batch {
+    int n_tokens, n_seqs;                      /* decode graph: n_tokens == n_seqs == bucket */
+    const int32_t *tokens, *positions, *slots; /* [n_tokens] */
+    const int32_t *cu_seqlens_q;               /* [n_seqs + 1] */
+    const int32_t *seqlens_k;                  /* [n_seqs] */
+    const int32_t *block_tables;               /* [n_seqs, max_blocks] */
+    int max_blocks, max_seqlen_q, max_seqlen_k;
+    const int32_t *logit_rows;                 /* [n_logits]: token rows whose next-token logits are wanted (may repeat) */
+    int n_logits;
+} rl_paged_batch;
+
+/* Appends the batch's keys and values to the pool and writes fp32 logits [n_logits, vocab] of
+ * the logit rows. Needs inference-mode acts planned for at least n_tokens tokens and n_logits
+ * rows. Host work depends on nothing in backend memory and allocates nothing, so a decode step
+ * can be captured as a graph (after one un-captured run of the same shape). */
+int rl_model_forward_paged(rl_model *m, rl_acts *a, const rl_kv_pool_view *pool,
+                           const rl_paged_batch *b, float *logits, rl_err *err);
+
+/* logp[i] (backend) = log softmax(logits_i * inv_temperature)[targets[i]] for the first n_rows
+ * logit rows of the last rl_model_forward_paged on a, with targets (backend) [n_rows], computed
+ * by the op the training forward scores tokens with (rl_lm_head_logprobs_fwd): with
+ * ctx->deterministic the engine's log-probs are then the trainer's, bit for bit. */
+int rl_model_paged_logprobs(rl_model *m, rl_acts *a, const int32_t *targets, int n_rows,
+                            float inv_temperature, float *logp, rl_err *err);
 
 #endif

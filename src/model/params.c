@@ -67,6 +67,16 @@ static int resolve_offsets(rl_model *m, rl_err *err)
         if (c->attention_bias && (L->q_bias == SIZE_MAX || L->k_bias == SIZE_MAX || L->v_bias == SIZE_MAX))
             return rl_err_set(err, "model: layer %d lacks q/k/v biases", l);
     }
+    /* Projections whose weights follow each other in the buffer run as one matrix product in
+     * inference (qwen3.c): q, k, v without biases, and gate, up. */
+    size_t qd = (size_t)c->n_heads * c->head_dim, kd = (size_t)c->n_kv_heads * c->head_dim, D = (size_t)c->hidden_size;
+    m->fused_qkv = !c->attention_bias;
+    m->fused_gate_up = 1;
+    for (int l = 0; l < c->n_layers; l++) {
+        const rl_layer_offsets *L = &m->layers[l];
+        if (L->k != L->q + qd * D || L->v != L->k + kd * D) m->fused_qkv = 0;
+        if (L->up != L->gate + (size_t)c->intermediate_size * D) m->fused_gate_up = 0;
+    }
     /* Every tensor of the table must be one the forward reads: never half-run a checkpoint. */
     int n_used = c->tie_word_embeddings ? 2 : 3;
     for (int l = 0; l < c->n_layers; l++) {

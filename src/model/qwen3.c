@@ -15,8 +15,12 @@
  * outputs, q and k after QK-norm + RoPE, silu(gate) * up; see acts_internal.h).
  * The lm_head op scores row t against token t + 1 (targets = -1 at each sequence's last row);
  * forward/backward shift by one to give the token-aligned log-probs model.h documents.
- * The cached forward (generation) runs the same layer, but appends each run's new keys and
- * values to its cache slab first and attends over the slab (seqused_k = rows filled). */
+ * The paged forward (generation) runs the same layer, but writes the new keys and values into
+ * the engine's block pool and attends over the pool (rl_paged_attention_fwd); it touches no
+ * host copy of its batch, so the engine can capture a decode step as a graph. In inference,
+ * projections whose weights are adjacent run as one product (q|k|v split into q, k, v by row
+ * gathers; gate|up read by SwiGLU with a row stride), except with ctx->deterministic, where the
+ * products keep the training forward's shapes. */
 #include <math.h>
 #include <string.h>
 
@@ -24,14 +28,12 @@
 #include "model/acts_internal.h"
 
 /* A batch as the attention of one layer sees it. Training: q and k share cu_q. Generation:
- * keys come from the cache slabs (cu_k, seqused_k) and new keys are appended there first. */
+ * keys and values go to the block pool and come from it (pool and paged set). */
 typedef struct attn_batch {
     int n_tokens, n_seqs, max_seqlen_q, max_seqlen_k;
-    const int32_t *positions, *cu_q, *cu_k, *seqused_k; /* backend */
-    const int32_t *host_cu;                             /* host copy of cu_q */
-    rl_kv_slabs *kv;                                    /* NULL when training */
-    size_t kv_row0;                                     /* cache row cu_k is relative to */
-    const int32_t *slots;                               /* host, with kv */
+    const int32_t *positions, *cu_q;   /* backend */
+    const rl_kv_pool_view *pool;       /* NULL when training */
+    const rl_paged_batch *paged;       /* with pool */
 } attn_batch;
 
 static const void *weight(const rl_model *m, size_t offset)
@@ -131,28 +133,29 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
     if (attn_norm_fwd(m, a, l, T, err)) return -1;
     void *q = c->qk_norm ? s->q_raw : s->q;
     void *k = c->qk_norm ? s->k_raw : s->k;
-    RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, q, s->xn1, weight(m, W->q), weight(m, W->q_bias), T, H * hd, D, 0));
-    RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, k, s->xn1, weight(m, W->k), weight(m, W->k_bias), T, KV * hd, D, 0));
-    RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->v, s->xn1, weight(m, W->v), weight(m, W->v_bias), T, KV * hd, D, 0));
+    if (a->qkv && !ctx->deterministic) {
+        RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, a->qkv, s->xn1, weight(m, W->q), NULL, T, (H + 2 * KV) * hd, D, 0));
+        RL_TRY_OP(ctx, err, rl_gather_rows(ctx, q, a->qkv, a->split_q, T * H, hd));
+        RL_TRY_OP(ctx, err, rl_gather_rows(ctx, k, a->qkv, a->split_k, T * KV, hd));
+        RL_TRY_OP(ctx, err, rl_gather_rows(ctx, s->v, a->qkv, a->split_v, T * KV, hd));
+    } else {
+        RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, q, s->xn1, weight(m, W->q), weight(m, W->q_bias), T, H * hd, D, 0));
+        RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, k, s->xn1, weight(m, W->k), weight(m, W->k_bias), T, KV * hd, D, 0));
+        RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->v, s->xn1, weight(m, W->v), weight(m, W->v_bias), T, KV * hd, D, 0));
+    }
     if (qk_fwd(m, a, l, b, err)) return -1;
 
     float scale = 1.0f / sqrtf((float)hd);
-    if (b->kv) {
-        /* Append each run's new keys and values to its cache slot, then attend to the slot. */
-        rl_kv_slabs *kv = b->kv;
-        size_t row_bytes = (size_t)KV * hd * rl_dtype_size(ctx->act_dtype);
-        for (int r = 0; r < b->n_seqs; r++) {
-            int slot = b->slots[r], first = b->host_cu[r], n = b->host_cu[r + 1] - first;
-            size_t at = (size_t)kv->slab_start[slot] + (size_t)kv->used[slot];
-            RL_TRY_OP(ctx, err, rl_memcpy(ctx, (char *)kv->k[l] + at * row_bytes, (char *)s->k + first * row_bytes,
-                                          n * row_bytes, RL_D2D));
-            RL_TRY_OP(ctx, err, rl_memcpy(ctx, (char *)kv->v[l] + at * row_bytes, (char *)s->v + first * row_bytes,
-                                          n * row_bytes, RL_D2D));
-        }
-        RL_TRY_OP(ctx, err, rl_attention_fwd(ctx, s->attn, s->lse, s->q, (char *)kv->k[l] + b->kv_row0 * row_bytes,
-                                             (char *)kv->v[l] + b->kv_row0 * row_bytes, b->cu_q, b->cu_k,
-                                             b->seqused_k, b->n_seqs, b->max_seqlen_q, b->max_seqlen_k, H, KV, hd,
-                                             scale, 1));
+    if (b->pool) {
+        const rl_paged_batch *pb = b->paged;
+        size_t plane = (size_t)b->pool->block_size * KV * hd * rl_dtype_size(ctx->act_dtype);
+        rl_paged_kv kv = {.k = (char *)b->pool->base + (size_t)(2 * l) * plane,
+                          .v = (char *)b->pool->base + (size_t)(2 * l + 1) * plane,
+                          .block_stride = b->pool->block_stride, .block_size = b->pool->block_size,
+                          .block_tables = pb->block_tables, .max_blocks = pb->max_blocks};
+        RL_TRY_OP(ctx, err, rl_kv_cache_write(ctx, &kv, s->k, s->v, pb->slots, T, KV, hd));
+        RL_TRY_OP(ctx, err, rl_paged_attention_fwd(ctx, s->attn, s->q, &kv, pb->cu_seqlens_q, pb->seqlens_k,
+                                                   pb->n_seqs, pb->max_seqlen_q, pb->max_seqlen_k, H, KV, hd, scale));
     } else {
         RL_TRY_OP(ctx, err, rl_attention_fwd(ctx, s->attn, s->lse, s->q, s->k, s->v, b->cu_q, b->cu_q, NULL,
                                              b->n_seqs, b->max_seqlen_q, b->max_seqlen_q, H, KV, hd, scale, 1));
@@ -161,9 +164,14 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
     if (copy_act(m, s->h, x, (size_t)T * D, err)) return -1;
     RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->h, s->attn, weight(m, W->o), NULL, T, D, H * hd, 1));
     if (mlp_norm_fwd(m, a, l, T, err)) return -1;
-    RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->gate, s->xn2, weight(m, W->gate), NULL, T, I, D, 0));
-    RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->up, s->xn2, weight(m, W->up), NULL, T, I, D, 0));
-    if (swiglu_fwd(m, a, l, T, err)) return -1;
+    if (a->gate_up && m->fused_gate_up && !ctx->deterministic) {
+        RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, a->gate_up, s->xn2, weight(m, W->gate), NULL, T, 2 * I, D, 0));
+        RL_TRY_OP(ctx, err, rl_swiglu_fwd(ctx, s->act, a->gate_up, act_row(m, a->gate_up, 1, (size_t)I), T, I, 2 * I));
+    } else {
+        RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->gate, s->xn2, weight(m, W->gate), NULL, T, I, D, 0));
+        RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->up, s->xn2, weight(m, W->up), NULL, T, I, D, 0));
+        if (swiglu_fwd(m, a, l, T, err)) return -1;
+    }
     if (!write_output) return 0;
     void *out = a->x[l + 1];
     if (copy_act(m, out, s->h, (size_t)T * D, err)) return -1;
@@ -288,7 +296,7 @@ int rl_model_forward(rl_model *m, rl_acts *a, const int32_t *tokens, const int32
     RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->cu_q, cu_seqlens, (size_t)(n_seqs + 1) * sizeof(int32_t), RL_H2D));
 
     attn_batch b = {.n_tokens = T, .n_seqs = n_seqs, .max_seqlen_q = max_len, .max_seqlen_k = max_len,
-                       .positions = a->positions, .cu_q = a->cu_q, .host_cu = a->host_cu};
+                    .positions = a->positions, .cu_q = a->cu_q};
     RL_TRY_OP(ctx, err, rl_embedding_fwd(ctx, a->x[0], a->tokens, weight(m, m->embed), T, D));
     for (int l = 0; l < c->n_layers; l++)
         if (layer_fwd(m, a, l, &b, 1, err)) return rl_err_prefix(err, "layer %d: ", l);
@@ -326,8 +334,7 @@ int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err)
     for (int s = 0; s < n_seqs; s++) RL_TRY_OP(ctx, err, rl_memzero(ctx, a->dlogp_next + cu[s + 1] - 1, sizeof(float)));
 
     attn_batch b = {.n_tokens = T, .n_seqs = n_seqs, .max_seqlen_q = a->max_seqlen,
-                       .max_seqlen_k = a->max_seqlen, .positions = a->positions, .cu_q = a->cu_q,
-                       .host_cu = a->host_cu};
+                    .max_seqlen_k = a->max_seqlen, .positions = a->positions, .cu_q = a->cu_q};
     int L = c->n_layers, tied = m->lm_head == m->embed;
     if ((tied && region_hook(m, 1, L + 1, err)) || region_hook(m, 1, 0, err)) return -1;
     RL_TRY_OP(ctx, err, rl_lm_head_logprobs_bwd(ctx, a->dxn, grad(m, m->lm_head), a->dlogp_next, a->xf,
@@ -348,57 +355,47 @@ int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err)
     return region_hook(m, 0, L + 1, err);
 }
 
-int rl_model_forward_cached(rl_model *m, rl_acts *a, rl_kv_slabs *kv, const int32_t *slots,
-                            const int32_t *tokens, const int32_t *cu_seqlens, int n_seqs,
-                            float *logits, rl_err *err)
+int rl_model_forward_paged(rl_model *m, rl_acts *a, const rl_kv_pool_view *pool,
+                           const rl_paged_batch *b, float *logits, rl_err *err)
 {
     rl_ctx *ctx = m->ctx;
     const rl_model_config *c = &m->config;
-    int max_q = 0, max_k = 0;
     a->have_batch = 0;
-    if (a->mode != RL_ACTS_INFER) return rl_err_set(err, "model: the cached forward needs inference-mode activations");
-    if (check_batch(m, a, tokens, cu_seqlens, n_seqs, &max_q, err)) return -1;
-    for (int s = 0; s < n_seqs; s++) {
-        int slot = slots[s], len = cu_seqlens[s + 1] - cu_seqlens[s];
-        if (slot < 0 || slot >= kv->n_slots || (s > 0 && slot <= slots[s - 1]))
-            return rl_err_set(err, "model: cache slot %d of run %d is out of range or out of order", slot, s);
-        if (kv->used[slot] + len > kv->slab_rows[slot])
-            return rl_err_set(err, "model: cache slot %d holds %d rows; %d used + %d new do not fit", slot,
-                              kv->slab_rows[slot], kv->used[slot], len);
-        if (kv->used[slot] + len > c->max_position_embeddings)
-            return rl_err_set(err, "model: cache slot %d: %d cached + %d new tokens exceed max_position_embeddings = %d",
-                              slot, kv->used[slot], len, c->max_position_embeddings);
-        for (int i = 0; i < len; i++) a->host_positions[cu_seqlens[s] + i] = kv->used[slot] + i;
-        a->host_cu_k[s] = kv->slab_start[slot] - kv->slab_start[slots[0]];
-        a->host_seqused[s] = kv->used[slot] + len;
-        if (a->host_seqused[s] > max_k) max_k = a->host_seqused[s];
-    }
-    int last = slots[n_seqs - 1];
-    a->host_cu_k[n_seqs] = kv->slab_start[last] + kv->slab_rows[last] - kv->slab_start[slots[0]];
-    memcpy(a->host_cu, cu_seqlens, (size_t)(n_seqs + 1) * sizeof(int32_t));
-    int T = cu_seqlens[n_seqs], D = c->hidden_size;
-    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->tokens, tokens, (size_t)T * sizeof(int32_t), RL_H2D));
-    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->positions, a->host_positions, (size_t)T * sizeof(int32_t), RL_H2D));
-    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->cu_q, cu_seqlens, (size_t)(n_seqs + 1) * sizeof(int32_t), RL_H2D));
-    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->cu_k, a->host_cu_k, (size_t)(n_seqs + 1) * sizeof(int32_t), RL_H2D));
-    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->seqused_k, a->host_seqused, (size_t)n_seqs * sizeof(int32_t), RL_H2D));
-
-    attn_batch b = {.n_tokens = T, .n_seqs = n_seqs, .max_seqlen_q = max_q, .max_seqlen_k = max_k,
-                       .positions = a->positions, .cu_q = a->cu_q, .cu_k = a->cu_k,
-                       .seqused_k = a->seqused_k, .host_cu = a->host_cu, .kv = kv,
-                   .kv_row0 = (size_t)kv->slab_start[slots[0]], .slots = slots};
-    RL_TRY_OP(ctx, err, rl_embedding_fwd(ctx, a->x[0], a->tokens, weight(m, m->embed), T, D));
+    a->n_logits = 0;
+    if (a->model != m) return rl_err_set(err, "model: the activations were planned for another model");
+    if (a->mode != RL_ACTS_INFER) return rl_err_set(err, "model: the paged forward needs inference-mode activations");
+    if (b->n_tokens < 1 || b->n_tokens > a->max_tokens || b->n_seqs < 1 || b->n_seqs > b->n_tokens)
+        return rl_err_set(err, "model: paged batch of %d tokens in %d sequences (the activations hold %d tokens)",
+                          b->n_tokens, b->n_seqs, a->max_tokens);
+    if (b->n_logits < 0 || b->n_logits > a->max_tokens)
+        return rl_err_set(err, "model: %d logit rows, the activations hold %d", b->n_logits, a->max_tokens);
+    if (pool->block_size < 1 || b->max_blocks < 1 || b->max_seqlen_q < 1 || b->max_seqlen_k < b->max_seqlen_q)
+        return rl_err_set(err, "model: paged batch with block size %d, %d blocks per sequence, max lengths %d / %d",
+                          pool->block_size, b->max_blocks, b->max_seqlen_q, b->max_seqlen_k);
+    int T = b->n_tokens, D = c->hidden_size;
+    attn_batch ab = {.n_tokens = T, .n_seqs = b->n_seqs, .max_seqlen_q = b->max_seqlen_q,
+                     .max_seqlen_k = b->max_seqlen_k, .positions = b->positions, .cu_q = b->cu_seqlens_q,
+                     .pool = pool, .paged = b};
+    RL_TRY_OP(ctx, err, rl_embedding_fwd(ctx, a->x[0], b->tokens, weight(m, m->embed), T, D));
     for (int l = 0; l < c->n_layers; l++)
-        if (layer_fwd(m, a, l, &b, 1, err)) return rl_err_prefix(err, "layer %d: ", l);
-
-    /* Only each run's last position needs logits: gather those rows, then norm + lm_head. */
-    for (int s = 0; s < n_seqs; s++)
-        if (copy_act(m, act_row(m, a->gather, (size_t)s, (size_t)D),
-                     act_row(m, a->x[c->n_layers], (size_t)cu_seqlens[s + 1] - 1, (size_t)D), (size_t)D, err))
-            return -1;
-    RL_TRY_OP(ctx, err, rl_rmsnorm_fwd(ctx, a->xf, a->rstd_f, a->gather, weight(m, m->final_norm), n_seqs, D,
+        if (layer_fwd(m, a, l, &ab, 1, err)) return rl_err_prefix(err, "layer %d: ", l);
+    if (b->n_logits == 0) return 0;
+    RL_TRY_OP(ctx, err, rl_gather_rows(ctx, a->gather, a->x[c->n_layers], b->logit_rows, b->n_logits, D));
+    RL_TRY_OP(ctx, err, rl_rmsnorm_fwd(ctx, a->xf, a->rstd_f, a->gather, weight(m, m->final_norm), b->n_logits, D,
                                        (float)c->rms_norm_eps));
-    RL_TRY_OP(ctx, err, rl_lm_head_logits(ctx, logits, a->xf, weight(m, m->lm_head), n_seqs, D, c->vocab_size));
-    for (int s = 0; s < n_seqs; s++) kv->used[slots[s]] += cu_seqlens[s + 1] - cu_seqlens[s];
+    RL_TRY_OP(ctx, err, rl_lm_head_logits(ctx, logits, a->xf, weight(m, m->lm_head), b->n_logits, D, c->vocab_size));
+    a->n_logits = b->n_logits;
+    return 0;
+}
+
+int rl_model_paged_logprobs(rl_model *m, rl_acts *a, const int32_t *targets, int n_rows,
+                            float inv_temperature, float *logp, rl_err *err)
+{
+    rl_ctx *ctx = m->ctx;
+    const rl_model_config *c = &m->config;
+    if (a->model != m || n_rows < 0 || n_rows > a->n_logits)
+        return rl_err_set(err, "model: log-probs of %d rows asked, the last paged forward gave %d", n_rows, a->n_logits);
+    RL_TRY_OP(ctx, err, rl_lm_head_logprobs_fwd(ctx, logp, a->head_lse, NULL, a->xf, weight(m, m->lm_head), targets,
+                                                n_rows, c->hidden_size, c->vocab_size, inv_temperature));
     return 0;
 }

@@ -232,10 +232,15 @@ int rl_dp_sum(rl_dp *dp, double *x, int n, rl_err *err)
     return dp ? rl_comm_host_reduce(dp->comm, x, n, RL_COMM_SUM, err) : 0;
 }
 
+int rl_dp_max(rl_dp *dp, double *x, int n, rl_err *err)
+{
+    return dp ? rl_comm_host_reduce(dp->comm, x, n, RL_COMM_MAX, err) : 0;
+}
+
 int rl_dp_any(rl_dp *dp, int flag, int *out, rl_err *err)
 {
     double x = flag != 0;
-    if (dp && rl_comm_host_reduce(dp->comm, &x, 1, RL_COMM_MAX, err)) return -1;
+    if (rl_dp_max(dp, &x, 1, err)) return -1;
     *out = x != 0;
     return 0;
 }

@@ -52,6 +52,8 @@ int rl_dp_prepare(rl_dp *dp, rl_model *m, rl_err *err);
 int rl_dp_begin_update(rl_dp *dp, int n_micro, rl_err *err);
 /* Sums x over the ranks (host values: losses, counts, statistics); a no-op for NULL. */
 int rl_dp_sum(rl_dp *dp, double *x, int n, rl_err *err);
+/* The largest x over the ranks, likewise. */
+int rl_dp_max(rl_dp *dp, double *x, int n, rl_err *err);
 /* 1 when any rank has flag set (e.g. a Ctrl-C, so all stop after the same step). */
 int rl_dp_any(rl_dp *dp, int flag, int *out, rl_err *err);
 

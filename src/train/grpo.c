@@ -29,6 +29,7 @@ rl_grpo_config rl_grpo_defaults(void)
     c.max_tokens = 8192;
     c.shuffle = 1;
     c.seed = 1234;
+    c.engine = rl_engine_options_default();
     c.optim = rl_optim_defaults();
     c.optim.schedule.peak = 1e-6;
     c.optim.weight_decay = 0.0;
@@ -70,6 +71,9 @@ void rl_grpo_free(rl_grpo *t)
     free(t->ref_lp);
     free(t->tok_adv);
     free(t->tok_w);
+    free(t->rollout_lp);
+    free(t->train_lp);
+    free(t->completion);
     memset(t, 0, sizeof *t);
 }
 
@@ -84,6 +88,7 @@ static int check_config(const rl_grpo_config *c, const rl_model *ref, rl_err *er
     if (c->mu < 1) return rl_err_set(err, "grpo: mu (updates per batch) must be >= 1, got %d", c->mu);
     if (c->kl_beta < 0) return rl_err_set(err, "grpo: kl_beta must be >= 0, got %g", c->kl_beta);
     if (c->kl_beta > 0 && !ref) return rl_err_set(err, "grpo: kl_beta > 0 needs a reference model");
+    if (!(c->tis_cap >= 0)) return rl_err_set(err, "grpo: tis_cap must be >= 0 (0 = off), got %g", c->tis_cap);
     return 0;
 }
 
@@ -130,17 +135,20 @@ int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *t
     t->ref_lp = malloc(bt * sizeof(float));
     t->tok_adv = malloc(bt * sizeof(float));
     t->tok_w = malloc(bt * sizeof(float));
+    t->rollout_lp = malloc(bt * sizeof(float));
+    t->train_lp = malloc(bt * sizeof(float));
+    t->completion = malloc(bt);
     t->dev = rl_alloc(m->ctx, (size_t)N_DEV * cfg->max_tokens * sizeof(float));
     if (!t->results || !t->gen_prompts || !t->items || !t->prompt_of || !t->comp_len || !t->rewards ||
         !t->adv || !t->seq_w || !t->tokens || !t->cu || !t->old_lp || !t->ref_lp || !t->tok_adv ||
-        !t->tok_w || !t->dev) {
+        !t->tok_w || !t->rollout_lp || !t->train_lp || !t->completion || !t->dev) {
         rl_grpo_free(t);
         return rl_err_oom(err, "grpo buffers", bt * 24);
     }
     rl_rng_init(&t->state.rng, cfg->seed);
     rl_acts_mode mode = cfg->recompute ? RL_ACTS_TRAIN_CHECKPOINT : RL_ACTS_TRAIN;
     if (rl_order_create(&t->order, n_data, cfg->seed, cfg->shuffle, err) ||
-        rl_engine_create(&t->engine, m, tok, err) || rl_dp_prepare(cfg->optim.dp, m, err) ||
+        rl_engine_create(&t->engine, m, tok, &cfg->engine, err) || rl_dp_prepare(cfg->optim.dp, m, err) ||
         rl_acts_create(&t->acts, m, cfg->max_tokens, mode, err) ||
         (t->ref && rl_acts_create(&t->ref_acts, t->ref, cfg->max_tokens, RL_ACTS_INFER, err)) ||
         rl_optim_create(&t->optim, m->ctx, m->params, m->n_params, m->n_elems, &cfg->optim, err)) {
@@ -182,13 +190,16 @@ static void lay_out(rl_grpo *t, int *mb, int *n_mb)
         memcpy(t->tokens + pos + p->n_ids, r->ids, (size_t)r->n_ids * sizeof(int32_t));
         for (int k = 0; k < p->n_ids; k++) {
             t->old_lp[pos + k] = t->ref_lp[pos + k] = t->tok_adv[pos + k] = t->tok_w[pos + k] = 0;
+            t->rollout_lp[pos + k] = 0;
+            t->completion[pos + k] = 0;
         }
         for (int k = 0; k < r->n_ids; k++) {
             int i = pos + p->n_ids + k;
-            t->old_lp[i] = r->logprobs[k];
+            t->old_lp[i] = t->rollout_lp[i] = r->logprobs[k];
             t->ref_lp[i] = 0;
             t->tok_adv[i] = t->adv[s];
             t->tok_w[i] = t->seq_w[s];
+            t->completion[i] = 1;
         }
         pos += p->n_ids + r->n_ids;
         t->cu[s + 1] = pos;
@@ -234,8 +245,53 @@ static int score(rl_grpo *t, double *mean, double *std, double *mean_len, rl_err
     return 0;
 }
 
+/* What the passes over a step's batch add up. */
+typedef struct update_acc {
+    double loss, kl, clipped, ratio, wsum; /* weight-averaged stats times their weight sum */
+    double diff_sum, diff_max, tis_sum;    /* over completion tokens, first pass */
+    long n_completion;
+} update_acc;
+
+/* After the first pass's forward of tokens [off, off + n_tok): the trainer's log-probs, their
+ * distance to the sampler's, and with truncated importance sampling the new old log-probs and
+ * the tokens' weights, min(exp(old - rollout), cap). */
+static int first_pass(rl_grpo *t, size_t off, size_t n_tok, update_acc *a, rl_err *err)
+{
+    rl_ctx *ctx = t->model->ctx;
+    if (rl_memcpy(ctx, t->train_lp + off, dev(t, D_LOGP), n_tok * sizeof(float), RL_D2H)) {
+        rl_ctx_error(ctx, err);
+        return rl_err_prefix(err, "grpo: ");
+    }
+    for (size_t i = off; i < off + n_tok; i++) {
+        if (!t->completion[i]) continue;
+        double d = (double)t->train_lp[i] - t->rollout_lp[i];
+        a->diff_sum += fabs(d);
+        if (fabs(d) > a->diff_max) a->diff_max = fabs(d);
+        a->n_completion++;
+        if (t->cfg.tis_cap > 0) {
+            double w = exp(d) < t->cfg.tis_cap ? exp(d) : t->cfg.tis_cap;
+            t->old_lp[i] = t->train_lp[i];
+            t->tok_w[i] *= (float)w;
+            a->tis_sum += w;
+        }
+    }
+    return 0;
+}
+
+/* The step's totals over every rank (a no-op with one): sums, and the largest mismatch. */
+static int reduce_acc(rl_dp *dp, update_acc *a, double *tokens, rl_err *err)
+{
+    double sums[9] = {a->loss, a->kl, a->clipped, a->ratio, a->wsum, a->diff_sum, a->tis_sum, (double)a->n_completion,
+                      *tokens};
+    if (rl_dp_sum(dp, sums, 9, err) || rl_dp_max(dp, &a->diff_max, 1, err)) return -1;
+    *a = (update_acc){.loss = sums[0], .kl = sums[1], .clipped = sums[2], .ratio = sums[3], .wsum = sums[4],
+                      .diff_sum = sums[5], .diff_max = a->diff_max, .tis_sum = sums[6], .n_completion = (long)sums[7]};
+    *tokens = sums[8];
+    return 0;
+}
+
 /* One pass over the micro-batches: loss, backward, then the optimizer update. */
-static int update(rl_grpo *t, const int *mb, int n_mb, double acc[4], rl_optim_stats *os, rl_err *err)
+static int update(rl_grpo *t, int pass, const int *mb, int n_mb, update_acc *a, rl_optim_stats *os, rl_err *err)
 {
     rl_ctx *ctx = t->model->ctx;
     rl_policy_loss_params lp = {t->cfg.clip_low, t->cfg.clip_high, t->cfg.kl_beta};
@@ -244,6 +300,7 @@ static int update(rl_grpo *t, const int *mb, int n_mb, double acc[4], rl_optim_s
         int s0 = mb[b], s1 = mb[b + 1];
         size_t off = (size_t)t->cu[s0], n_tok = (size_t)(t->cu[s1] - t->cu[s0]);
         if (forward_slice(t, t->model, t->acts, s0, s1, NULL, err) != 0) return -1;
+        if (pass == 0 && first_pass(t, off, n_tok, a, err)) return -1;
         size_t bytes = n_tok * sizeof(float);
         double st[RL_LOSS_N_STATS];
         if (rl_memcpy(ctx, dev(t, D_OLD), t->old_lp + off, bytes, RL_H2D) ||
@@ -257,10 +314,11 @@ static int update(rl_grpo *t, const int *mb, int n_mb, double acc[4], rl_optim_s
         }
         double wsum = 0;
         for (size_t i = 0; i < n_tok; i++) wsum += t->tok_w[off + i];
-        acc[0] += st[RL_LOSS_STAT_LOSS];
-        acc[1] += st[RL_LOSS_STAT_KL] * wsum;
-        acc[2] += st[RL_LOSS_STAT_CLIPPED] * wsum;
-        acc[3] += st[RL_LOSS_STAT_RATIO] * wsum;
+        a->loss += st[RL_LOSS_STAT_LOSS];
+        a->kl += st[RL_LOSS_STAT_KL] * wsum;
+        a->clipped += st[RL_LOSS_STAT_CLIPPED] * wsum;
+        a->ratio += st[RL_LOSS_STAT_RATIO] * wsum;
+        a->wsum += wsum;
         if (rl_model_backward(t->model, t->acts, dev(t, D_DLOGP), err) != 0) return -1;
     }
     return rl_optim_step(&t->optim, t->model->master, rl_model_working_copy(t->model), t->model->grads, 1.0, os, err);
@@ -278,7 +336,7 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
         int p = rl_order_next(&t->order, &t->state), b = i - rank * P;
         for (int g = 0; b >= 0 && b < P && g < G; g++) {
             t->prompt_of[b * G + g] = p;
-            t->gen_prompts[b * G + g] = (rl_gen_prompt){t->data[p].ids, t->data[p].n_ids};
+            t->gen_prompts[b * G + g] = (rl_gen_prompt){.ids = t->data[p].ids, .n_ids = t->data[p].n_ids};
         }
     }
     rl_gen_params gen = t->cfg.gen;
@@ -286,16 +344,15 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
      * with different seeds */
     gen.seed = rl_rng_u64(&t->state.rng) ^ ((uint64_t)rank * 0x9e3779b97f4a7c15ull);
     memset(t->results, 0, (size_t)n * sizeof *t->results);
-    int rc = rl_engine_generate(t->engine, t->gen_prompts, n, &gen, t->results, err);
+    rl_engine_reset_prefix_cache(t->engine); /* the last update changed the weights */
+    int rc = rl_engine_generate(t->engine, t->gen_prompts, n, &gen, t->results, NULL, NULL, err);
     double t_gen = rl_time_now() - t0;
-    double r_mean = 0, r_std = 0, mean_len = 0, acc[4] = {0, 0, 0, 0}, wsum = 0;
+    double r_mean = 0, r_std = 0, mean_len = 0;
+    update_acc a = {0};
     int mb[n + 1], n_mb = 0;
     rl_optim_stats os = {0};
     if (rc == 0) rc = score(t, &r_mean, &r_std, &mean_len, err);
-    if (rc == 0) {
-        lay_out(t, mb, &n_mb);
-        for (int i = 0; i < t->cu[n]; i++) wsum += t->tok_w[i];
-    }
+    if (rc == 0) lay_out(t, mb, &n_mb);
     for (int b = 0; rc == 0 && b < n_mb; b++) {
         if (t->ref) rc = forward_slice(t, t->ref, t->ref_acts, mb[b], mb[b + 1], t->ref_lp, err);
         if (rc == 0 && t->cfg.recompute_old_logp)
@@ -304,25 +361,23 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
     if (rc == 0 && t->ref) /* the reference scores completion tokens only, like the rest */
         for (int i = 0; i < t->cu[n]; i++)
             if (t->tok_w[i] == 0) t->ref_lp[i] = 0;
-    for (int it = 0; rc == 0 && it < t->cfg.mu; it++) rc = update(t, mb, n_mb, acc, &os, err);
+    for (int it = 0; rc == 0 && it < t->cfg.mu; it++) rc = update(t, it, mb, n_mb, &a, &os, err);
     for (int s = 0; s < n; s++) rl_gen_result_free(&t->results[s]);
-    double tokens = rc == 0 ? t->cu[n] : 0, sums[6] = {acc[0], acc[1], acc[2], acc[3], wsum, tokens};
-    if (rc == 0 && rl_dp_sum(dp, sums, 6, err) == 0) {
-        memcpy(acc, sums, 4 * sizeof(double));
-        wsum = sums[4];
-        tokens = sums[5];
-    } else if (rc == 0) {
-        rc = -1;
-    }
+    double tokens = rc == 0 ? t->cu[n] : 0;
+    if (rc == 0) rc = reduce_acc(dp, &a, &tokens, err);
     if (rc != 0) return rl_err_prefix(err, "grpo step %lld: ", (long long)t->state.step + 1);
     t->state.step++;
     double dt = rl_time_now() - t0, mu = t->cfg.mu;
     memset(stats, 0, sizeof *stats);
     stats->step = t->state.step;
-    stats->loss = acc[0] / mu;
-    stats->kl = wsum > 0 ? acc[1] / (wsum * mu) : 0;
-    stats->clip_frac = wsum > 0 ? acc[2] / (wsum * mu) : 0;
-    stats->ratio_mean = wsum > 0 ? acc[3] / (wsum * mu) : 0;
+    stats->loss = a.loss / mu;
+    stats->kl = a.wsum > 0 ? a.kl / a.wsum : 0;
+    stats->clip_frac = a.wsum > 0 ? a.clipped / a.wsum : 0;
+    stats->ratio_mean = a.wsum > 0 ? a.ratio / a.wsum : 0;
+    stats->logp_diff_mean = a.n_completion ? a.diff_sum / (double)a.n_completion : 0;
+    stats->logp_diff_max = a.diff_max;
+    stats->has_tis = t->cfg.tis_cap > 0;
+    stats->tis_mean = a.n_completion ? a.tis_sum / (double)a.n_completion : 0;
     stats->has_rewards = 1;
     stats->reward_mean = r_mean;
     stats->reward_std = r_std;
@@ -357,8 +412,8 @@ int rl_grpo_evaluate(rl_engine *e, rl_reward *reward, const rl_grpo_prompt *prom
     rl_reward_item *items = calloc((size_t)n, sizeof *items);
     float *r = calloc((size_t)n, sizeof *r);
     int rc = (gp && res && items && r) ? 0 : rl_err_oom(err, "evaluation", (size_t)n * 64);
-    for (int i = 0; rc == 0 && i < n; i++) gp[i] = (rl_gen_prompt){prompts[i].ids, prompts[i].n_ids};
-    if (rc == 0) rc = rl_engine_generate(e, gp, n, gen, res, err);
+    for (int i = 0; rc == 0 && i < n; i++) gp[i] = (rl_gen_prompt){.ids = prompts[i].ids, .n_ids = prompts[i].n_ids};
+    if (rc == 0) rc = rl_engine_generate(e, gp, n, gen, res, NULL, NULL, err);
     for (int i = 0; rc == 0 && i < n; i++)
         items[i] = (rl_reward_item){prompts[i].text, res[i].text ? res[i].text : "", prompts[i].answer, prompts[i].fields};
     if (rc == 0) rc = rl_reward_score(reward, items, n, r, err);

@@ -14,7 +14,21 @@
  * Data parallel (cfg.optim.dp, train/dp.h): prompts_per_step is per rank. Each step takes
  * N x prompts_per_step prompts in the data order, rank r the r-th block (a group stays on one
  * rank); each rank samples with its own seed, scores its completions and computes its groups'
- * advantages; loss normalisers, rewards and every statistic are the whole step's. */
+ * advantages; loss normalisers, rewards and every statistic are the whole step's
+ * (the mismatch below too). Each rank has its own engine over its own KV pool.
+ *
+ * The engine is made once and kept (its KV pool too: made at the first rollout, after the
+ * trainer's own memory, and reused every step); it reads the working weights the optimizer
+ * updates, so nothing is copied or reloaded between steps.
+ *
+ * Train-vs-rollout mismatch: the first update's forward (no extra one) gives the trainer's
+ * log-prob of every completion token; mean and max |trainer - sampler| over completion tokens
+ * go to the step's stats (metrics.jsonl: rollout_logp_diff_mean / _max). With
+ * ctx->deterministic (batch-invariant ops) both sides compute the same bits and it is 0.
+ * tis_cap > 0 turns on truncated importance sampling as TRL and verl apply it: the "old"
+ * log-probs of the ratio become the trainer's (from that same first forward: all micro-batches
+ * of the first update run before any weight changes), and each token's loss is weighted by
+ * min(exp(old - rollout), tis_cap), correcting for the sampler's numerics. */
 #ifndef RL_TRAIN_GRPO_H
 #define RL_TRAIN_GRPO_H
 
@@ -54,6 +68,8 @@ typedef struct rl_grpo_config {
     int shuffle;
     uint64_t seed;
     int recompute;           /* activation checkpointing */
+    float tis_cap;           /* > 0: truncated importance sampling of the loss (see above) */
+    rl_engine_options engine;
     rl_optim_config optim;
 } rl_grpo_config;
 
@@ -77,6 +93,8 @@ typedef struct rl_grpo {
     float *rewards, *adv, *seq_w;
     int32_t *tokens, *cu;          /* whole batch, packed */
     float *old_lp, *ref_lp, *tok_adv, *tok_w; /* whole batch, per token */
+    float *rollout_lp, *train_lp;  /* the sampler's and the first update's log-probs, per token */
+    unsigned char *completion;     /* per token: 1 on completion tokens */
     float *dev;                    /* backend: logp, old, ref, adv, weight, dlogp [max_tokens] */
 } rl_grpo;
 
@@ -99,7 +117,8 @@ int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *t
 void rl_grpo_free(rl_grpo *t);
 
 /* One rollout + mu updates. stats: loss, kl, clip fraction, ratio (averaged over the mu
- * updates), rewards, mean completion length, lr and grad norm of the last update, times. */
+ * updates), rewards, mean completion length, lr and grad norm of the last update, times,
+ * the train-vs-rollout log-prob mismatch and the mean importance weight (tis_cap > 0). */
 int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err);
 
 int rl_grpo_save(const rl_grpo *t, const char *dir, const cJSON *options, const char *tokenizer_dir,

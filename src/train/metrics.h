@@ -21,6 +21,9 @@ typedef struct rl_step_stats {
     double seconds;           /* wall time of the step */
     double tokens_per_s;
     double gen_seconds;       /* GRPO: time spent generating */
+    double logp_diff_mean, logp_diff_max; /* GRPO: |trainer - sampler| log-prob, completion tokens */
+    int has_tis;              /* GRPO with truncated importance sampling: */
+    double tis_mean;          /* its mean weight min(exp(old - rollout), cap) */
 } rl_step_stats;
 
 typedef struct rl_metrics {

@@ -132,26 +132,92 @@ Test(ops, sample)
     rl_ctx ctx = fx_cpu();
     float logits[3] = {1, 2, 3}, logp[1];
     int32_t tok[1] = {-7};
-    rl_sample_params p = {.temperature = 1.0f, .top_k = 0, .top_p = 0.0f, .min_p = 0};
-    REFUSED(rl_sample(&ctx, tok, logp, logits, 1, 3, &p, 1, 1), "rl_sample: top_p 0 is outside (0, 1]");
+    rl_sample_row row = {.temperature = 1.0f, .top_p = 1.0f};
+    REFUSED(rl_sample(&ctx, tok, logp, logits, -1, 3, &row), "rl_sample: n_rows -1 is negative");
+    REFUSED(rl_sample(&ctx, tok, logp, logits, 1, 0, &row), "rl_sample: vocab 0 is less than 1");
+    REFUSED(rl_sample(&ctx, NULL, logp, logits, 1, 3, &row), "rl_sample: tokens is NULL");
+    REFUSED(rl_sample(&ctx, tok, logp, logits, 1, 3, NULL), "rl_sample: rows is NULL");
     cr_expect_eq(tok[0], -7, "a refused sample wrote a token");
-    p.top_p = 1.0f;
-    p.temperature = -1.0f;
-    REFUSED(rl_sample(&ctx, tok, logp, logits, 1, 3, &p, 1, 1),
-            "rl_sample: temperature -1 is neither 0 nor finite with a finite inverse");
-    p.temperature = 1e-39f; /* positive, but 1 / temperature overflows to inf */
-    REFUSED(rl_sample(&ctx, tok, logp, logits, 1, 3, &p, 1, 1),
-            "rl_sample: temperature 1e-39 is neither 0 nor finite with a finite inverse");
-    p.temperature = 1.0f;
-    p.top_k = -2;
-    REFUSED(rl_sample(&ctx, tok, logp, logits, 1, 3, &p, 1, 1), "rl_sample: top_k -2 is negative");
-    p.top_k = 0;
-    p.min_p = 1.5f;
-    REFUSED(rl_sample(&ctx, tok, logp, logits, 1, 3, &p, 1, 1), "rl_sample: min_p 1.5 is outside [0, 1]");
-    p.min_p = 0;
-    REFUSED(rl_sample(&ctx, tok, logp, logits, 1, 0, &p, 1, 1), "rl_sample: vocab 0 is less than 1");
-    REFUSED(rl_sample(&ctx, tok, logp, logits, 1, 3, NULL, 1, 1), "rl_sample: params is NULL");
-    REFUSED(rl_sample(&ctx, NULL, logp, logits, 1, 3, &p, 1, 1), "rl_sample: tokens is NULL");
+    ACCEPTED(rl_sample(&ctx, NULL, NULL, NULL, 0, 3, NULL));
+}
+
+/* ---- the paged KV cache and the decode step ---- */
+
+Test(ops, kv_cache_write)
+{
+    rl_ctx ctx = fx_cpu();
+    float pool[2 * 2 * 4 * 3], k[4 * 3] = {0}, v[4 * 3] = {0};
+    int32_t slots[1] = {1};
+    rl_paged_kv kv = {.k = pool, .v = pool + 4 * 3, .block_stride = 2 * 4 * 3, .block_size = 4};
+    REFUSED(rl_kv_cache_write(&ctx, NULL, k, v, slots, 1, 1, 3), "rl_kv_cache_write: kv is NULL");
+    REFUSED(rl_kv_cache_write(&ctx, &kv, k, v, slots, -1, 1, 3), "rl_kv_cache_write: n_tokens -1 is negative");
+    REFUSED(rl_kv_cache_write(&ctx, &kv, k, v, slots, 1, 0, 3), "rl_kv_cache_write: n_kv_heads 0 is less than 1");
+    REFUSED(rl_kv_cache_write(&ctx, &kv, k, v, slots, 1, 3, 3),
+            "rl_kv_cache_write: kv->block_stride 24 is less than a block's 4 rows of 3 x 3");
+    REFUSED(rl_kv_cache_write(&ctx, &kv, k, NULL, slots, 1, 1, 3), "rl_kv_cache_write: v is NULL");
+    kv.block_size = 0;
+    REFUSED(rl_kv_cache_write(&ctx, &kv, k, v, slots, 1, 1, 3), "rl_kv_cache_write: kv->block_size 0 is less than 1");
+    kv.block_size = 4;
+    kv.v = NULL;
+    REFUSED(rl_kv_cache_write(&ctx, &kv, k, v, slots, 1, 1, 3), "rl_kv_cache_write: kv->v is NULL");
+    kv.v = pool + 4 * 3;
+    ACCEPTED(rl_kv_cache_write(&ctx, &kv, NULL, NULL, NULL, 0, 1, 3));
+}
+
+Test(ops, paged_attention_fwd)
+{
+    rl_ctx ctx = fx_cpu();
+    float pool[2 * 4 * 3], q[2 * 3], out[2 * 3];
+    int32_t tables[1] = {0}, cu[2] = {0, 1}, seqlens[1] = {1};
+    rl_paged_kv kv = {.k = pool, .v = pool + 4 * 3, .block_stride = 2 * 4 * 3, .block_size = 4,
+                      .block_tables = tables, .max_blocks = 1};
+    REFUSED(rl_paged_attention_fwd(&ctx, out, q, &kv, cu, seqlens, 1, 1, 4, 3, 2, 3, 1.0f),
+            "rl_paged_attention_fwd: n_heads 3 is not a multiple of n_kv_heads 2");
+    REFUSED(rl_paged_attention_fwd(&ctx, out, q, &kv, cu, seqlens, -1, 1, 4, 2, 1, 3, 1.0f),
+            "rl_paged_attention_fwd: n_seqs -1 is negative");
+    REFUSED(rl_paged_attention_fwd(&ctx, out, q, &kv, cu, seqlens, 1, 5, 4, 2, 1, 3, 1.0f),
+            "rl_paged_attention_fwd: max_seqlen_k 4 is less than max_seqlen_q 5 (keys include the queries)");
+    REFUSED(rl_paged_attention_fwd(&ctx, out, q, &kv, cu, NULL, 1, 1, 4, 2, 1, 3, 1.0f),
+            "rl_paged_attention_fwd: seqlens_k is NULL");
+    REFUSED(rl_paged_attention_fwd(&ctx, out, NULL, &kv, cu, seqlens, 1, 1, 4, 2, 1, 3, 1.0f),
+            "rl_paged_attention_fwd: q is NULL");
+    REFUSED(rl_paged_attention_fwd(&ctx, out, q, &kv, cu, seqlens, 1, 1, 4, 4, 4, 3, 1.0f),
+            "rl_paged_attention_fwd: kv->block_stride 24 is less than a block's 4 rows of 4 x 3");
+    kv.max_blocks = 0;
+    REFUSED(rl_paged_attention_fwd(&ctx, out, q, &kv, cu, seqlens, 1, 1, 4, 2, 1, 3, 1.0f),
+            "rl_paged_attention_fwd: kv->max_blocks 0 is less than 1");
+    kv.block_tables = NULL;
+    REFUSED(rl_paged_attention_fwd(&ctx, out, q, &kv, cu, seqlens, 1, 1, 4, 2, 1, 3, 1.0f),
+            "rl_paged_attention_fwd: kv->block_tables is NULL");
+    ACCEPTED(rl_paged_attention_fwd(&ctx, NULL, NULL, &kv, NULL, NULL, 0, 1, 4, 2, 1, 3, 1.0f));
+}
+
+Test(ops, gather_rows)
+{
+    rl_ctx ctx = fx_cpu();
+    float in[4] = {0}, out[4];
+    int32_t rows[1] = {0};
+    REFUSED(rl_gather_rows(&ctx, out, in, rows, -1, 4), "rl_gather_rows: n_rows -1 is negative");
+    REFUSED(rl_gather_rows(&ctx, out, in, rows, 1, 0), "rl_gather_rows: dim 0 is less than 1");
+    REFUSED(rl_gather_rows(&ctx, out, in, NULL, 1, 4), "rl_gather_rows: rows is NULL");
+    ACCEPTED(rl_gather_rows(&ctx, NULL, NULL, NULL, 0, 4));
+}
+
+Test(ops, decode_advance)
+{
+    rl_ctx ctx = fx_cpu();
+    int32_t tok[1] = {0}, pos[1] = {0}, len[1] = {1}, slot[1] = {0}, sampled[1] = {3}, tables[2] = {0, 1};
+    rl_sample_row rows[1] = {{.temperature = 1.0f, .top_p = 1.0f}};
+    REFUSED(rl_decode_advance(&ctx, tok, pos, len, slot, rows, sampled, tables, 2, 4, -1),
+            "rl_decode_advance: n_rows -1 is negative");
+    REFUSED(rl_decode_advance(&ctx, tok, pos, len, slot, rows, sampled, tables, 0, 4, 1),
+            "rl_decode_advance: max_blocks 0 is less than 1");
+    REFUSED(rl_decode_advance(&ctx, tok, pos, len, slot, rows, sampled, tables, 2, 0, 1),
+            "rl_decode_advance: block_size 0 is less than 1");
+    REFUSED(rl_decode_advance(&ctx, tok, pos, len, slot, rows, NULL, tables, 2, 4, 1),
+            "rl_decode_advance: sampled is NULL");
+    cr_expect(tok[0] == 0 && pos[0] == 0 && len[0] == 1, "a refused advance changed the state");
+    ACCEPTED(rl_decode_advance(&ctx, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 2, 4, 0));
 }
 
 Test(ops, adamw_step)

@@ -2,7 +2,10 @@
  * build/): log-probs and greedy completions equal transformers' (the model fixtures), bad
  * lines (malformed JSON, ids outside the vocabulary, sequences longer than
  * max_position_embeddings) are reported with their line number and keep the output aligned,
- * bad options and unreadable stdin are refused, completions stop at max_position_embeddings. */
+ * bad options and unreadable stdin are refused, completions stop at max_position_embeddings;
+ * generate runs all lines together (per-line sampling parameters override the command line,
+ * a line's completion is the same as when it runs alone, --stream writes the same lines as they
+ * finish). */
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -192,9 +195,9 @@ Test(cli, generate_stops_at_max_position_embeddings)
     cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(obj, "ids")), 4, "1020 + 4 = max_position_embeddings 1024");
     cr_expect_str_eq(cJSON_GetObjectItem(obj, "finish_reason")->valuestring, "length");
     cJSON_Delete(obj);
-    cr_expect(strstr(errors, "stdin line 2: generate: prompt 0 has 1024 tokens, leaving no room for new ones"),
+    cr_expect(strstr(errors, "stdin line 2: ") && strstr(errors, "the prompt has 1024 tokens, leaving no room for new ones"),
               "stderr: %s", errors);
-    cr_expect(strstr(errors, "stdin line 3: generate: prompt 0: token 512 at position 1 is outside the vocabulary"),
+    cr_expect(strstr(errors, "stdin line 3: ") && strstr(errors, "token 512 at position 1 is outside the vocabulary"),
               "stderr: %s", errors);
     free(errors);
     free(out);
@@ -208,6 +211,9 @@ Test(cli, bad_options_and_stdin_are_refused)
         {"generate --model tests/fixtures/models/qwen3-tiny-tied --top-p 0", "--top-p must be a number in (0, 1], got '0'"},
         {"generate --model tests/fixtures/models/qwen3-tiny-tied --temperature 1e-30", "--temperature must be 0 or a number in [0.0001, 1000000], got '1e-30'"},
         {"generate --model tests/fixtures/models/qwen3-tiny-tied --bogus 1", "unknown option '--bogus'"},
+        {"generate --model tests/fixtures/models/qwen3-tiny-tied --max-num-seqs 64 --max-num-batched-tokens 32",
+         "--max-num-batched-tokens (32) must be >= --max-num-seqs (64)"},
+        {"generate --model tests/fixtures/models/qwen3-tiny-tied --gpu-memory-utilization 0", "--gpu-memory-utilization must be a number in (0, 1]"},
         {"logprobs --model tests/fixtures/models/qwen3-tiny-tied --temperature 1e-300", "--temperature must be a number in [0.0001, 1000000], got '1e-300'"},
         {"logprobs --model tests/fixtures/models/qwen3-tiny-tied --temperature inf", "--temperature must be a number"},
         {"tokenize --tokenizer tests/fixtures/tokenizer/flags_tokenizer.json --json --jsonl", "exclude each other"},
@@ -237,4 +243,79 @@ Test(cli, bad_options_and_stdin_are_refused)
         free(errors);
     }
     unlink(err_path);
+}
+
+/* The output lines of one run, one cJSON object each (caller frees). */
+static int output_lines(const char *out, cJSON **objs, int max)
+{
+    int n = 0;
+    for (const char *at = out; *at && n < max; n++) {
+        const char *end = strchr(at, '\n');
+        rl_err err = {{0}};
+        objs[n] = rl_json_parse(at, end ? (size_t)(end - at) : strlen(at), "output", &err);
+        cr_assert(objs[n], "%s", err.msg);
+        at = end ? end + 1 : at + strlen(at);
+    }
+    return n;
+}
+
+static int same_json(const cJSON *a, const cJSON *b) { return cJSON_Compare(a, b, 1); }
+
+Test(cli, generate_lines_carry_their_own_sampling_parameters)
+{
+    static const char input[] =
+        "{\"prompt_ids\": [5, 6, 7], \"max_tokens\": 3, \"temperature\": 0}\n"
+        "{\"prompt_ids\": [8, 9], \"n\": 3, \"seed\": 12, \"top_k\": 5, \"top_p\": 0.9, \"min_p\": 0.01}\n"
+        "{\"prompt_ids\": [8, 9], \"top_p\": 1.5}\n"
+        "{\"prompt_ids\": [10], \"ignore_eos\": true, \"max_tokens\": 7, \"stop\": []}\n";
+    const char *base = "generate --model tests/fixtures/models/qwen3-tiny-tied --max-tokens 5 --seed 3";
+    int status;
+    char *errors, *out = tu_run_rlc(base, input, &status, &errors);
+    cr_assert_eq(status, 1, "line 3 is bad");
+    cr_assert(strstr(errors, "stdin line 3: input: field 'top_p' must be a number in (0, 1], got 1.5"), "%s", errors);
+    cJSON *all[16];
+    int n = output_lines(out, all, 16);
+    cr_assert_eq(n, 1 + 3 + 1 + 1, "%s", out);
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(all[0], "ids")), 3, "line 1's max_tokens");
+    for (int j = 0; j < 3; j++) cr_assert_eq(cJSON_GetObjectItem(all[1 + j], "sample")->valueint, j);
+    cr_assert(cJSON_GetObjectItem(all[4], "error"));
+    cr_assert_eq(cJSON_GetObjectItem(all[4], "request")->valueint, 2);
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(all[5], "ids")), 7);
+    cr_assert_str_eq(cJSON_GetObjectItem(all[5], "finish_reason")->valuestring, "length");
+
+    /* Line 2 alone, with its parameters given on the command line instead, draws the same
+     * (its own seed 12 replaces --seed + 1) */
+    char *errors_alone, *errors_stream;
+    char *alone = tu_run_rlc("generate --model tests/fixtures/models/qwen3-tiny-tied --max-tokens 5 --n 3 --seed 12 "
+                             "--top-k 5 --top-p 0.9 --min-p 0.01",
+                             "{\"prompt_ids\": [8, 9]}\n", &status, &errors_alone);
+    cr_assert_eq(status, 0);
+    cJSON *one[3];
+    cr_assert_eq(output_lines(alone, one, 3), 3);
+    for (int j = 0; j < 3; j++) {
+        cJSON_DeleteItemFromObject(one[j], "request");
+        cJSON_DeleteItemFromObject(all[1 + j], "request");
+        cr_assert(same_json(one[j], all[1 + j]), "sample %d differs when its line runs alone", j);
+        cJSON_Delete(one[j]);
+    }
+    /* --stream: the same lines, each written as it finishes */
+    char *streamed = tu_run_rlc("generate --model tests/fixtures/models/qwen3-tiny-tied --max-tokens 5 --seed 3 --stream",
+                                input, &status, &errors_stream);
+    cr_assert_eq(status, 1);
+    cJSON *got[16];
+    int n_got = output_lines(streamed, got, 16);
+    cr_assert_eq(n_got, n);
+    for (int i = 0; i < n; i++) {
+        int found = 0;
+        for (int k = 0; k < n_got; k++) {
+            cJSON *a = cJSON_Duplicate(got[k], 1), *b = cJSON_Duplicate(all[i], 1);
+            if (i >= 1 && i <= 3) cJSON_DeleteItemFromObject(a, "request");
+            found += same_json(a, b);
+            cJSON_Delete(a), cJSON_Delete(b);
+        }
+        cr_assert_eq(found, 1, "output line %d is not among the streamed lines", i);
+    }
+    for (int i = 0; i < n; i++) cJSON_Delete(all[i]);
+    for (int i = 0; i < n_got; i++) cJSON_Delete(got[i]);
+    free(errors), free(out), free(alone), free(streamed), free(errors_alone), free(errors_stream);
 }

@@ -1,49 +1,12 @@
-/* test_generate.c — the generation engine: greedy output equals transformers' greedy generate
- * on the tiny checkpoints; sampled tokens' log-probs equal what the training forward computes
- * for the finished sequences (KV cache vs. full recompute); seeded draws are reproducible and
- * do not depend on the other prompts of the batch; chunked prefill gives the same completions;
- * stop strings cut the text; bad requests are refused with a message. */
-#include "engine/generate.h"
-#include "model/model_fixture.h"
-
-typedef struct gen_setup {
-    rl_ctx ctx;
-    rl_model m;
-    rl_engine *engine;
-    rl_tokenizer *tok;
-} gen_setup;
-
-static void open_gen(gen_setup *g, const char *model, const char *tokenizer)
-{
-    rl_err err = {{0}};
-    char dir[256];
-    memset(g, 0, sizeof *g);
-    snprintf(dir, sizeof dir, "tests/fixtures/models/%s", model);
-    cr_assert_eq(rl_ctx_create(&g->ctx, RL_BACKEND_CPU, 0, &err), 0);
-    cr_assert_eq(rl_model_load(&g->m, &g->ctx, dir, &err), 0, "%s", err.msg);
-    if (tokenizer) cr_assert_eq(rl_tok_load(&g->tok, tokenizer, &err), 0, "%s", err.msg);
-    cr_assert_eq(rl_engine_create(&g->engine, &g->m, g->tok, &err), 0, "%s", err.msg);
-}
-
-static void close_gen(gen_setup *g)
-{
-    rl_engine_free(g->engine);
-    if (g->tok) rl_tok_free(g->tok);
-    rl_model_free(&g->m);
-    rl_ctx_free(&g->ctx);
-}
-
-static void generate(gen_setup *g, const rl_gen_prompt *prompts, int n, const rl_gen_params *p,
-                     rl_gen_result *results)
-{
-    rl_err err = {{0}};
-    cr_assert_eq(rl_engine_generate(g->engine, prompts, n, p, results, &err), 0, "%s", err.msg);
-}
-
-static void free_results(rl_gen_result *r, int n)
-{
-    for (int i = 0; i < n; i++) rl_gen_result_free(&r[i]);
-}
+/* test_generate.c — the generation engine's contract: greedy output equals transformers' greedy
+ * generate on the tiny checkpoints; sampled tokens' log-probs equal what the training forward
+ * computes for the finished sequences (paged KV cache vs. full recompute); seeded draws are
+ * reproducible and do not depend on the other prompts of the batch; stop strings cut the text;
+ * eos ids end completions unless ignored; bad requests (sampling filters included, which only the
+ * engine checks) get their own error while the others finish; every result reaches the callback
+ * once. (Batching, sharing and preemption:
+ * test_engine_batching.c.) */
+#include "engine_fixture.h"
 
 Test(generate, greedy_matches_transformers)
 {
@@ -55,7 +18,7 @@ Test(generate, greedy_matches_transformers)
         open_gen(&g, models[k], NULL);
         rl_gen_prompt prompts[MF_MAX_PROMPTS];
         rl_gen_result results[MF_MAX_PROMPTS];
-        for (int i = 0; i < f.n_prompts; i++) prompts[i] = (rl_gen_prompt){f.prompts[i], f.prompt_len[i]};
+        for (int i = 0; i < f.n_prompts; i++) prompts[i] = (rl_gen_prompt){.ids = f.prompts[i], .n_ids = f.prompt_len[i]};
         rl_gen_params p = rl_gen_params_default();
         p.sample.temperature = 0.0f;
         p.max_new_tokens = f.max_new_tokens;
@@ -87,7 +50,7 @@ Test(generate, sampled_logprobs_match_forward)
     open_gen(&g, "qwen3-tiny-untied", NULL);
     rl_gen_prompt prompts[MF_MAX_PROMPTS];
     rl_gen_result results[MF_MAX_PROMPTS];
-    for (int i = 0; i < f.n_prompts; i++) prompts[i] = (rl_gen_prompt){f.prompts[i], f.prompt_len[i]};
+    for (int i = 0; i < f.n_prompts; i++) prompts[i] = (rl_gen_prompt){.ids = f.prompts[i], .n_ids = f.prompt_len[i]};
     rl_gen_params p = rl_gen_params_default();
     p.sample.temperature = 0.8f;
     p.sample.top_k = 40;
@@ -119,20 +82,16 @@ Test(generate, sampled_logprobs_match_forward)
     mf_free(&f);
 }
 
-static int same_result(const rl_gen_result *a, const rl_gen_result *b)
-{
-    return a->n_ids == b->n_ids && !memcmp(a->ids, b->ids, a->n_ids * sizeof(int32_t)) &&
-           !memcmp(a->logprobs, b->logprobs, a->n_ids * sizeof(float));
-}
-
 Test(generate, seeded_reproducible_and_independent_of_batch)
 {
     model_fixture f;
     gen_setup g;
     mf_load(&f, "qwen3-tiny-tied");
     open_gen(&g, "qwen3-tiny-tied", NULL);
-    rl_gen_prompt prompts[4] = {{f.prompts[0], f.prompt_len[0]}, {f.prompts[1], f.prompt_len[1]},
-                                {f.prompts[0], f.prompt_len[0]}, {f.prompts[2], f.prompt_len[2]}};
+    rl_gen_prompt prompts[4] = {{.ids = f.prompts[0], .n_ids = f.prompt_len[0]},
+                                {.ids = f.prompts[1], .n_ids = f.prompt_len[1]},
+                                {.ids = f.prompts[0], .n_ids = f.prompt_len[0]},
+                                {.ids = f.prompts[2], .n_ids = f.prompt_len[2]}};
     rl_gen_params p = rl_gen_params_default();
     p.sample.top_p = 0.9f;
     p.max_new_tokens = 12;
@@ -157,43 +116,13 @@ Test(generate, seeded_reproducible_and_independent_of_batch)
     mf_free(&f);
 }
 
-/* Prompts longer in total than one prefill chunk: the completions must not change. */
-Test(generate, chunked_prefill_matches_single_prompts)
-{
-    gen_setup g;
-    open_gen(&g, "qwen3-tiny-untied", NULL);
-    enum { N = 3, LEN = 900 };
-    int32_t *ids = malloc(N * LEN * sizeof(int32_t));
-    rl_rng rng;
-    rl_rng_init(&rng, 9);
-    for (int i = 0; i < N * LEN; i++) ids[i] = (int32_t)rl_rng_below(&rng, (uint32_t)g.m.config.vocab_size);
-    rl_gen_prompt prompts[N];
-    for (int i = 0; i < N; i++) prompts[i] = (rl_gen_prompt){ids + i * LEN, LEN - 100 * i};
-    rl_gen_params p = rl_gen_params_default();
-    p.max_new_tokens = 6;
-    rl_gen_result together[N], alone[1];
-    p.sample.temperature = 0.0f;
-    generate(&g, prompts, N, &p, together);
-    for (int i = 0; i < N; i++) {
-        generate(&g, &prompts[i], 1, &p, alone);
-        double e = tu_max_rel_err(together[i].logprobs, alone[0].logprobs, alone[0].n_ids, 1e-3, NULL);
-        cr_assert(together[i].n_ids == alone[0].n_ids &&
-                      !memcmp(together[i].ids, alone[0].ids, alone[0].n_ids * sizeof(int32_t)) && e <= 1e-5,
-                  "prompt %d: batched and single generation differ (logprob error %.3e)", i, e);
-        free_results(alone, 1);
-    }
-    free_results(together, N);
-    free(ids);
-    close_gen(&g);
-}
-
 Test(generate, stop_strings_cut_the_text)
 {
     model_fixture f;
     gen_setup g;
     mf_load(&f, "qwen3-tiny-tied");
     open_gen(&g, "qwen3-tiny-tied", "tests/fixtures/tokenizer/flags_tokenizer.json");
-    rl_gen_prompt prompt = {f.prompts[1], f.prompt_len[1]};
+    rl_gen_prompt prompt = {.ids = f.prompts[1], .n_ids = f.prompt_len[1]};
     rl_gen_params p = rl_gen_params_default();
     p.max_new_tokens = 24;
     p.seed = 8;
@@ -233,35 +162,146 @@ Test(generate, stop_strings_cut_the_text)
     mf_free(&f);
 }
 
-Test(generate, bad_requests_are_refused)
+typedef struct done_log {
+    int calls[8], order[8], n;
+} done_log;
+
+static void on_done(void *user, int index, const rl_gen_result *r)
+{
+    done_log *log = user;
+    cr_assert(index >= 0 && index < 8);
+    log->calls[index]++;
+    log->order[log->n++] = index;
+    cr_assert(r->error || r->n_ids > 0, "request %d handed over before it finished", index);
+}
+
+/* Bad requests get their own error; the others run as they would alone, and each result goes
+ * to the callback once. */
+Test(generate, bad_requests_are_refused_and_the_others_finish)
 {
     gen_setup g;
-    open_gen(&g, "qwen3-tiny-tied", NULL);
+    rl_engine_options opt = rl_engine_options_default();
+    opt.max_model_len = 40;
+    open_gen_with(&g, "qwen3-tiny-tied", NULL, &opt);
     rl_err err = {{0}};
-    int32_t ids[3] = {1, 600, 2};
-    rl_gen_prompt prompts[2] = {{ids, 1}, {ids, 3}};
-    rl_gen_result r[2];
-    rl_gen_params p = rl_gen_params_default();
-    cr_assert_eq(rl_engine_generate(g.engine, prompts, 2, &p, r, &err), -1);
-    cr_assert(strstr(err.msg, "prompt 1: token 600 at position 1 is outside the vocabulary"), "%s", err.msg);
-    free_results(r, 2);
-    prompts[1].n_ids = 0;
-    cr_assert_eq(rl_engine_generate(g.engine, prompts, 2, &p, r, &err), -1);
-    cr_assert(strstr(err.msg, "prompt 1 is empty"), "%s", err.msg);
-    free_results(r, 2);
+    int32_t ids[50], bad_vocab[3] = {1, 600, 2};
+    for (int i = 0; i < 50; i++) ids[i] = (int32_t)(7 * i % 500);
+    rl_gen_params p = rl_gen_params_default(), bad_p = p, own = p;
+    p.max_new_tokens = 6;
+    p.seed = 4;
+    bad_p.sample.top_p = 0;
+    own.sample.temperature = 0.5f;
+    own.max_new_tokens = 3;
+    rl_gen_prompt prompts[7] = {
+        {.ids = ids, .n_ids = 9},
+        {.ids = ids, .n_ids = 0},
+        {.ids = bad_vocab, .n_ids = 3},
+        {.ids = ids, .n_ids = 40},
+        {.ids = ids, .n_ids = 5, .params = &bad_p},
+        {.ids = ids + 3, .n_ids = 12, .params = &own, .sample = 2},
+        {.ids = ids + 1, .n_ids = 39},
+    };
+    rl_gen_result r[7], alone;
+    done_log log = {0};
+    cr_assert_eq(rl_engine_generate(g.engine, prompts, 7, &p, r, on_done, &log, &err), -1);
+    cr_assert(strstr(err.msg, "4 of 7 requests refused; request 1: the prompt is empty"), "%s", err.msg);
+    cr_assert(r[1].error && strstr(r[1].error, "the prompt is empty"));
+    cr_assert(r[2].error && strstr(r[2].error, "request 2: token 600 at position 1 is outside the vocabulary [0, 512)"),
+              "%s", r[2].error);
+    cr_assert(r[3].error && strstr(r[3].error, "the prompt has 40 tokens, leaving no room for new ones within "
+                                               "max_model_len = 40"), "%s", r[3].error);
+    cr_assert(r[4].error && !strcmp(r[4].error, "request 4: top_p 0 is outside (0, 1]"), "%s", r[4].error);
+    for (int i = 0; i < 7; i++) cr_assert_eq(log.calls[i], 1, "request %d reached the callback %d times", i, log.calls[i]);
+    cr_assert(!r[0].error && !r[5].error && !r[6].error);
+    cr_assert_eq(r[5].n_ids, 3, "request 5 has its own max_new_tokens");
+    cr_assert_eq(r[6].n_ids, 1, "request 6 stops at max_model_len");
+    cr_assert_eq(r[6].finish, RL_FINISH_LENGTH);
+    /* the good ones are what they are alone: request 0 as row 0 of the call, request 5 with its
+     * own parameters as sample 2 */
+    generate(&g, &prompts[0], 1, &p, &alone);
+    cr_assert(same_result(&alone, &r[0]), "request 0 changed beside bad requests");
+    rl_gen_result_free(&alone);
+    generate(&g, &prompts[5], 1, &p, &alone);
+    cr_assert(same_result(&alone, &r[5]), "request 5 changed beside bad requests");
+    rl_gen_result_free(&alone);
+    free_results(r, 7);
+
     p.max_new_tokens = 0;
-    cr_assert_eq(rl_engine_generate(g.engine, prompts, 1, &p, r, &err), -1);
+    cr_assert_eq(rl_engine_generate(g.engine, prompts, 1, &p, r, NULL, NULL, &err), -1);
     cr_assert(strstr(err.msg, "max_new_tokens = 0"), "%s", err.msg);
+    free_results(r, 1);
     p.max_new_tokens = 4;
     const char *stops[] = {"x"};
     p.stop = stops;
     p.n_stop = 1;
-    cr_assert_eq(rl_engine_generate(g.engine, prompts, 1, &p, r, &err), -1);
+    cr_assert_eq(rl_engine_generate(g.engine, prompts, 1, &p, r, NULL, NULL, &err), -1);
     cr_assert(strstr(err.msg, "stop strings need a tokenizer"), "%s", err.msg);
     free_results(r, 1);
     const int32_t *eos;
     int n_eos = rl_engine_eos_ids(g.engine, &eos);
     cr_assert(n_eos == 2 && eos[0] == 2 && eos[1] == 3, "eos ids come from the config");
+    close_gen(&g);
+}
+
+/* rl_sample does not check its rows (they are backend memory): the engine checks each request's
+ * filters on the host, so a bad one is refused with its own error (not a failed sampling step
+ * that would end the whole call) and the good request still runs. */
+Test(generate, sampling_filters_are_checked_per_request)
+{
+    gen_setup g;
+    open_gen(&g, "qwen3-tiny-tied", NULL);
+    int32_t ids[6] = {5, 9, 11, 40, 7, 3};
+    rl_gen_params p = rl_gen_params_default(), bad[6];
+    p.max_new_tokens = 3;
+    for (int i = 0; i < 6; i++) bad[i] = p;
+    bad[0].sample.temperature = -1.0f;
+    bad[1].sample.temperature = 1e-39f;
+    bad[2].sample.top_k = -3;
+    bad[3].sample.top_p = 1.5f;
+    bad[4].sample.min_p = -0.5f;
+    bad[5].sample.temperature = NAN;
+    const char *want[6] = {
+        "request 1: temperature -1 is neither 0 nor finite with a finite inverse",
+        "request 2: temperature 1e-39 is neither 0 nor finite with a finite inverse",
+        "request 3: top_k -3 is negative",
+        "request 4: top_p 1.5 is outside (0, 1]",
+        "request 5: min_p -0.5 is outside [0, 1]",
+        "request 6: temperature nan is neither 0 nor finite with a finite inverse",
+    };
+    rl_gen_prompt prompts[7] = {{.ids = ids, .n_ids = 6}};
+    for (int i = 0; i < 6; i++) prompts[i + 1] = (rl_gen_prompt){.ids = ids, .n_ids = 6, .params = &bad[i]};
+    rl_gen_result r[7];
+    rl_err err = {{0}};
+    cr_assert_eq(rl_engine_generate(g.engine, prompts, 7, &p, r, NULL, NULL, &err), -1);
+    cr_assert(strstr(err.msg, "6 of 7 requests refused"), "%s", err.msg);
+    for (int i = 0; i < 6; i++)
+        cr_expect(r[i + 1].error && !strcmp(r[i + 1].error, want[i]), "request %d: %s", i + 1,
+                  r[i + 1].error ? r[i + 1].error : "(no error)");
+    cr_assert(!r[0].error && r[0].n_ids == 3, "the good request: %s", r[0].error ? r[0].error : "");
+    free_results(r, 7);
+    close_gen(&g);
+}
+
+/* A pool smaller than one request's prompt + completion refuses that request alone. */
+Test(generate, a_request_longer_than_the_pool_is_refused)
+{
+    gen_setup g;
+    rl_engine_options opt = rl_engine_options_default();
+    opt.block_size = 4;
+    opt.n_blocks = 5;
+    open_gen_with(&g, "qwen3-tiny-tied", NULL, &opt);
+    int32_t ids[30];
+    for (int i = 0; i < 30; i++) ids[i] = i + 5;
+    rl_gen_prompt prompts[2] = {{.ids = ids, .n_ids = 10}, {.ids = ids, .n_ids = 4}};
+    rl_gen_params p = rl_gen_params_default();
+    p.max_new_tokens = 12;
+    rl_gen_result r[2];
+    rl_err err = {{0}};
+    cr_assert_eq(rl_engine_generate(g.engine, prompts, 2, &p, r, NULL, NULL, &err), -1);
+    cr_assert(r[0].error && strstr(r[0].error, "10 prompt + 12 new tokens need 6 KV blocks of 4, the pool has 5"), "%s",
+              r[0].error ? r[0].error : err.msg);
+    cr_assert(!r[1].error && r[1].n_ids == 12);
+    free_results(r, 2);
     close_gen(&g);
 }
 
@@ -280,7 +320,7 @@ Test(generate, eos_ids_include_the_tokenizers)
     cr_assert_eq(rl_tok_load(&tok, "examples/demo/tokenizer.json", &err), 0, "%s", err.msg);
     cfg.vocab_size = rl_tok_vocab_size(tok);
     cr_assert_eq(rl_model_init_random(&m, &ctx, &cfg, 5, &err), 0, "%s", err.msg);
-    cr_assert_eq(rl_engine_create(&engine, &m, tok, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_engine_create(&engine, &m, tok, NULL, &err), 0, "%s", err.msg);
     const int32_t *eos;
     int n = rl_engine_eos_ids(engine, &eos);
     int32_t im_end = rl_tok_token_id(tok, "<|im_end|>"), eot = rl_tok_token_id(tok, "<|endoftext|>");
@@ -296,12 +336,12 @@ Test(generate, eos_ids_include_the_tokenizers)
     int32_t *ids;
     int n_ids;
     cr_assert_eq(rl_tok_encode(tok, text, strlen(text), &ids, &n_ids, &err), 0, "%s", err.msg);
-    rl_gen_prompt prompt = {ids, n_ids};
+    rl_gen_prompt prompt = {.ids = ids, .n_ids = n_ids};
     rl_gen_params p = rl_gen_params_default();
     p.max_new_tokens = 20;
     rl_gen_result r[4];
     rl_gen_prompt prompts[4] = {prompt, prompt, prompt, prompt};
-    cr_assert_eq(rl_engine_generate(engine, prompts, 4, &p, r, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_engine_generate(engine, prompts, 4, &p, r, NULL, NULL, &err), 0, "%s", err.msg);
     for (int i = 0; i < 4; i++) {
         cr_assert_not_null(r[i].text);
         char *full;
@@ -328,15 +368,22 @@ Test(generate, eos_ids_include_the_tokenizers)
     forced.master[head->offset + (size_t)im_end * cfg.hidden_size] = 50.0f;
     forced.master[head->offset + (size_t)eot * cfg.hidden_size] = -50.0f;
     rl_engine *forced_engine;
-    cr_assert_eq(rl_engine_create(&forced_engine, &forced, tok, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_engine_create(&forced_engine, &forced, tok, NULL, &err), 0, "%s", err.msg);
     p.sample.temperature = 0.0f;
-    cr_assert_eq(rl_engine_generate(forced_engine, prompts, 2, &p, r, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_engine_generate(forced_engine, prompts, 2, &p, r, NULL, NULL, &err), 0, "%s", err.msg);
     for (int i = 0; i < 2; i++) {
         cr_assert_eq(r[i].finish, RL_FINISH_EOS, "finished by %s", rl_finish_name(r[i].finish));
         cr_assert(r[i].n_ids == 1 && (r[i].ids[0] == im_end || r[i].ids[0] == eot), "%d ids, first %d", r[i].n_ids, r[i].ids[0]);
         cr_assert_eq(r[i].text_len, 0, "the eos token's text is not part of the completion: '%s'", r[i].text);
         rl_gen_result_free(&r[i]);
     }
+    /* ignore_eos: the same first token, then on to max_new_tokens */
+    p.ignore_eos = 1;
+    cr_assert_eq(rl_engine_generate(forced_engine, prompts, 1, &p, r, NULL, NULL, &err), 0, "%s", err.msg);
+    cr_assert(r[0].finish == RL_FINISH_LENGTH && r[0].n_ids == p.max_new_tokens, "ignore_eos: %d ids, finished by %s",
+              r[0].n_ids, rl_finish_name(r[0].finish));
+    cr_assert(r[0].ids[0] == im_end || r[0].ids[0] == eot);
+    rl_gen_result_free(&r[0]);
     rl_engine_free(forced_engine);
     rl_model_free(&forced);
     free(ids);
@@ -358,7 +405,7 @@ Test(generate, ids_past_the_tokenizer_have_no_text)
     int tok_vocab = rl_tok_vocab_size(g.tok);
     cr_assert_lt(tok_vocab, g.m.config.vocab_size);
     rl_gen_prompt prompts[4];
-    for (int i = 0; i < 4; i++) prompts[i] = (rl_gen_prompt){f.prompts[1], f.prompt_len[1]};
+    for (int i = 0; i < 4; i++) prompts[i] = (rl_gen_prompt){.ids = f.prompts[1], .n_ids = f.prompt_len[1]};
     rl_gen_params p = rl_gen_params_default();
     p.max_new_tokens = 24;
     p.seed = 2;

@@ -4,7 +4,7 @@
  * exactly; logp (fp32) to 1e-5. */
 #include "gpu_util.h"
 
-static void run(int n_rows, int vocab, rl_sample_params p, uint64_t seed)
+static void run(int n_rows, int vocab, rl_sample_row p, uint64_t seed)
 {
     gu g;
     gu_begin(&g);
@@ -13,11 +13,19 @@ static void run(int n_rows, int vocab, rl_sample_params p, uint64_t seed)
     float *d_logits = gu_up_f32(&g, logits, n);
     int32_t *d_tok = gu_dev(&g, n_rows * sizeof(int32_t));
     float *d_logp = gu_nan_f32(&g, n_rows);
-    uint64_t step = 0x123456789ull + seed;
-    GU_OK(&g, rl_sample(&g.gpu, d_tok, d_logp, d_logits, n_rows, vocab, &p, seed * 7919, step));
+    rl_sample_row *rows = gu_host(&g, n_rows * sizeof *rows);
+    for (int r = 0; r < n_rows; r++) {
+        rows[r] = p;
+        rows[r].seed = seed * 7919;
+        rows[r].step = (uint32_t)(0x12345678u + seed);
+        rows[r].row = (uint32_t)r;
+    }
+    rl_sample_row *d_rows = gu_dev(&g, n_rows * sizeof *rows);
+    cr_assert_eq(rl_memcpy(&g.gpu, d_rows, rows, n_rows * sizeof *rows, RL_H2D), 0);
+    GU_OK(&g, rl_sample(&g.gpu, d_tok, d_logp, d_logits, n_rows, vocab, d_rows));
     int32_t *tok = gu_host(&g, n_rows * sizeof(int32_t)), *tok_gpu = gu_host(&g, n_rows * sizeof(int32_t));
     float *logp = gu_host(&g, n_rows * 4);
-    GU_CPU_OK(&g, rl_cpu_sample(&g.cpu, tok, logp, logits, n_rows, vocab, &p, seed * 7919, step));
+    GU_CPU_OK(&g, rl_cpu_sample(&g.cpu, tok, logp, logits, n_rows, vocab, rows));
     cr_assert_eq(rl_memcpy(&g.gpu, tok_gpu, d_tok, n_rows * sizeof(int32_t), RL_D2H), 0);
     int mismatches = 0, distinct = 0;
     for (int r = 0; r < n_rows; r++) {
@@ -32,10 +40,13 @@ static void run(int n_rows, int vocab, rl_sample_params p, uint64_t seed)
     gu_end(&g);
 }
 
-static const rl_sample_params greedy = {0.0f, 0, 1.0f, 0.0f}, plain = {0.8f, 0, 1.0f, 0.0f},
-                                top_k = {1.0f, 50, 1.0f, 0.0f}, top_p = {0.9f, 0, 0.9f, 0.0f},
-                                min_p = {1.2f, 0, 1.0f, 0.05f}, all = {0.7f, 40, 0.8f, 0.02f},
-                                tight = {1.0f, 0, 0.05f, 0.0f};
+static const rl_sample_row greedy = {.temperature = 0.0f, .top_p = 1.0f},
+                           plain = {.temperature = 0.8f, .top_p = 1.0f},
+                           top_k = {.temperature = 1.0f, .top_k = 50, .top_p = 1.0f},
+                           top_p = {.temperature = 0.9f, .top_p = 0.9f},
+                           min_p = {.temperature = 1.2f, .top_p = 1.0f, .min_p = 0.05f},
+                           all = {.temperature = 0.7f, .top_k = 40, .top_p = 0.8f, .min_p = 0.02f},
+                           tight = {.temperature = 1.0f, .top_p = 0.05f};
 
 Test(gpu_sampler, small_vocab)
 {
@@ -57,12 +68,11 @@ Test(gpu_sampler, qwen_vocab)
     run(8, 151936, all, 16);
 }
 
-Test(gpu_sampler, bad_params)
+Test(gpu_sampler, bad_shape)
 {
     gu g;
     gu_begin(&g);
-    rl_sample_params p = {1.0f, 0, 0.0f, 0.0f};
-    cr_assert_eq(rl_sample(&g.gpu, NULL, NULL, NULL, 1, 10, &p, 1, 1), -1);
-    cr_assert_str_eq(g.gpu.err.msg, "rl_sample: top_p 0 is outside (0, 1]");
+    cr_assert_eq(rl_sample(&g.gpu, NULL, NULL, NULL, 1, 10, NULL), -1);
+    cr_assert_str_eq(g.gpu.err.msg, "rl_sample: tokens is NULL");
     gu_end(&g);
 }

@@ -230,3 +230,46 @@ Test(dataset, request_lines)
         cr_expect(r.fields == NULL && r.ids == NULL && r.messages == NULL, "%s: request not emptied", bad[i][0]);
     }
 }
+
+/* A generate request line's own sampling parameters, and every way they are refused. */
+Test(dataset, request_sampling_parameters)
+{
+    const unsigned gen = RL_REQ_PROMPT | RL_REQ_MESSAGES | RL_REQ_PROMPT_IDS;
+    rl_request r;
+    rl_request_sampling s;
+    rl_err err;
+    const char *all = "{\"prompt\": \"x\", \"max_tokens\": 12, \"temperature\": 0, \"top_p\": 0.5, \"top_k\": 7, "
+                      "\"min_p\": 0.05, \"n\": 4, \"seed\": 99, \"stop\": [\"a\", \"bc\"], \"ignore_eos\": true}";
+    cr_assert_eq(rl_request_parse(&r, all, strlen(all), gen, "input", &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_request_sampling_parse(&r, &s, "input", &err), 0, "%s", err.msg);
+    cr_expect(s.has_max_tokens && s.max_tokens == 12 && s.has_temperature && s.temperature == 0);
+    cr_expect(s.has_top_p && s.top_p == 0.5 && s.has_top_k && s.top_k == 7 && s.has_min_p && s.min_p == 0.05);
+    cr_expect(s.has_n && s.n == 4 && s.has_seed && s.seed == 99 && s.has_ignore_eos && s.ignore_eos);
+    cr_expect(s.has_stop && s.n_stop == 2 && !strcmp(s.stop[0], "a") && !strcmp(s.stop[1], "bc"));
+    rl_request_free(&r);
+    const char *none = "{\"prompt_ids\": [1], \"stop\": \"end\"}";
+    cr_assert_eq(rl_request_parse(&r, none, strlen(none), gen, "input", &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_request_sampling_parse(&r, &s, "input", &err), 0, "%s", err.msg);
+    cr_expect(!s.has_max_tokens && !s.has_temperature && !s.has_n && !s.has_seed && !s.has_ignore_eos);
+    cr_expect(s.has_stop && s.n_stop == 1 && !strcmp(s.stop[0], "end"));
+    rl_request_free(&r);
+    const char *bad[][2] = {
+        {"{\"prompt\": \"x\", \"max_tokens\": 0}", "input: field 'max_tokens' must be an integer in [1, 1000000000], got 0"},
+        {"{\"prompt\": \"x\", \"temperature\": 1e-9}", "field 'temperature' must be 0 or a number in [0.0001, 1000000]"},
+        {"{\"prompt\": \"x\", \"top_p\": 0}", "field 'top_p' must be a number in (0, 1], got 0"},
+        {"{\"prompt\": \"x\", \"top_k\": 2.5}", "field 'top_k' must be an integer"},
+        {"{\"prompt\": \"x\", \"min_p\": \"0.1\"}", "field 'min_p' must be a number in [0, 1]"},
+        {"{\"prompt\": \"x\", \"n\": -1}", "field 'n' must be an integer in [1, 1000000]"},
+        {"{\"prompt\": \"x\", \"seed\": 1e16}", "field 'seed' must be an integer in [0, 1e+15]"},
+        {"{\"prompt\": \"x\", \"stop\": 3}", "field 'stop' must be a string or a list of at most 16 strings"},
+        {"{\"prompt\": \"x\", \"stop\": [\"a\", 1]}", "field 'stop' must be a string or a list of strings"},
+        {"{\"prompt\": \"x\", \"stop\": [\"a\", \"\"]}", "input: stop string 1 is empty"},
+        {"{\"prompt\": \"x\", \"ignore_eos\": 1}", "field 'ignore_eos' must be true or false"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(rl_request_parse(&r, bad[i][0], strlen(bad[i][0]), gen, "input", &err), 0, "%s", err.msg);
+        cr_expect_eq(rl_request_sampling_parse(&r, &s, "input", &err), -1, "%s accepted", bad[i][0]);
+        cr_expect(strstr(err.msg, bad[i][1]), "%s: '%s' lacks '%s'", bad[i][0], err.msg, bad[i][1]);
+        rl_request_free(&r);
+    }
+}

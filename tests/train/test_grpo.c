@@ -1,7 +1,9 @@
 /* test_grpo.c — the GRPO trainer on the tiny Qwen3 fixture model with the demo tokenizer:
  * the sampler's log-probs line up with the training forward's (ratio 1 on-policy), a constant
  * reward gives a zero gradient, the reward rises under training, the KL to a frozen copy starts
- * at 0 and grows, and a resumed run is bit-identical to an uninterrupted one. */
+ * at 0 and grows, and a resumed run is bit-identical to an uninterrupted one; the
+ * train-vs-rollout log-prob mismatch is small, and exactly 0 in deterministic mode; truncated
+ * importance sampling weighs the loss by min(exp(trainer - sampler), cap). */
 #include <string.h>
 #include <unistd.h>
 
@@ -225,4 +227,97 @@ Test(grpo, variant_presets)
     rl_grpo_variant(&c, RL_GRPO_VARIANT_DR_GRPO, RL_GRPO_KEEP_LOSS_NORM | RL_GRPO_KEEP_SCALE_STD);
     cr_expect(c.loss_norm == d.loss_norm && c.scale_std == 1);
     cr_expect_str_eq(rl_grpo_variant_names[RL_GRPO_VARIANT_DR_GRPO], "dr_grpo");
+}
+
+/* Steps of a fresh trainer (the fixture's random model) with tis_cap; the stats of each. */
+static void run_steps(int deterministic, float tis_cap, int n_steps, rl_step_stats *st, float **params, size_t *n)
+{
+    fixture f;
+    setup(&f, NULL, "regex:^[a-z]", 0);
+    f.ctx.deterministic = deterministic;
+    rl_grpo_config c = config();
+    c.tis_cap = tis_cap;
+    c.mu = 2;
+    rl_grpo t;
+    rl_err err;
+    cr_assert_eq(rl_grpo_create(&t, &f.model, NULL, f.tok, f.reward, f.prompts, 4, &c, &err), 0, "%s", err.msg);
+    for (int s = 0; s < n_steps; s++) cr_assert_eq(rl_grpo_step(&t, &st[s], &err), 0, "%s", err.msg);
+    *n = f.model.n_elems;
+    *params = malloc(*n * sizeof(float));
+    memcpy(*params, f.model.master, *n * sizeof(float));
+    rl_grpo_free(&t);
+    teardown(&f, 0);
+}
+
+Test(grpo, rollout_mismatch_is_measured_and_zero_when_deterministic)
+{
+    rl_step_stats fast[2], exact[2];
+    float *p_fast, *p_exact;
+    size_t n;
+    run_steps(0, 0, 2, fast, &p_fast, &n);
+    run_steps(1, 0, 2, exact, &p_exact, &n);
+    for (int s = 0; s < 2; s++) {
+        cr_log_info("step %d: |trainer - sampler| log-prob mean %.3g max %.3g (deterministic: %g %g)", s,
+                    fast[s].logp_diff_mean, fast[s].logp_diff_max, exact[s].logp_diff_mean, exact[s].logp_diff_max);
+        cr_assert(fast[s].logp_diff_max <= 1e-4 && fast[s].logp_diff_mean <= fast[s].logp_diff_max);
+        cr_assert(exact[s].logp_diff_max == 0 && exact[s].logp_diff_mean == 0,
+                  "deterministic mode: the sampler's log-probs must be the trainer's bit for bit");
+        cr_assert(!fast[s].has_tis && !exact[s].has_tis);
+    }
+    free(p_fast), free(p_exact);
+}
+
+Test(grpo, truncated_importance_sampling)
+{
+    /* Deterministic mode: trainer and sampler agree exactly, so every weight is min(1, cap):
+     * a cap of 2 changes nothing at all; a cap of 0.5 halves every token's loss. */
+    rl_step_stats off[2], cap2[2], half[2];
+    float *p_off, *p_cap2, *p_half;
+    size_t n;
+    run_steps(1, 0, 2, off, &p_off, &n);
+    run_steps(1, 2.0f, 2, cap2, &p_cap2, &n);
+    run_steps(1, 0.5f, 1, half, &p_half, &n);
+    cr_assert(cap2[0].has_tis && cap2[0].tis_mean == 1 && cap2[1].tis_mean == 1);
+    cr_assert(!memcmp(p_off, p_cap2, n * sizeof(float)), "weights of 1 must not change the update");
+    cr_assert(half[0].tis_mean == 0.5);
+    cr_assert(half[0].loss == 0.5 * off[0].loss && off[0].loss != 0, "loss %.9g with a cap of 0.5, %.9g without",
+              half[0].loss, off[0].loss);
+    /* Without deterministic mode the weights are exp(trainer - sampler) near 1. */
+    rl_step_stats fast[1];
+    float *p_fast;
+    run_steps(0, 2.0f, 1, fast, &p_fast, &n);
+    cr_assert(fabs(fast[0].tis_mean - 1) < 1e-4, "mean weight %.9g", fast[0].tis_mean);
+    free(p_off), free(p_cap2), free(p_half), free(p_fast);
+}
+
+/* Prompts of several KV blocks, the same every step: the engine's prefix cache must not serve
+ * keys computed with the weights before the last update (the mismatch would show it). */
+Test(grpo, no_stale_prefix_cache_across_updates)
+{
+    fixture f;
+    setup(&f, NULL, "regex:^[a-m]", 0);
+    f.ctx.deterministic = 1;
+    int32_t ids[2][70];
+    rl_grpo_prompt prompts[2];
+    for (int p = 0; p < 2; p++) {
+        for (int k = 0; k < 70; k++) ids[p][k] = 40 + (13 * k + 7 * p) % 300;
+        prompts[p] = (rl_grpo_prompt){ids[p], 70, "prompt", "1", NULL};
+    }
+    rl_grpo_config c = config();
+    c.max_tokens = 2 * 74;
+    c.shuffle = 0;
+    rl_grpo t;
+    rl_err err;
+    cr_assert_eq(rl_grpo_create(&t, &f.model, NULL, f.tok, f.reward, prompts, 2, &c, &err), 0, "%s", err.msg);
+    int updated = 0;
+    for (int s = 0; s < 4; s++) {
+        rl_step_stats st;
+        cr_assert_eq(rl_grpo_step(&t, &st, &err), 0, "%s", err.msg);
+        cr_assert(st.logp_diff_max == 0, "step %d: the rollout's log-probs differ from the trainer's by up to %g", s,
+                  st.logp_diff_max);
+        if (s < 3) updated += st.grad_norm > 0;
+    }
+    cr_assert_gt(updated, 0, "the weights must change before a later step for the test to mean anything");
+    rl_grpo_free(&t);
+    teardown(&f, 0);
 }

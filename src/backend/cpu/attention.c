@@ -8,7 +8,8 @@
  * sees no key gets out = 0 and lse = -inf (the log of an empty sum).
  *
  * Both passes work on tiles of TQ queries of one head, so that the products are matrix
- * products (gemm.c) rather than one dot product per (query, key) pair:
+ * products (gemm.c) rather than one dot product per (query, key) pair; the forward's tile
+ * (cpu_attention_tile) is shared with the paged attention (paged_attention.c):
  * forward   S = Q K^T, P = exp(scale S - m) row by row (fp32, max subtracted, sums in double),
  *           lse = m + log sum P, out = (P V) / sum P;
  * backward  (training layout, cu_seqlens shared by q and k) with P = exp(scale S - lse):
@@ -16,7 +17,10 @@
  *           dQ = dS K, dK += dS^T Q, dV += P^T dO.
  * Threads take (sequence, head) pairs in the forward and (sequence, kv head) pairs in the
  * backward, so all the query heads that add into one kv head's dk/dv rows run on one thread:
- * no races, and the sums run in an order that does not depend on the thread count. */
+ * no races, and the sums run in an order that does not depend on the thread count. A query's
+ * forward result does not depend on the other queries of its tile either (the products' sums
+ * run over the keys in one fixed order), so decoding one token gives the bits the training
+ * forward gives that token. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +28,7 @@
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_ops.h"
 
-enum { TQ = 64 };
+enum { TQ = CPU_ATTENTION_TQ };
 
 /* The offsets are tensors, which backend/ops.c does not read; the reference reads them here on
  * the host, and refuses what would make it read or write outside the buffers.
@@ -67,6 +71,36 @@ static int n_visible(int causal, int len_q, int len_k, int i)
     return n < 0 ? 0 : n > len_k ? len_k : n;
 }
 
+void cpu_attention_tile(const cpu_attention_tile_args *t, float *p, float *gemm_scratch)
+{
+    int kmax = n_visible(t->causal, t->len_q, t->len_k, t->i0 + t->tq - 1);
+    cpu_gemm_args g_s = {.m = t->tq, .n = kmax, .k = t->head_dim, .a = t->q, .a_rs = t->q_row, .a_cs = 1,
+                         .b = t->k, .b_rs = 1, .b_cs = t->kv_row, .c = p, .ldc = kmax, .accumulate = 0};
+    cpu_gemm_serial(&g_s, gemm_scratch);
+    float inv_sum[TQ];
+    for (int r = 0; r < t->tq; r++) {
+        float *pr = p + (size_t)r * kmax;
+        int nk = n_visible(t->causal, t->len_q, t->len_k, t->i0 + r);
+        float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+        for (int j = 0; j < nk; j++) m = pr[j] * t->scale > m ? pr[j] * t->scale : m;
+        for (int j = 0; j < nk; j++) pr[j] = expf(pr[j] * t->scale - m);
+        /* In key order, not a vectorised reduction: the sum must not depend on where the row
+         * sits in memory or in its tile (ctx.h: batch invariance). */
+        double sum = 0;
+        for (int j = 0; j < nk; j++) sum += pr[j];
+        for (int j = nk; j < kmax; j++) pr[j] = 0.0f;
+        inv_sum[r] = nk > 0 ? (float)(1.0 / sum) : 0.0f;
+        if (t->lse) t->lse[(size_t)r * t->lse_stride] = nk > 0 ? m + (float)log(sum) : -INFINITY;
+    }
+    cpu_gemm_args g_o = {.m = t->tq, .n = t->head_dim, .k = kmax, .a = p, .a_rs = kmax, .a_cs = 1,
+                         .b = t->v, .b_rs = t->kv_row, .b_cs = 1, .c = t->out, .ldc = t->out_row,
+                         .accumulate = 0};
+    cpu_gemm_serial(&g_o, gemm_scratch);
+    for (int r = 0; r < t->tq; r++)
+        for (int d = 0; d < t->head_dim; d++) t->out[(size_t)r * t->out_row + d] *= inv_sum[r];
+}
+
 int rl_cpu_attention_fwd(rl_ctx *ctx, void *out, float *lse, const void *q, const void *k,
                          const void *v, const int32_t *cu_seqlens_q, const int32_t *cu_seqlens_k,
                          const int32_t *seqused_k, int n_seqs, int max_seqlen_q, int max_seqlen_k,
@@ -81,7 +115,7 @@ int rl_cpu_attention_fwd(rl_ctx *ctx, void *out, float *lse, const void *q, cons
     double work = (double)cu_seqlens_q[n_seqs] * n_heads * head_dim * max_seqlen_k / 16;
     int n_threads = cpu_threads(ctx, work), group = n_heads / n_kv_heads;
     size_t q_row = (size_t)n_heads * head_dim, kv_row = (size_t)n_kv_heads * head_dim;
-    size_t per_thread = (size_t)TQ * (max_seqlen_k > 0 ? max_seqlen_k : 1) + cpu_gemm_scratch_floats();
+    size_t per_thread = CPU_ATTENTION_TILE_FLOATS(max_seqlen_k) + cpu_gemm_scratch_floats();
     float *scratch = malloc((size_t)n_threads * per_thread * sizeof(float));
     if (!scratch) return rl_err_oom(&ctx->err, "scratch", (size_t)n_threads * per_thread * 4);
     const float *qs = q, *ks = k, *vs = v;
@@ -92,40 +126,19 @@ int rl_cpu_attention_fwd(rl_ctx *ctx, void *out, float *lse, const void *q, cons
         int s = (int)(item / n_heads), h = (int)(item % n_heads);
         int t0 = cu_seqlens_q[s], len_q = cu_seqlens_q[s + 1] - t0;
         int len_k = seqused_k ? seqused_k[s] : cu_seqlens_k[s + 1] - cu_seqlens_k[s];
-        const float *k0 = ks + (size_t)cu_seqlens_k[s] * kv_row + (size_t)(h / group) * head_dim;
-        const float *v0 = vs + (size_t)cu_seqlens_k[s] * kv_row + (size_t)(h / group) * head_dim;
         float *p = scratch + (size_t)omp_get_thread_num() * per_thread;
-        float *gs = p + (size_t)TQ * (max_seqlen_k > 0 ? max_seqlen_k : 1);
-        for (int i0 = 0; i0 < len_q; i0 += TQ) {
-            int tq = len_q - i0 < TQ ? len_q - i0 : TQ;
-            int kmax = n_visible(causal, len_q, len_k, i0 + tq - 1);
-            const float *qt = qs + (size_t)(t0 + i0) * q_row + (size_t)h * head_dim;
-            float *ot = os + (size_t)(t0 + i0) * q_row + (size_t)h * head_dim;
-            cpu_gemm_args g_s = {.m = tq, .n = kmax, .k = head_dim, .a = qt, .a_rs = (ptrdiff_t)q_row,
-                                 .a_cs = 1, .b = k0, .b_rs = 1, .b_cs = (ptrdiff_t)kv_row, .c = p,
-                                 .ldc = kmax, .accumulate = 0};
-            cpu_gemm_serial(&g_s, gs);
-            float inv_sum[TQ];
-            for (int r = 0; r < tq; r++) {
-                float *pr = p + (size_t)r * kmax;
-                int nk = n_visible(causal, len_q, len_k, i0 + r);
-                float m = -INFINITY;
-#pragma omp simd reduction(max : m)
-                for (int j = 0; j < nk; j++) m = pr[j] * scale > m ? pr[j] * scale : m;
-                for (int j = 0; j < nk; j++) pr[j] = expf(pr[j] * scale - m);
-                double sum = 0;
-#pragma omp simd reduction(+ : sum)
-                for (int j = 0; j < nk; j++) sum += pr[j];
-                for (int j = nk; j < kmax; j++) pr[j] = 0.0f;
-                inv_sum[r] = nk > 0 ? (float)(1.0 / sum) : 0.0f;
-                lse[(size_t)(t0 + i0 + r) * n_heads + h] = nk > 0 ? m + (float)log(sum) : -INFINITY;
-            }
-            cpu_gemm_args g_o = {.m = tq, .n = head_dim, .k = kmax, .a = p, .a_rs = kmax, .a_cs = 1,
-                                 .b = v0, .b_rs = (ptrdiff_t)kv_row, .b_cs = 1, .c = ot,
-                                 .ldc = (ptrdiff_t)q_row, .accumulate = 0};
-            cpu_gemm_serial(&g_o, gs);
-            for (int r = 0; r < tq; r++)
-                for (int d = 0; d < head_dim; d++) ot[(size_t)r * q_row + d] *= inv_sum[r];
+        cpu_attention_tile_args t = {
+            .k = ks + (size_t)cu_seqlens_k[s] * kv_row + (size_t)(h / group) * head_dim,
+            .v = vs + (size_t)cu_seqlens_k[s] * kv_row + (size_t)(h / group) * head_dim,
+            .q_row = (ptrdiff_t)q_row, .kv_row = (ptrdiff_t)kv_row, .out_row = (ptrdiff_t)q_row,
+            .lse_stride = n_heads, .len_q = len_q, .len_k = len_k, .head_dim = head_dim, .scale = scale,
+            .causal = causal};
+        for (t.i0 = 0; t.i0 < len_q; t.i0 += TQ) {
+            t.tq = len_q - t.i0 < TQ ? len_q - t.i0 : TQ;
+            t.q = qs + (size_t)(t0 + t.i0) * q_row + (size_t)h * head_dim;
+            t.out = os + (size_t)(t0 + t.i0) * q_row + (size_t)h * head_dim;
+            t.lse = lse + (size_t)(t0 + t.i0) * n_heads + h;
+            cpu_attention_tile(&t, p, p + CPU_ATTENTION_TILE_FLOATS(max_seqlen_k));
         }
     }
     free(scratch);

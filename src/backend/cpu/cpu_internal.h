@@ -43,4 +43,22 @@ int cpu_gemm(const cpu_gemm_args *g, int n_threads, rl_err *err);
 size_t cpu_gemm_scratch_floats(void);
 void cpu_gemm_serial(const cpu_gemm_args *g, float *scratch);
 
+/* Attention of TQ (or fewer) consecutive queries of one head against one kv head's keys, the
+ * forward's inner step (attention.c), shared by the varlen and the paged attention: queries
+ * i0 .. i0 + tq of a sequence with len_q queries and len_k keys (causal: bottom-right
+ * aligned). q, k, v, out are row-strided views; lse (may be NULL) gets one value per query,
+ * lse_stride apart. p: CPU_ATTENTION_TILE_FLOATS(len_k) floats; gemm_scratch:
+ * cpu_gemm_scratch_floats(). */
+enum { CPU_ATTENTION_TQ = 64 };
+#define CPU_ATTENTION_TILE_FLOATS(max_len_k) ((size_t)CPU_ATTENTION_TQ * ((max_len_k) > 0 ? (size_t)(max_len_k) : 1))
+typedef struct cpu_attention_tile_args {
+    const float *q, *k, *v;
+    float *out, *lse;
+    ptrdiff_t q_row, kv_row, out_row, lse_stride;
+    int i0, tq, len_q, len_k, head_dim;
+    float scale;
+    int causal;
+} cpu_attention_tile_args;
+void cpu_attention_tile(const cpu_attention_tile_args *t, float *p, float *gemm_scratch);
+
 #endif

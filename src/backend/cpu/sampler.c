@@ -1,4 +1,5 @@
-/* sampler.c — one token per row of logits: temperature, top-k, top-p, min-p, then a draw.
+/* sampler.c — one token per row of logits: temperature, top-k, top-p, min-p, then a draw, with
+ * each row's own parameters (rl_sample_row).
  *
  * For row r with z = logits / temperature (temperature 0: greedy argmax, ties to the lowest id,
  * and logp under softmax(logits)), the filters run in the order ops.h gives:
@@ -9,10 +10,12 @@
  *    crosses the threshold is kept, at least one token always is), as TopPLogitsWarper;
  *  - min-p drops tokens with p < min_p * p_max, i.e. exp(z - z_max) < min_p.
  * The draw: u = (w0 >> 8) / 2^24 from the first word w0 of Philox4x32-10 with key = seed
- * (low word first) and counter = (step low, step high, row, 0); the kept tokens are walked in
+ * (low word first) and counter = (step, 0, row, 0); the kept tokens are walked in
  * increasing id order, summing e = exp(z - z_max), and the first token whose running sum
  * exceeds u * (sum of all kept e) is chosen. The CUDA sampler must use the same recipe to draw
- * the same token. logp = z[token] - logsumexp(z) over the whole vocabulary, before filtering. */
+ * the same token. logp = z[token] - logsumexp(z) over the whole vocabulary, before filtering.
+ * The rows' values are backend memory, so backend/ops.c does not check them: this reference does,
+ * as it reads them (rl_sample_row_check). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,9 +36,9 @@ static int by_z_desc(const void *pa, const void *pb)
     return (a->id > b->id) - (a->id < b->id);
 }
 
-static float philox_uniform(uint64_t seed, uint64_t step, int row)
+static float philox_uniform(uint64_t seed, uint32_t step, uint32_t row)
 {
-    uint32_t ctr[4] = {(uint32_t)step, (uint32_t)(step >> 32), (uint32_t)row, 0};
+    uint32_t ctr[4] = {step, 0, row, 0};
     uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
     uint32_t w[4];
     rl_philox4x32(ctr, key, w);
@@ -43,7 +46,7 @@ static float philox_uniform(uint64_t seed, uint64_t step, int row)
 }
 
 /* Returns the chosen token of one row; z is overwritten with logits / temperature. */
-static int sample_row(float *z, int vocab, const rl_sample_params *p, float u, cand *cands,
+static int sample_row(float *z, int vocab, const rl_sample_row *p, float u, cand *cands,
                       unsigned char *keep, float *logp)
 {
     float inv_t = p->temperature > 0.0f ? 1.0f / p->temperature : 1.0f;
@@ -109,9 +112,11 @@ static int sample_row(float *z, int vocab, const rl_sample_params *p, float u, c
 }
 
 int rl_cpu_sample(rl_ctx *ctx, int32_t *tokens, float *logp, float *logits, int n_rows, int vocab,
-                  const rl_sample_params *params, uint64_t seed, uint64_t step)
+                  const rl_sample_row *rows)
 {
     if (n_rows == 0) return 0;
+    for (int r = 0; r < n_rows; r++)
+        if (rl_sample_row_check(&rows[r], &ctx->err)) return rl_err_prefix(&ctx->err, "rows[%d]: ", r);
     int n_threads = cpu_threads(ctx, 8.0 * n_rows * vocab);
     /* rounded up so that every thread's cand array stays aligned (vocab may be odd) */
     size_t align = _Alignof(cand), per_thread = ((size_t)vocab * (sizeof(cand) + 1) + align - 1) / align * align;
@@ -122,8 +127,8 @@ int rl_cpu_sample(rl_ctx *ctx, int32_t *tokens, float *logp, float *logits, int 
         char *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
         cand *cands = (cand *)mine;
         unsigned char *keep = (unsigned char *)(cands + vocab);
-        tokens[r] = sample_row(logits + (size_t)r * vocab, vocab, params,
-                               philox_uniform(seed, step, r), cands, keep, &logp[r]);
+        tokens[r] = sample_row(logits + (size_t)r * vocab, vocab, &rows[r],
+                               philox_uniform(rows[r].seed, rows[r].step, rows[r].row), cands, keep, &logp[r]);
     }
     free(scratch);
     return 0;

@@ -29,11 +29,15 @@ typedef struct rl_cuda_matmul_plan rl_cuda_matmul_plan; /* matmul.cu */
 /* What ctx->cuda points to. */
 typedef struct rl_cuda_state {
     cudaStream_t stream;
+    int n_sms; /* multiprocessors of the device (grid sizing) */
     cublasLtHandle_t lt;
     void *workspace; /* cuBLASLt workspace */
     size_t workspace_bytes;
     void *scratch; /* grown by rl_cuda_scratch, freed with the context */
     size_t scratch_bytes;
+    void **retired; /* earlier scratch buffers a live graph may still read (freed with the last graph) */
+    int n_retired;
+    int live_graphs; /* instantiated graphs not yet freed */
     double *reduce; /* small device buffer for reductions copied to the host */
     double *reduce_host; /* pinned host mirror of reduce */
     rl_cuda_matmul_plan *plans; /* cache of cuBLASLt descriptors and algorithms per shape */
@@ -77,7 +81,10 @@ static inline unsigned rl_cuda_blocks(size_t n, unsigned threads, unsigned cap)
     return b > cap ? cap : (unsigned)b;
 }
 
-/* A device buffer of at least `bytes`, valid until the next call (not thread-safe; one op). */
+/* A device buffer of at least `bytes`, valid until the next call (not thread-safe; one op).
+ * Inside a graph capture it cannot grow (the op fails with a message saying so): run the
+ * captured ops once un-captured first. A buffer that a live graph was captured with stays
+ * allocated until the last graph is freed. */
 void *rl_cuda_scratch(rl_ctx *ctx, size_t bytes);
 
 __device__ __forceinline__ float rl_b2f(bf16 x) { return __bfloat162float(x); }
@@ -153,6 +160,11 @@ int rl_cuda_attention_fwd_mma(rl_ctx *ctx, void *out, float *lse, const void *q,
                               const int32_t *cu_q, const int32_t *cu_k, const int32_t *used_k, int n_seqs,
                               int max_seqlen_q, int n_heads, int n_kv_heads, int head_dim, float scale, int causal,
                               int *ran);
+/* paged_attention_prefill.cu: the tensor-core part of the paged attention for head_dim 64/128,
+ * over the sequences with more than min_rows packed (query, group head) rows. */
+int rl_cuda_paged_prefill_mma(rl_ctx *ctx, void *out, const void *q, const rl_paged_kv *kv, const int32_t *cu_q,
+                              const int32_t *seqlens_k, int n_seqs, int max_seqlen_q, int n_heads, int n_kv_heads,
+                              int head_dim, float scale, int min_rows);
 /* attention_mma_bwd.cu: the tensor-core backward for head_dim 64/128 (dsum = dout . out). */
 int rl_cuda_attention_bwd_mma(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const float *lse,
                               const float *dsum, const void *q, const void *k, const void *v, const int32_t *cu,

@@ -1,0 +1,62 @@
+/* decode.cu — the small ops of the engine's decode step (as backend/cpu/decode.c):
+ * rl_gather_rows picks the rows that need logits (and splits a fused q|k|v product), and
+ * rl_decode_advance moves the device-resident decode state one token on after the sampler.
+ * Both run inside the captured decode graph: they read every length and index on the device.
+ *
+ * gather: one thread per 16-byte piece of an output row when rows are 8-element multiples
+ * and 16-byte aligned, else one per element. advance: one thread per row; a row whose next
+ * position falls outside its block table (the host allocates a step ahead, so only a bug gets
+ * there) gets slot -1, so the next step writes its key nowhere instead of into another
+ * sequence's block. */
+#include "backend/cuda/common.cuh"
+
+template <typename T>
+__global__ void gather_rows_kernel(T *out, const T *in, const int32_t *rows, int n_rows, int row_units)
+{
+    size_t n = (size_t)n_rows * row_units;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        int r = (int)(i / row_units), u = (int)(i % row_units);
+        out[i] = in[(size_t)rows[r] * row_units + u];
+    }
+}
+
+extern "C" int rl_cuda_gather_rows(rl_ctx *ctx, void *out, const void *in, const int32_t *rows, int n_rows, int dim)
+{
+    if (n_rows == 0) return 0;
+    cudaStream_t st = rl_cuda_st(ctx)->stream;
+    if (dim % 8 == 0 && (((uintptr_t)out | (uintptr_t)in) & 15) == 0) {
+        int units = dim / 8;
+        unsigned blocks = rl_cuda_blocks((size_t)n_rows * units, 256, 4096);
+        gather_rows_kernel<uint4><<<blocks, 256, 0, st>>>((uint4 *)out, (const uint4 *)in, rows, n_rows, units);
+    } else {
+        unsigned blocks = rl_cuda_blocks((size_t)n_rows * dim, 256, 4096);
+        gather_rows_kernel<bf16><<<blocks, 256, 0, st>>>((bf16 *)out, (const bf16 *)in, rows, n_rows, dim);
+    }
+    LAUNCH_CHECK();
+    return 0;
+}
+
+__global__ void decode_advance_kernel(int32_t *tokens, int32_t *positions, int32_t *seqlens_k, int32_t *slots,
+                                      rl_sample_row *rows, const int32_t *sampled, const int32_t *block_tables,
+                                      int max_blocks, int block_size, int n_rows)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rows || seqlens_k[i] <= 0) return;
+    int p = positions[i] + 1, b = p / block_size;
+    tokens[i] = sampled[i];
+    positions[i] = p;
+    seqlens_k[i] += 1;
+    rows[i].step += 1;
+    slots[i] = b < max_blocks ? block_tables[(size_t)i * max_blocks + b] * block_size + p % block_size : -1;
+}
+
+extern "C" int rl_cuda_decode_advance(rl_ctx *ctx, int32_t *tokens, int32_t *positions, int32_t *seqlens_k,
+                                      int32_t *slots, rl_sample_row *rows, const int32_t *sampled,
+                                      const int32_t *block_tables, int max_blocks, int block_size, int n_rows)
+{
+    if (n_rows == 0) return 0;
+    decode_advance_kernel<<<(n_rows + 127) / 128, 128, 0, rl_cuda_st(ctx)->stream>>>(
+        tokens, positions, seqlens_k, slots, rows, sampled, block_tables, max_blocks, block_size, n_rows);
+    LAUNCH_CHECK();
+    return 0;
+}
