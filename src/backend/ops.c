@@ -65,6 +65,11 @@ int rl_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const void *weight, co
     DISPATCH(matmul_fwd, ctx, out, in, weight, bias, m, n, k, accumulate);
 }
 
+int rl_matmul_residual_fwd(rl_ctx *ctx, void *out, const void *residual, const void *in, const void *weight, int m, int n, int k)
+{
+    DISPATCH(matmul_residual_fwd, ctx, out, residual, in, weight, m, n, k);
+}
+
 int rl_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout, const void *in, const void *weight, int m, int n, int k, int accumulate_din)
 {
     DISPATCH(matmul_bwd, ctx, din, dweight, dbias, dout, in, weight, m, n, k, accumulate_din);
@@ -98,6 +103,11 @@ int rl_sample(rl_ctx *ctx, int32_t *tokens, float *logp, float *logits, int n_ro
 int rl_kv_cache_write(rl_ctx *ctx, const rl_paged_kv *kv, const void *k, const void *v, const int32_t *slots, int n_tokens, int n_kv_heads, int head_dim)
 {
     DISPATCH(kv_cache_write, ctx, kv, k, v, slots, n_tokens, n_kv_heads, head_dim);
+}
+
+int rl_qk_norm_rope_cache_fwd(rl_ctx *ctx, void *q_out, const rl_paged_kv *kv, const void *q, const void *k, const void *v, size_t q_stride, size_t kv_stride, const void *q_norm, const void *k_norm, float eps, const int32_t *positions, const float *inv_freq, const int32_t *slots, int n_tokens, int n_heads, int n_kv_heads, int head_dim)
+{
+    DISPATCH(qk_norm_rope_cache_fwd, ctx, q_out, kv, q, k, v, q_stride, kv_stride, q_norm, k_norm, eps, positions, inv_freq, slots, n_tokens, n_heads, n_kv_heads, head_dim);
 }
 
 int rl_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q, const rl_paged_kv *kv, const int32_t *cu_seqlens_q, const int32_t *seqlens_k, int n_seqs, int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads, int head_dim, float scale)

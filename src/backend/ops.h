@@ -83,6 +83,10 @@ int rl_swiglu_bwd(rl_ctx *ctx, void *dgate, void *dup, const void *dout, const v
 /* bias [n] may be NULL. accumulate: out += instead of out =. */
 int rl_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const void *weight, const void *bias,
                   int m, int n, int k, int accumulate);
+/* out[m, n] = residual[m, n] + in[m, k] @ weight[n, k]^T (out may be residual): a linear layer
+ * added to the residual stream in one pass (no copy of the stream first). */
+int rl_matmul_residual_fwd(rl_ctx *ctx, void *out, const void *residual, const void *in,
+                           const void *weight, int m, int n, int k);
 /* din[m, k] = dout @ weight (adds when accumulate_din); dweight[n, k] += dout^T @ in;
  * dbias[n] += column sums of dout. Any of din, dweight, dbias may be NULL to skip it. */
 int rl_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout,
@@ -162,6 +166,20 @@ int rl_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q, const rl_paged
                            const int32_t *cu_seqlens_q, const int32_t *seqlens_k, int n_seqs,
                            int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads,
                            int head_dim, float scale);
+
+/* A generation step's q and k preparation and KV write in one pass. For token t: q_out[t, h] =
+ * rope(rmsnorm(q[t, h]) * q_norm) for each query head h (each head's own RMSNorm over head_dim,
+ * Qwen3's q_norm; no norm when q_norm is NULL), the same for each kv head of k with k_norm, and
+ * that key with v[t] written into the pool at slots[t] (rl_kv_cache_write's layout; slots[t] < 0:
+ * nothing). q rows are q_stride elements apart, k and v rows kv_stride (one fused q|k|v
+ * product: both (n_heads + 2 n_kv_heads) * head_dim). The same values as rl_rmsnorm_fwd,
+ * rl_rope_fwd and rl_kv_cache_write run one after another. */
+int rl_qk_norm_rope_cache_fwd(rl_ctx *ctx, void *q_out, const rl_paged_kv *kv, const void *q,
+                              const void *k, const void *v, size_t q_stride, size_t kv_stride,
+                              const void *q_norm, const void *k_norm, float eps,
+                              const int32_t *positions, const float *inv_freq,
+                              const int32_t *slots, int n_tokens, int n_heads, int n_kv_heads,
+                              int head_dim);
 
 /* out[i] = in[rows[i]] for i < n_rows (rows of dim act-dtype elements; rows may repeat). */
 int rl_gather_rows(rl_ctx *ctx, void *out, const void *in, const int32_t *rows, int n_rows,

@@ -44,6 +44,7 @@ int rl_cuda_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void 
 int rl_cuda_swiglu_fwd(rl_ctx *ctx, void *out, const void *gate, const void *up, int n_rows, int dim, int in_stride);
 int rl_cuda_swiglu_bwd(rl_ctx *ctx, void *dgate, void *dup, const void *dout, const void *gate, const void *up, int n_rows, int dim, int in_stride);
 int rl_cuda_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const void *weight, const void *bias, int m, int n, int k, int accumulate);
+int rl_cuda_matmul_residual_fwd(rl_ctx *ctx, void *out, const void *residual, const void *in, const void *weight, int m, int n, int k);
 int rl_cuda_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout, const void *in, const void *weight, int m, int n, int k, int accumulate_din);
 int rl_cuda_add(rl_ctx *ctx, void *y, const void *x, size_t n);
 int rl_cuda_lm_head_logprobs_fwd(rl_ctx *ctx, float *logp, float *lse, float *entropy, const void *hidden, const void *weight, const int32_t *targets, int n_tokens, int dim, int vocab, float inv_temperature);
@@ -51,6 +52,7 @@ int rl_cuda_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *dweight, con
 int rl_cuda_lm_head_logits(rl_ctx *ctx, float *logits, const void *hidden, const void *weight, int n_rows, int dim, int vocab);
 int rl_cuda_sample(rl_ctx *ctx, int32_t *tokens, float *logp, float *logits, int n_rows, int vocab, const rl_sample_row *rows);
 int rl_cuda_kv_cache_write(rl_ctx *ctx, const rl_paged_kv *kv, const void *k, const void *v, const int32_t *slots, int n_tokens, int n_kv_heads, int head_dim);
+int rl_cuda_qk_norm_rope_cache_fwd(rl_ctx *ctx, void *q_out, const rl_paged_kv *kv, const void *q, const void *k, const void *v, size_t q_stride, size_t kv_stride, const void *q_norm, const void *k_norm, float eps, const int32_t *positions, const float *inv_freq, const int32_t *slots, int n_tokens, int n_heads, int n_kv_heads, int head_dim);
 int rl_cuda_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q, const rl_paged_kv *kv, const int32_t *cu_seqlens_q, const int32_t *seqlens_k, int n_seqs, int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads, int head_dim, float scale);
 int rl_cuda_gather_rows(rl_ctx *ctx, void *out, const void *in, const int32_t *rows, int n_rows, int dim);
 int rl_cuda_decode_advance(rl_ctx *ctx, int32_t *tokens, int32_t *positions, int32_t *seqlens_k, int32_t *slots, rl_sample_row *rows, const int32_t *sampled, const int32_t *block_tables, int max_blocks, int block_size, int n_rows);
