@@ -3,7 +3,7 @@
 # benchmarks; ends with a short summary table (the last lines of the output).
 #
 # usage: sh scripts/gpu-check.sh [--no-build]
-#   SECTIONS="tests attention step grpo generate parity kenv ktasks train" (the default: all) selects what runs.
+#   SECTIONS="tests attention step grpo parity generate kenv ktasks train" (the default: all) selects what runs.
 #   --no-build   use the binaries already in $BUILD (built where the dev packages are, by
 #                scripts/gpu-prepare.sh, and carried to the GPU machine with .devlibs/:
 #                LD_LIBRARY_PATH=$PWD/.devlibs BUILD=build/cudah sh scripts/gpu-check.sh --no-build)
@@ -22,7 +22,7 @@ SUMMARY=$LOGDIR/summary.txt
 : >"$LOG"
 : >"$SUMMARY"
 STATUS=0
-SECTIONS=${SECTIONS:-tests attention step grpo generate parity kenv ktasks train}
+SECTIONS=${SECTIONS:-tests attention step grpo parity generate kenv ktasks train}
 CONFIG=bench/configs/qwen3-0.6b.json
 
 row() { printf '%-50s %s\n' "$1" "$2" >>"$SUMMARY"; }
@@ -190,9 +190,36 @@ section_bench_generate() {
         fi
         row "generate $1 tok/s rlc / transformers" "$ours / ${theirs:-skipped} (target $2)"
     done
+    # The GRPO step of the issue (8 x 8, ~130-token prompts, 256 new tokens), with the real Qwen3
+    # tokenizer (QWEN_TOKENIZER, default ../shared/data/qwen3-tokenizer/tokenizer.json).
+    tok=${QWEN_TOKENIZER:-../shared/data/qwen3-tokenizer/tokenizer.json}
+    if [ -f "$tok" ] && bench_bin bench_grpo_step "$@"; then
+        "$BUILD/bench/bench_grpo_step" $CONFIG "$tok" 5 >>"$res" 2>>"$LOG"
+        "$BUILD/bench/bench_grpo_step" $CONFIG "$tok" 5 --deterministic >>"$res" 2>>"$LOG"
+        for mode in cuda "cuda deterministic"; do
+            line=$(grep -m 1 "^rlc grpo_step median .*($mode," "$res")
+            row "grpo step 8x8 ~130->256 ($mode)" \
+                "s $(echo "$line" | tr ' ' '\n' | sed -n 's/^seconds=//p') (target <=0.8), generation $(echo "$line" | tr ' ' '\n' | sed -n 's/^gen_seconds=//p') (target <=0.35), peak GiB $(echo "$line" | tr ' ' '\n' | sed -n 's/^peak_used_gib=//p')"
+        done
+    else
+        row "grpo step 8x8 ~130->256" "skipped (no tokenizer at $tok)"
+    fi
     ours=$(field "$res" "^rlc generate workload=d " ms_per_token)
     theirs=$(field "$res" "^hf generate workload=d " ms_per_token)
     row "generate d batch-1 ms/token rlc / transformers" "${ours:-missing} / ${theirs:-skipped} (target <=0.8)"
+    # Greedy agreement on the parity section's Qwen3-0.6B (when it was made): 16 prompts of
+    # workload c, 64 tokens, first divergence from transformers bf16 and fp32.
+    model=${PARITY_DIR:-/tmp/rlc-qwen3-0p6b}/model
+    [ -f "$model/config.json" ] || return
+    head -n 16 "$wl/c.jsonl" | sed 's/, "max_tokens".*$/}/' >"$wl/greedy.jsonl"
+    "$BUILD/rlc" generate --model "$model" --device cuda --temperature 0 --max-tokens 64 --ignore-eos \
+        <"$wl/greedy.jsonl" >"$wl/greedy.rlc.jsonl" 2>>"$LOG"
+    for dtype in bf16 fp32; do
+        python3 tools/check_greedy_hf.py "$model" "$wl/greedy.jsonl" "$wl/greedy.rlc.jsonl" --dtype $dtype \
+            --max-tokens 64 >>"$res" 2>>"$LOG"
+        row "generate greedy vs transformers-$dtype (64 tokens)" \
+            "identical $(field "$res" "^greedy summary .*dtype=$dtype" identical)/16, mean first divergence $(field "$res" "^greedy summary .*dtype=$dtype" mean_first_divergence)"
+    done
 }
 
 # Whole-model parity on a randomly initialised Qwen3-0.6B (tools/make_qwen3_0p6b.py writes it and
@@ -267,8 +294,8 @@ want tests && section_gpu_tests
 want attention && section_bench_attention "$@"
 want step && section_bench_model_step "$@"
 want grpo && section_bench_grpo "$@"
-want generate && section_bench_generate "$@"
 want parity && section_parity "$@"
+want generate && section_bench_generate "$@"
 want kenv && section_kenv
 want ktasks && section_ktasks
 want train && section_train

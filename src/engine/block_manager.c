@@ -253,3 +253,9 @@ void rl_bm_register(rl_block_manager *bm, rl_block_table *bt, const int32_t *tok
         bt->n_cached++;
     }
 }
+
+void rl_bm_clear_cache(rl_block_manager *bm)
+{
+    memset(bm->cached, 0, (size_t)bm->n_blocks);
+    memset(bm->table, 0xff, ((size_t)bm->table_mask + 1) * sizeof *bm->table);
+}

@@ -78,6 +78,10 @@ void rl_bm_release(rl_block_manager *bm, rl_block_table *bt);
  * made of whole blocks, at most max_blocks of them; returns how many tokens they hold. */
 int rl_bm_match(rl_block_manager *bm, rl_block_table *bt, const int32_t *tokens, int n_tokens, int max_blocks);
 
+/* Forgets every cached block (their contents are stale: the model's weights changed). The
+ * blocks stay where they are; holders keep them. */
+void rl_bm_clear_cache(rl_block_manager *bm);
+
 /* Registers bt's full blocks whose tokens are all computed (positions < n_computed) in the
  * prefix cache (a block whose prefix is already cached under another block stays private). */
 void rl_bm_register(rl_block_manager *bm, rl_block_table *bt, const int32_t *tokens, int n_computed);

@@ -92,6 +92,11 @@ void rl_engine_free(rl_engine *e)
     free(e);
 }
 
+void rl_engine_reset_prefix_cache(rl_engine *e)
+{
+    if (e->bm.ref) rl_bm_clear_cache(&e->bm);
+}
+
 int rl_engine_eos_ids(const rl_engine *e, const int32_t **ids)
 {
     *ids = e->eos;

@@ -101,10 +101,15 @@ typedef struct rl_engine rl_engine;
 /* An engine over a loaded model (not owned; it must outlive the engine). tok may be NULL: no
  * text, no stop strings, eos ids from the config only. opt NULL: the defaults. The KV pool
  * and the step buffers are made by the first rl_engine_generate and kept (the pool then takes
- * its share of the memory left by everything made before it, e.g. a trainer's state). */
+ * its share of the memory left by everything made before it, e.g. a trainer's state), and so is
+ * the prefix cache: after the weights change, rl_engine_reset_prefix_cache. */
 int rl_engine_create(rl_engine **out, rl_model *m, const rl_tokenizer *tok, const rl_engine_options *opt,
                      rl_err *err);
 void rl_engine_free(rl_engine *e);
+
+/* Forgets the prefix cache: call it when the model's weights change (a trainer's update), since
+ * cached keys and values were computed with the old ones (as vLLM's reset_prefix_cache). */
+void rl_engine_reset_prefix_cache(rl_engine *e);
 
 /* The end-of-sequence ids the engine stops on. */
 int rl_engine_eos_ids(const rl_engine *e, const int32_t **ids);

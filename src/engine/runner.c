@@ -53,7 +53,7 @@ struct rl_runner {
     size_t b_tokens, b_pos, b_slots, b_cu, b_seqlens, b_logit_rows, b_rows, b_tables, b_bytes;
 
     /* results */
-    int32_t *h_out;   /* pinned: ids [S], then log-probs [S] as floats */
+    char *h_out;      /* pinned twin of the state's sampled ids and log-probs (same offsets) */
     int32_t *out_seq; /* [S] */
     rl_event *done;
     rl_runner_stats stats;
@@ -197,7 +197,7 @@ int rl_runner_create(rl_runner **out, rl_model *m, const rl_runner_config *cfg, 
     r->d_batch = rl_alloc(r->ctx, r->b_bytes);
     r->h_state = r->logits && r->d_state && r->d_batch ? rl_alloc_host(r->ctx, r->st_bytes) : NULL;
     r->h_batch = r->h_state ? rl_alloc_host(r->ctx, r->b_bytes) : NULL;
-    r->h_out = r->h_batch ? rl_alloc_host(r->ctx, 2 * S * sizeof(int32_t)) : NULL;
+    r->h_out = r->h_batch ? rl_alloc_host(r->ctx, r->st_bytes - r->st_sampled) : NULL;
     if (!r->h_out || rl_event_create(r->ctx, &r->done)) {
         fail_ctx(r, err);
         rl_runner_free(r);
@@ -220,6 +220,18 @@ void rl_runner_set_pool(rl_runner *r, rl_kv_pool *pool)
     r->pool = pool;
 }
 
+/* ---- decode rows ------------------------------------------------------------------------- */
+
+static void set_inactive(rl_runner *r, int row)
+{
+    ST(r, st_tokens, int32_t)[row] = 0;
+    ST(r, st_pos, int32_t)[row] = 0;
+    ST(r, st_seqlens, int32_t)[row] = 0;
+    ST(r, st_slots, int32_t)[row] = -1;
+    ST(r, st_rows, rl_sample_row)[row] = idle_row();
+    r->small_dirty = 1;
+}
+
 int rl_runner_begin(rl_runner *r, int n_seqs, float det_inv_temperature, rl_err *err)
 {
     if (det_inv_temperature != r->det_inv_t) drop_graphs(r);
@@ -231,21 +243,9 @@ int rl_runner_begin(rl_runner *r, int n_seqs, float det_inv_temperature, rl_err 
     if (!r->row_of_seq || !r->item_of_seq) return rl_err_oom(err, "engine rows", (size_t)n_seqs * 8);
     for (int q = 0; q < n_seqs; q++) r->row_of_seq[q] = -1;
     r->n_seqs = n_seqs;
-    /* Rows of the last call become inactive (the mirror says which values the device has). */
-    while (r->n_rows > 0) rl_runner_drop(r, r->seq_of_row[r->n_rows - 1]);
+    /* Rows a failed call left become inactive (uploaded with the next decode step). */
+    for (; r->n_rows > 0; r->n_rows--) set_inactive(r, r->n_rows - 1);
     return 0;
-}
-
-/* ---- decode rows ------------------------------------------------------------------------- */
-
-static void set_inactive(rl_runner *r, int row)
-{
-    ST(r, st_tokens, int32_t)[row] = 0;
-    ST(r, st_pos, int32_t)[row] = 0;
-    ST(r, st_seqlens, int32_t)[row] = 0;
-    ST(r, st_slots, int32_t)[row] = -1;
-    ST(r, st_rows, rl_sample_row)[row] = idle_row();
-    r->small_dirty = 1;
 }
 
 void rl_runner_drop(rl_runner *r, int q)
@@ -393,10 +393,12 @@ static int run_decode(rl_runner *r, int bi, rl_err *err)
 }
 
 /* Copies n sampled ids and log-probs back and waits for them. */
-static int fetch_out(rl_runner *r, int n, const int32_t *d_tokens, const float *d_logp, rl_err *err)
+/* Copies the n sampled ids and log-probs back (one copy: they are neighbours in the state
+ * region) and waits for them. */
+static int fetch_out(rl_runner *r, int n, rl_err *err)
 {
-    if (rl_memcpy_async(r->ctx, r->h_out, d_tokens, (size_t)n * 4, RL_D2H) ||
-        rl_memcpy_async(r->ctx, r->h_out + r->S, d_logp, (size_t)n * 4, RL_D2H) || rl_event_record(r->ctx, r->done) ||
+    size_t bytes = r->st_logp - r->st_sampled + (size_t)n * 4;
+    if (rl_memcpy_async(r->ctx, r->h_out, r->d_sampled, bytes, RL_D2H) || rl_event_record(r->ctx, r->done) ||
         rl_event_wait_host(r->ctx, r->done))
         return fail_ctx(r, err);
     return 0;
@@ -421,8 +423,8 @@ static int decode_step(rl_runner *r, const rl_sched_plan *plan, const rl_sched_s
     r->small_dirty = 0;
     int bi = r->cfg.pad_decode ? bucket_of(r, r->n_rows) : -1;
     int rc = bi >= 0 ? run_decode(r, bi, err) : decode_ops(r, r->n_rows, err);
-    if (rc || fetch_out(r, r->n_rows, r->d_sampled, r->d_logp, err)) return -1;
-    advance_mirror(r, r->h_out);
+    if (rc || fetch_out(r, r->n_rows, err)) return -1;
+    advance_mirror(r, (const int32_t *)r->h_out);
     for (int row = 0; row < r->n_rows; row++) r->out_seq[row] = r->seq_of_row[row];
     out->n = r->n_rows;
     r->stats.decode_steps++;
@@ -439,7 +441,10 @@ static int upload_batch(rl_runner *r, size_t off, size_t bytes)
 static int mixed_step(rl_runner *r, const rl_sched_plan *plan, const rl_sched_seq *seqs,
                       const rl_sample_row *base_rows, rl_step_out *out, rl_err *err)
 {
-    int bs = r->pool->view.block_size, mb = r->cfg.max_blocks, n_tok = 0, n_out = 0, max_q = 1, max_k = 1;
+    int bs = r->pool->view.block_size, mb = 1, n_tok = 0, n_out = 0, max_q = 1, max_k = 1;
+    /* The batch's block tables are as wide as its widest: what is uploaded is what is used. */
+    for (int k = 0; k < plan->n_items; k++)
+        if (seqs[plan->items[k].seq].bt.n > mb) mb = seqs[plan->items[k].seq].bt.n;
     int32_t *tokens = BT(r, b_tokens, int32_t), *pos = BT(r, b_pos, int32_t), *slots = BT(r, b_slots, int32_t);
     int32_t *cu = BT(r, b_cu, int32_t), *seqlens = BT(r, b_seqlens, int32_t), *logit_rows = BT(r, b_logit_rows, int32_t);
     rl_sample_row *rows = BT(r, b_rows, rl_sample_row);
@@ -493,7 +498,7 @@ static int mixed_step(rl_runner *r, const rl_sched_plan *plan, const rl_sched_se
             rl_model_paged_logprobs(r->m, r->acts, r->d_sampled, n_out, r->det_inv_t, r->d_logp, err))
             return -1;
     }
-    if (fetch_out(r, n_out, r->d_sampled, r->d_logp, err)) return -1;
+    if (fetch_out(r, n_out, err)) return -1;
     out->n = n_out;
     r->stats.mixed_steps++;
     return 0;
@@ -506,8 +511,8 @@ int rl_runner_step(rl_runner *r, const rl_sched_plan *plan, const rl_sched_seq *
         if (rl_kv_pool_copy_block(r->pool, plan->copies[k].dst, plan->copies[k].src, err)) return -1;
     r->stats.copies += plan->n_copies;
     out->seq = r->out_seq;
-    out->token = r->h_out;
-    out->logp = (const float *)(r->h_out + r->S);
+    out->token = (const int32_t *)r->h_out;
+    out->logp = (const float *)(r->h_out + (r->st_logp - r->st_sampled));
     int rc = decode_only(r, plan, seqs) ? decode_step(r, plan, seqs, base_rows, out, err)
                                         : mixed_step(r, plan, seqs, base_rows, out, err);
     if (rc) return -1;

@@ -306,6 +306,7 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
     rl_gen_params gen = t->cfg.gen;
     gen.seed = rl_rng_u64(&t->state.rng);
     memset(t->results, 0, (size_t)n * sizeof *t->results);
+    rl_engine_reset_prefix_cache(t->engine); /* the last update changed the weights */
     int rc = rl_engine_generate(t->engine, t->gen_prompts, n, &gen, t->results, NULL, NULL, err);
     double t_gen = rl_time_now() - t0;
     double r_mean = 0, r_std = 0, mean_len = 0;

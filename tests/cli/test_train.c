@@ -9,6 +9,7 @@
 
 #include "backend/ctx.h"
 #include "core/file.h"
+#include "io/json.h"
 #include "io/tokenizer.h"
 #include "model/model.h"
 #include "train/checkpoint.h"
@@ -133,6 +134,36 @@ Test(cli_train, grpo_interrupted_saves_and_exits_130)
     cr_assert_eq(rl_checkpoint_load_state(ckpt, &s, NULL, &err), 0, "%s", err.msg);
     cr_assert(s.step >= 1 && s.step == count_lines(metrics), "checkpoint step %lld, %d metric lines",
               (long long)s.step, count_lines(metrics));
+}
+
+/* --deterministic: every step's train-vs-rollout mismatch is exactly 0; --tis-cap adds the
+ * importance weights' mean to the metrics. */
+Test(cli_train, grpo_deterministic_mismatch_and_tis_in_metrics)
+{
+    char out[8192], path[256];
+    int rc = sh(out, sizeof out,
+                "%s grpo --model %s --data %s --out %s/det --reward math --steps 2 --prompts-per-step 2 --group-size 2 "
+                "--max-new-tokens 4 --device cpu --deterministic --tis-cap 2",
+                rlc, model, rl_data, tmp);
+    cr_assert_eq(rc, 0, "%s", out);
+    snprintf(path, sizeof path, "%s/det/metrics.jsonl", tmp);
+    char *text;
+    size_t len;
+    rl_err err;
+    cr_assert_eq(rl_file_read_all(path, &text, &len, &err), 0, "%s", err.msg);
+    int lines = 0;
+    for (char *line = text; *line; lines++) {
+        char *end = strchr(line, '\n');
+        cJSON *j = rl_json_parse(line, end ? (size_t)(end - line) : strlen(line), path, &err);
+        cr_assert(j, "%s", err.msg);
+        cr_assert_eq(cJSON_GetObjectItem(j, "rollout_logp_diff_max")->valuedouble, 0.0, "line %d: %s", lines, line);
+        cr_assert_eq(cJSON_GetObjectItem(j, "rollout_logp_diff_mean")->valuedouble, 0.0);
+        cr_assert_eq(cJSON_GetObjectItem(j, "tis_weight_mean")->valuedouble, 1.0);
+        cJSON_Delete(j);
+        line = end ? end + 1 : line + strlen(line);
+    }
+    cr_assert_eq(lines, 2);
+    free(text);
 }
 
 Test(cli_train, bad_options)

@@ -307,3 +307,33 @@ Test(engine_batching, the_pool_is_kept_across_calls)
     for (int i = 0; i < 4; i++) free(ids[i]);
     close_gen(&g);
 }
+
+/* After the weights change, rl_engine_reset_prefix_cache makes the engine recompute what it had
+ * cached: the results are a fresh engine's. */
+Test(engine_batching, reset_prefix_cache_after_new_weights)
+{
+    gen_setup g;
+    rl_engine_options opt = rl_engine_options_default();
+    opt.n_blocks = 64;
+    open_gen_with(&g, "qwen3-tiny-tied", NULL, &opt);
+    rl_gen_prompt prompt;
+    int32_t *ids;
+    random_prompts(&prompt, &ids, 1, 50, 50, g.m.config.vocab_size, 4);
+    rl_gen_params p = rl_gen_params_default();
+    p.max_new_tokens = 6;
+    rl_gen_result before, after, fresh;
+    generate(&g, &prompt, 1, &p, &before);
+    for (size_t i = 0; i < g.m.n_elems; i++) g.m.master[i] *= 1.25f; /* new weights (the CPU reads the masters) */
+    rl_engine_reset_prefix_cache(g.engine);
+    generate(&g, &prompt, 1, &p, &after);
+    rl_engine_stats st;
+    rl_engine_stats_get(g.engine, &st);
+    cr_assert_eq(st.cached_tokens, 0, "nothing may come from the cache after a reset");
+    reopen_engine(&g, &opt);
+    generate(&g, &prompt, 1, &p, &fresh);
+    cr_assert(same_result(&after, &fresh), "the engine used keys of the old weights");
+    cr_assert(!same_result(&before, &after), "new weights must change the completion");
+    rl_gen_result_free(&before), rl_gen_result_free(&after), rl_gen_result_free(&fresh);
+    free(ids);
+    close_gen(&g);
+}

@@ -289,3 +289,35 @@ Test(grpo, truncated_importance_sampling)
     cr_assert(fabs(fast[0].tis_mean - 1) < 1e-4, "mean weight %.9g", fast[0].tis_mean);
     free(p_off), free(p_cap2), free(p_half), free(p_fast);
 }
+
+/* Prompts of several KV blocks, the same every step: the engine's prefix cache must not serve
+ * keys computed with the weights before the last update (the mismatch would show it). */
+Test(grpo, no_stale_prefix_cache_across_updates)
+{
+    fixture f;
+    setup(&f, NULL, "regex:^[a-m]", 0);
+    f.ctx.deterministic = 1;
+    int32_t ids[2][70];
+    rl_grpo_prompt prompts[2];
+    for (int p = 0; p < 2; p++) {
+        for (int k = 0; k < 70; k++) ids[p][k] = 40 + (13 * k + 7 * p) % 300;
+        prompts[p] = (rl_grpo_prompt){ids[p], 70, "prompt", "1", NULL};
+    }
+    rl_grpo_config c = config();
+    c.max_tokens = 2 * 74;
+    c.shuffle = 0;
+    rl_grpo t;
+    rl_err err;
+    cr_assert_eq(rl_grpo_create(&t, &f.model, NULL, f.tok, f.reward, prompts, 2, &c, &err), 0, "%s", err.msg);
+    int updated = 0;
+    for (int s = 0; s < 4; s++) {
+        rl_step_stats st;
+        cr_assert_eq(rl_grpo_step(&t, &st, &err), 0, "%s", err.msg);
+        cr_assert(st.logp_diff_max == 0, "step %d: the rollout's log-probs differ from the trainer's by up to %g", s,
+                  st.logp_diff_max);
+        if (s < 3) updated += st.grad_norm > 0;
+    }
+    cr_assert_gt(updated, 0, "the weights must change before a later step for the test to mean anything");
+    rl_grpo_free(&t);
+    teardown(&f, 0);
+}
