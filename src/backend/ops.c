@@ -210,6 +210,14 @@ static int check_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const void *
     return 0;
 }
 
+static int check_matmul_residual_fwd(rl_ctx *ctx, void *out, const void *residual, const void *in,
+                                     const void *weight, int m, int n, int k)
+{
+    if (check_mnk(ctx, m, n, k)) return -1;
+    if (m > 0) NEED(out, residual, in, weight);
+    return 0;
+}
+
 static int check_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout, const void *in,
                             const void *weight, int m, int n, int k, int accumulate_din)
 {
@@ -310,6 +318,27 @@ static int check_kv_cache_write(rl_ctx *ctx, const rl_paged_kv *kv, const void *
     AT_LEAST(n_tokens, 0);
     if (check_kv_view(ctx, kv, n_kv_heads, head_dim)) return -1;
     if (n_tokens > 0) NEED(k, v, slots);
+    return 0;
+}
+
+static int check_qk_norm_rope_cache_fwd(rl_ctx *ctx, void *q_out, const rl_paged_kv *kv, const void *q,
+                                        const void *k, const void *v, size_t q_stride, size_t kv_stride,
+                                        const void *q_norm, const void *k_norm, float eps, const int32_t *positions,
+                                        const float *inv_freq, const int32_t *slots, int n_tokens, int n_heads,
+                                        int n_kv_heads, int head_dim)
+{
+    AT_LEAST(n_tokens, 0);
+    AT_LEAST(n_heads, 1);
+    if (check_kv_view(ctx, kv, n_kv_heads, head_dim)) return -1;
+    RULE(head_dim % 2 == 0, "head_dim %d is not even", head_dim);
+    RULE(n_heads % n_kv_heads == 0, "n_heads %d is not a multiple of n_kv_heads %d", n_heads, n_kv_heads);
+    RULE(q_stride >= (size_t)n_heads * head_dim, "q_stride %zu is less than a row of %d x %d", q_stride, n_heads,
+         head_dim);
+    RULE(kv_stride >= (size_t)n_kv_heads * head_dim, "kv_stride %zu is less than a row of %d x %d", kv_stride,
+         n_kv_heads, head_dim);
+    RULE(!q_norm == !k_norm, "q_norm and k_norm must be both given or both NULL");
+    RULE(eps >= 0.0f, "eps %g is outside [0, inf)", eps);
+    if (n_tokens > 0) NEED(q_out, q, k, v, positions, inv_freq, slots);
     return 0;
 }
 

@@ -181,6 +181,11 @@ RL_OPDEF(swiglu_bwd, (rl_ctx *ctx, void *dgate, void *dup, const void *dout, con
 RL_OPDEF(matmul_fwd, (rl_ctx *ctx, void *out, const void *in, const void *weight, const void *bias, int m, int n,
                       int k, int accumulate),
          (ctx, out, in, weight, bias, m, n, k, accumulate))
+/* out[m, n] = residual[m, n] + in[m, k] @ weight[n, k]^T (out may be residual): a linear layer
+ * added to the residual stream in one pass (no copy of the stream first). */
+RL_OPDEF(matmul_residual_fwd, (rl_ctx *ctx, void *out, const void *residual, const void *in, const void *weight, int m,
+                               int n, int k),
+         (ctx, out, residual, in, weight, m, n, k))
 /* din[m, k] = dout @ weight (adds when accumulate_din); dweight[n, k] += dout^T @ in;
  * dbias[n] += column sums of dout. Any of din, dweight, dbias may be NULL to skip it. */
 RL_OPDEF(matmul_bwd, (rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout, const void *in,
@@ -245,6 +250,21 @@ RL_OPDEF(paged_attention_fwd, (rl_ctx *ctx, void *out, const void *q, const rl_p
                                int max_seqlen_k, int n_heads, int n_kv_heads, int head_dim, float scale),
          (ctx, out, q, kv, cu_seqlens_q, seqlens_k, n_seqs, max_seqlen_q, max_seqlen_k, n_heads, n_kv_heads,
           head_dim, scale))
+
+/* A generation step's q and k preparation and KV write in one pass. For token t: q_out[t, h] =
+ * rope(rmsnorm(q[t, h]) * q_norm) for each query head h (each head's own RMSNorm over head_dim,
+ * Qwen3's q_norm; no norm when q_norm is NULL), the same for each kv head of k with k_norm, and
+ * that key with v[t] written into the pool at slots[t] (rl_kv_cache_write's layout; slots[t] < 0:
+ * nothing). q rows are q_stride elements apart, k and v rows kv_stride (one fused q|k|v
+ * product: both (n_heads + 2 n_kv_heads) * head_dim). The same values as rl_rmsnorm_fwd,
+ * rl_rope_fwd and rl_kv_cache_write run one after another. q_norm and k_norm are both given or
+ * both NULL. */
+RL_OPDEF(qk_norm_rope_cache_fwd, (rl_ctx *ctx, void *q_out, const rl_paged_kv *kv, const void *q, const void *k,
+                                  const void *v, size_t q_stride, size_t kv_stride, const void *q_norm,
+                                  const void *k_norm, float eps, const int32_t *positions, const float *inv_freq,
+                                  const int32_t *slots, int n_tokens, int n_heads, int n_kv_heads, int head_dim),
+         (ctx, q_out, kv, q, k, v, q_stride, kv_stride, q_norm, k_norm, eps, positions, inv_freq, slots, n_tokens,
+          n_heads, n_kv_heads, head_dim))
 /* out[i] = in[rows[i]] for i < n_rows (rows of dim act-dtype elements; rows may repeat). */
 RL_OPDEF(gather_rows, (rl_ctx *ctx, void *out, const void *in, const int32_t *rows, int n_rows, int dim),
          (ctx, out, in, rows, n_rows, dim))

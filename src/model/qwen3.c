@@ -8,8 +8,8 @@
  *   h = x + attn Wo^T ; xn2 = rmsnorm(h) ; x' = h + (silu(xn2 Wg^T) * xn2 Wu^T) Wd^T
  * then logits = rmsnorm(x_L) W_lm^T, log-softmax, picked at the next token.
  *
- * The residual additions are matmuls with accumulate (out += in W^T) into a copy of the stream,
- * so no separate add op runs. The backward walks the same steps in reverse with one gradient
+ * The residual additions are matmuls that read the stream as their residual input
+ * (rl_matmul_residual_fwd: out = stream + in W^T), so no separate add or copy runs. The backward walks the same steps in reverse with one gradient
  * buffer for the residual stream (dres), into which each RMSNorm backward adds its dx. In TRAIN
  * mode it first remakes, with the forward's own ops, what the layers do not keep (the norm
  * outputs, q and k after QK-norm + RoPE, silu(gate) * up; see acts_internal.h).
@@ -18,9 +18,10 @@
  * The paged forward (generation) runs the same layer, but writes the new keys and values into
  * the engine's block pool and attends over the pool (rl_paged_attention_fwd); it touches no
  * host copy of its batch, so the engine can capture a decode step as a graph. In inference,
- * projections whose weights are adjacent run as one product (q|k|v split into q, k, v by row
- * gathers; gate|up read by SwiGLU with a row stride), except with ctx->deterministic, where the
- * products keep the training forward's shapes. */
+ * projections whose weights are adjacent run as one product (gate|up read by SwiGLU with a row
+ * stride; q|k|v read in place by the paged step's fused q/k norm + RoPE + cache write, or split
+ * into q, k, v by row gathers for the forward of log-probs), except with ctx->deterministic,
+ * where every op keeps the training forward's shapes and order. */
 #include <math.h>
 #include <string.h>
 
@@ -61,13 +62,6 @@ static int region_hook(const rl_model *m, int begin, int r, rl_err *err)
 static void *act_row(const rl_model *m, void *base, size_t row, size_t width)
 {
     return (char *)base + row * width * rl_dtype_size(m->ctx->act_dtype);
-}
-
-static int copy_act(rl_model *m, void *dst, const void *src, size_t n, rl_err *err)
-{
-    if (dst == src) return 0;
-    RL_TRY_OP(m->ctx, err, rl_memcpy(m->ctx, dst, src, n * rl_dtype_size(m->ctx->act_dtype), RL_D2D));
-    return 0;
 }
 
 /* The steps whose outputs TRAIN mode does not keep per layer (acts_internal.h): the forward
@@ -133,36 +127,50 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
     if (attn_norm_fwd(m, a, l, T, err)) return -1;
     void *q = c->qk_norm ? s->q_raw : s->q;
     void *k = c->qk_norm ? s->k_raw : s->k;
-    if (a->qkv && !ctx->deterministic) {
+    int fused = a->qkv && !ctx->deterministic;
+    if (fused) {
         RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, a->qkv, s->xn1, weight(m, W->q), NULL, T, (H + 2 * KV) * hd, D, 0));
-        RL_TRY_OP(ctx, err, rl_gather_rows(ctx, q, a->qkv, a->split_q, T * H, hd));
-        RL_TRY_OP(ctx, err, rl_gather_rows(ctx, k, a->qkv, a->split_k, T * KV, hd));
-        RL_TRY_OP(ctx, err, rl_gather_rows(ctx, s->v, a->qkv, a->split_v, T * KV, hd));
     } else {
         RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, q, s->xn1, weight(m, W->q), weight(m, W->q_bias), T, H * hd, D, 0));
         RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, k, s->xn1, weight(m, W->k), weight(m, W->k_bias), T, KV * hd, D, 0));
         RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->v, s->xn1, weight(m, W->v), weight(m, W->v_bias), T, KV * hd, D, 0));
     }
-    if (qk_fwd(m, a, l, b, err)) return -1;
 
     float scale = 1.0f / sqrtf((float)hd);
     if (b->pool) {
         const rl_paged_batch *pb = b->paged;
-        size_t plane = (size_t)b->pool->block_size * KV * hd * rl_dtype_size(ctx->act_dtype);
+        size_t esize = rl_dtype_size(ctx->act_dtype), plane = (size_t)b->pool->block_size * KV * hd * esize;
         rl_paged_kv kv = {.k = (char *)b->pool->base + (size_t)(2 * l) * plane,
                           .v = (char *)b->pool->base + (size_t)(2 * l + 1) * plane,
                           .block_stride = b->pool->block_stride, .block_size = b->pool->block_size,
                           .block_tables = pb->block_tables, .max_blocks = pb->max_blocks};
-        RL_TRY_OP(ctx, err, rl_kv_cache_write(ctx, &kv, s->k, s->v, pb->slots, T, KV, hd));
-        RL_TRY_OP(ctx, err, rl_paged_attention_fwd(ctx, s->attn, s->q, &kv, pb->cu_seqlens_q, pb->seqlens_k,
-                                                   pb->n_seqs, pb->max_seqlen_q, pb->max_seqlen_k, H, KV, hd, scale));
+        if (ctx->deterministic) {
+            if (qk_fwd(m, a, l, b, err)) return -1;
+            RL_TRY_OP(ctx, err, rl_kv_cache_write(ctx, &kv, s->k, s->v, pb->slots, T, KV, hd));
+        } else {
+            size_t row = fused ? (size_t)(H + 2 * KV) * hd : 0;
+            const char *qs = fused ? a->qkv : q;
+            RL_TRY_OP(ctx, err, rl_qk_norm_rope_cache_fwd(ctx, s->q, &kv, qs, fused ? qs + (size_t)H * hd * esize : k,
+                                         fused ? qs + (size_t)(H + KV) * hd * esize : s->v,
+                                         fused ? row : (size_t)H * hd, fused ? row : (size_t)KV * hd,
+                                         c->qk_norm ? weight(m, W->q_norm) : NULL,
+                                         c->qk_norm ? weight(m, W->k_norm) : NULL, (float)c->rms_norm_eps,
+                                         b->positions, m->inv_freq, pb->slots, T, H, KV, hd));
+        }
+        RL_TRY_OP(ctx, err, rl_paged_attention_fwd(ctx, s->attn, s->q, &kv, pb->cu_seqlens_q, pb->seqlens_k, pb->n_seqs,
+                                  pb->max_seqlen_q, pb->max_seqlen_k, H, KV, hd, scale));
     } else {
+        if (fused) {
+            RL_TRY_OP(ctx, err, rl_gather_rows(ctx, q, a->qkv, a->split_q, T * H, hd));
+            RL_TRY_OP(ctx, err, rl_gather_rows(ctx, k, a->qkv, a->split_k, T * KV, hd));
+            RL_TRY_OP(ctx, err, rl_gather_rows(ctx, s->v, a->qkv, a->split_v, T * KV, hd));
+        }
+        if (qk_fwd(m, a, l, b, err)) return -1;
         RL_TRY_OP(ctx, err, rl_attention_fwd(ctx, s->attn, s->lse, s->q, s->k, s->v, b->cu_q, b->cu_q, NULL,
-                                             b->n_seqs, b->max_seqlen_q, b->max_seqlen_q, H, KV, hd, scale, 1));
+                            b->n_seqs, b->max_seqlen_q, b->max_seqlen_q, H, KV, hd, scale, 1));
     }
 
-    if (copy_act(m, s->h, x, (size_t)T * D, err)) return -1;
-    RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->h, s->attn, weight(m, W->o), NULL, T, D, H * hd, 1));
+    RL_TRY_OP(ctx, err, rl_matmul_residual_fwd(ctx, s->h, x, s->attn, weight(m, W->o), T, D, H * hd));
     if (mlp_norm_fwd(m, a, l, T, err)) return -1;
     if (a->gate_up && m->fused_gate_up && !ctx->deterministic) {
         RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, a->gate_up, s->xn2, weight(m, W->gate), NULL, T, 2 * I, D, 0));
@@ -173,9 +181,7 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
         if (swiglu_fwd(m, a, l, T, err)) return -1;
     }
     if (!write_output) return 0;
-    void *out = a->x[l + 1];
-    if (copy_act(m, out, s->h, (size_t)T * D, err)) return -1;
-    RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, out, s->act, weight(m, W->down), NULL, T, D, I, 1));
+    RL_TRY_OP(ctx, err, rl_matmul_residual_fwd(ctx, a->x[l + 1], s->h, s->act, weight(m, W->down), T, D, I));
     return 0;
 }
 

@@ -1,5 +1,6 @@
-/* test_matmul.c — CUDA linear layer through cuBLASLt (forward with bias and accumulate;
- * backward din with accumulate, fp32 dweight and dbias accumulation) against the CPU op, at
+/* test_matmul.c — CUDA linear layer through cuBLASLt, and the few-row product kernel (at most
+ * 8 rows) (forward with bias and accumulate; the residual form, apart and in place; backward
+ * din with accumulate, fp32 dweight and dbias accumulation) against the CPU op, at
  * shapes that are not multiples of tile sizes. Tolerances: bf16 outputs 2e-2, fp32 weight and
  * bias gradients 1e-3 (fp32 accumulation in a different order). */
 #include "gpu_util.h"
@@ -42,6 +43,12 @@ Test(gpu_matmul, tiny_odd) { run(3, 5, 7, 1, 0, 81); }
 Test(gpu_matmul, odd_accumulate) { run(37, 75, 129, 1, 1, 82); }
 Test(gpu_matmul, medium) { run(257, 1000, 512, 0, 0, 83); }
 Test(gpu_matmul, tall) { run(2048, 384, 256, 1, 1, 84); }
+Test(gpu_matmul, few_rows)
+{
+    run(1, 1000, 1024, 1, 0, 89);
+    run(4, 517, 3072, 0, 1, 90);
+    run(8, 64, 64, 1, 1, 94);
+}
 
 Test(gpu_matmul, only_dweight)
 {
@@ -66,4 +73,34 @@ Test(gpu_matmul, bad_shape)
     cr_assert_eq(rl_matmul_fwd(&g.gpu, NULL, NULL, NULL, NULL, -1, 4, 4, 0), -1);
     cr_assert_str_eq(g.gpu.err.msg, "rl_matmul_fwd: m -1 is negative");
     gu_end(&g);
+}
+
+/* out = residual + in W^T, into a separate buffer (residual left alone) and in place. */
+static void run_residual(int m, int n, int k)
+{
+    gu g;
+    gu_begin(&g);
+    float *in = gu_rand(&g, (size_t)m * k, -1, 1, 91), *w = gu_rand(&g, (size_t)n * k, -0.5f, 0.5f, 92);
+    float *res = gu_rand(&g, (size_t)m * n, -2, 2, 93), *out = gu_host(&g, (size_t)m * n * 4);
+    void *d_in = gu_up_bf16(&g, in, (size_t)m * k), *d_w = gu_up_bf16(&g, w, (size_t)n * k);
+    void *d_res = gu_up_bf16(&g, res, (size_t)m * n), *d_out = gu_nan_bf16(&g, (size_t)m * n);
+    GU_OK(&g, rl_matmul_residual_fwd(&g.gpu, d_out, d_res, d_in, d_w, m, n, k));
+    GU_CPU_OK(&g, rl_cpu_matmul_residual_fwd(&g.cpu, out, res, in, w, m, n, k));
+    char what[96];
+    snprintf(what, sizeof what, "matmul_residual_fwd %dx%dx%d apart", m, n, k);
+    gu_check(what, gu_get_bf16(&g, d_out, (size_t)m * n), out, (size_t)m * n, 2e-2);
+    float *res_after = gu_get_bf16(&g, d_res, (size_t)m * n);
+    cr_assert(!memcmp(res_after, res, (size_t)m * n * 4), "the residual input was written");
+    GU_OK(&g, rl_matmul_residual_fwd(&g.gpu, d_res, d_res, d_in, d_w, m, n, k));
+    GU_CPU_OK(&g, rl_cpu_matmul_residual_fwd(&g.cpu, res, res, in, w, m, n, k));
+    snprintf(what, sizeof what, "matmul_residual_fwd %dx%dx%d in place", m, n, k);
+    gu_check(what, gu_get_bf16(&g, d_res, (size_t)m * n), res, (size_t)m * n, 2e-2);
+    gu_end(&g);
+}
+
+Test(gpu_matmul, residual_apart_and_in_place)
+{
+    run_residual(37, 96, 200);
+    run_residual(1, 96, 200);
+    run_residual(6, 1000, 2048);
 }

@@ -1,10 +1,12 @@
 /* test_sampler.c — the CUDA sampler draws the same token as the CPU sampler for the same
  * (seed, step, row), for greedy, plain temperature, top-k, top-p, min-p and all together, at a
- * small and the real Qwen3 vocabulary (bf16-valued logits, so ties occur). Tokens must match
- * exactly; logp (fp32) to 1e-5. */
+ * small, an odd (a chunk of the CUDA sampler plus a few ids) and the real Qwen3 vocabulary
+ * (bf16-valued logits, so ties occur); rows of one call with different parameters each; one
+ * row alone; a full decode batch. Tokens must match exactly; logp (fp32) to 1e-5. */
 #include "gpu_util.h"
 
-static void run(int n_rows, int vocab, rl_sample_row p, uint64_t seed)
+/* Row r draws with configs[r % n_configs]. */
+static void run_rows(int n_rows, int vocab, const rl_sample_row *configs, int n_configs, uint64_t seed)
 {
     gu g;
     gu_begin(&g);
@@ -15,7 +17,7 @@ static void run(int n_rows, int vocab, rl_sample_row p, uint64_t seed)
     float *d_logp = gu_nan_f32(&g, n_rows);
     rl_sample_row *rows = gu_host(&g, n_rows * sizeof *rows);
     for (int r = 0; r < n_rows; r++) {
-        rows[r] = p;
+        rows[r] = configs[r % n_configs];
         rows[r].seed = seed * 7919;
         rows[r].step = (uint32_t)(0x12345678u + seed);
         rows[r].row = (uint32_t)r;
@@ -33,12 +35,19 @@ static void run(int n_rows, int vocab, rl_sample_row p, uint64_t seed)
         distinct += r > 0 && tok[r] != tok[r - 1];
     }
     char what[128];
-    snprintf(what, sizeof what, "sample V%d T%g k%d p%g minp%g logp", vocab, p.temperature, p.top_k, p.top_p, p.min_p);
+    const rl_sample_row p = configs[0];
+    if (n_configs == 1)
+        snprintf(what, sizeof what, "sample R%d V%d T%g k%d p%g minp%g logp", n_rows, vocab, p.temperature, p.top_k,
+                 p.top_p, p.min_p);
+    else
+        snprintf(what, sizeof what, "sample R%d V%d %d configs mixed logp", n_rows, vocab, n_configs);
     fprintf(stderr, "[err] %s: %d/%d tokens differ\n", what, mismatches, n_rows);
     cr_assert_eq(mismatches, 0, "%s: %d of %d tokens differ from the CPU sampler", what, mismatches, n_rows);
     gu_check(what, gu_get_f32(&g, d_logp, n_rows), logp, n_rows, 1e-5);
     gu_end(&g);
 }
+
+static void run(int n_rows, int vocab, rl_sample_row p, uint64_t seed) { run_rows(n_rows, vocab, &p, 1, seed); }
 
 static const rl_sample_row greedy = {.temperature = 0.0f, .top_p = 1.0f},
                            plain = {.temperature = 0.8f, .top_p = 1.0f},
@@ -66,6 +75,30 @@ Test(gpu_sampler, qwen_vocab)
     run(8, 151936, top_k, 13);
     run(8, 151936, top_p, 14);
     run(8, 151936, all, 16);
+}
+
+Test(gpu_sampler, odd_vocab_and_one_row)
+{
+    run(16, 8197, plain, 21);
+    run(16, 8197, top_p, 22);
+    run(16, 8197, all, 23);
+    run(1, 151936, plain, 24);
+    run(1, 151936, greedy, 25);
+    run(1, 151936, top_k, 26);
+    run(1, 151936, tight, 27);
+}
+
+Test(gpu_sampler, rows_with_their_own_parameters)
+{
+    const rl_sample_row configs[] = {greedy, plain, top_k, top_p, min_p, all, tight};
+    run_rows(70, 3001, configs, 7, 31);
+    run_rows(14, 151936, configs, 7, 32);
+}
+
+Test(gpu_sampler, full_decode_batch)
+{
+    run(256, 151936, plain, 41);
+    run(256, 151936, greedy, 42);
 }
 
 Test(gpu_sampler, bad_shape)

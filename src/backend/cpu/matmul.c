@@ -4,8 +4,11 @@
  * each (gemm.c): x W^T reads W as a transposed view, din = dY W reads W as is, and
  * dW += dY^T X reads dY as a transposed view; dW and dbias are accumulated (+=) as ops.h says.
  * The bias column sums are split by columns over threads so that no two threads write one
- * element and the order of the sum does not depend on the thread count. */
+ * element and the order of the sum does not depend on the thread count. The residual form
+ * copies the residual stream into out and accumulates into it, as the model did before it
+ * had the op. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_ops.h"
@@ -24,6 +27,13 @@ int rl_cpu_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const void *weight
             for (int j = 0; j < n; j++) y[(size_t)i * n + j] += b[j];
     }
     return 0;
+}
+
+int rl_cpu_matmul_residual_fwd(rl_ctx *ctx, void *out, const void *residual, const void *in, const void *weight,
+                               int m, int n, int k)
+{
+    if (out != residual) memcpy(out, residual, (size_t)m * n * sizeof(float));
+    return rl_cpu_matmul_fwd(ctx, out, in, weight, NULL, m, n, k, 1);
 }
 
 /* dbias[j] += sum_i dout[i, j]; threads own blocks of columns. */

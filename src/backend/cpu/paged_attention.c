@@ -1,5 +1,7 @@
 /* paged_attention.c — the paged KV cache ops of the generation engine: writing new keys and
- * values into the block pool, and attention of new queries against it.
+ * values into the block pool (alone, or after the q/k norm and RoPE of a step: the fused op is
+ * the three unfused ops run on copies of the rows, so it gives their values bit for bit), and
+ * attention of new queries against it.
  *
  * Layout (ops.h rl_paged_kv): the keys of token row r of block b for one layer start at
  * k + b * block_stride + r * n_kv_heads * head_dim; a sequence's key position j lives in block
@@ -30,6 +32,33 @@ int rl_cpu_kv_cache_write(rl_ctx *ctx, const rl_paged_kv *kv, const void *k, con
         memcpy(vd + at, vs + (size_t)t * row, row * sizeof(float));
     }
     return 0;
+}
+
+int rl_cpu_qk_norm_rope_cache_fwd(rl_ctx *ctx, void *q_out, const rl_paged_kv *kv, const void *q, const void *k,
+                                  const void *v, size_t q_stride, size_t kv_stride, const void *q_norm,
+                                  const void *k_norm, float eps, const int32_t *positions, const float *inv_freq,
+                                  const int32_t *slots, int n_tokens, int n_heads, int n_kv_heads, int head_dim)
+{
+    size_t qd = (size_t)n_heads * head_dim, kd = (size_t)n_kv_heads * head_dim;
+    if (n_tokens == 0) return 0;
+    size_t T = (size_t)n_tokens;
+    float *kbuf = malloc((2 * T * kd + T * (n_heads + n_kv_heads)) * sizeof(float));
+    if (!kbuf) return rl_err_oom(&ctx->err, "qk_norm_rope_cache_fwd scratch", (2 * T * kd) * sizeof(float));
+    float *vbuf = kbuf + T * kd, *rstd = vbuf + T * kd, *qo = q_out;
+    const float *qs = q, *ks = k, *vs = v;
+    for (size_t t = 0; t < T; t++) {
+        memmove(qo + t * qd, qs + t * q_stride, qd * sizeof(float)); /* q_out may be q */
+        memcpy(kbuf + t * kd, ks + t * kv_stride, kd * sizeof(float));
+        memcpy(vbuf + t * kd, vs + t * kv_stride, kd * sizeof(float));
+    }
+    int rc = 0;
+    if (q_norm) rc = rl_cpu_rmsnorm_fwd(ctx, qo, rstd, qo, q_norm, n_tokens * n_heads, head_dim, eps);
+    if (!rc && k_norm) rc = rl_cpu_rmsnorm_fwd(ctx, kbuf, rstd, kbuf, k_norm, n_tokens * n_kv_heads, head_dim, eps);
+    if (!rc) rc = rl_cpu_rope_fwd(ctx, qo, positions, inv_freq, n_tokens, n_heads, head_dim);
+    if (!rc) rc = rl_cpu_rope_fwd(ctx, kbuf, positions, inv_freq, n_tokens, n_kv_heads, head_dim);
+    if (!rc) rc = rl_cpu_kv_cache_write(ctx, kv, kbuf, vbuf, slots, n_tokens, n_kv_heads, head_dim);
+    free(kbuf);
+    return rc;
 }
 
 /* The lengths and block ids are tensors, which backend/ops.c does not read: every sequence's

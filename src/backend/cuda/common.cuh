@@ -40,11 +40,13 @@ typedef struct rl_cuda_state {
     int live_graphs; /* instantiated graphs not yet freed */
     double *reduce; /* small device buffer for reductions copied to the host */
     double *reduce_host; /* pinned host mirror of reduce */
+    unsigned *split_counters; /* RL_CUDA_SPLIT_COUNTERS zeros between launches (split-KV attention) */
     rl_cuda_matmul_plan *plans; /* cache of cuBLASLt descriptors and algorithms per shape */
     int n_plans;
 } rl_cuda_state;
 
 #define RL_CUDA_REDUCE_SLOTS 4096 /* doubles in rl_cuda_state.reduce */
+#define RL_CUDA_SPLIT_COUNTERS 65536
 
 static inline rl_cuda_state *rl_cuda_st(rl_ctx *ctx) { return (rl_cuda_state *)ctx->cuda; }
 
@@ -147,10 +149,11 @@ __device__ __forceinline__ double rl_block_sum_d(double v)
 }
 
 /* Internal gemm used by matmul.cu, lm_head.cu: column-major cuBLASLt call
- * D[rows x cols] = alpha * op(A) op(B) + beta * D (D in d_type, A/B bf16, fp32 compute),
- * optional bf16 bias over rows (epilogue). Plans are cached per shape. */
-int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int inner,
-                 float alpha, const void *a, int lda, const void *b, int ldb, float beta, void *d,
+ * D[rows x cols] = alpha * op(A) op(B) + beta * C (D in d_type, A/B bf16, fp32 compute), with C
+ * the matrix at c (NULL: D itself; same layout as D), optional bf16 bias over rows (epilogue).
+ * Plans are cached per shape. */
+int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int inner, float alpha,
+                 const void *a, int lda, const void *b, int ldb, float beta, const void *c, void *d,
                  int ldd, cudaDataType_t d_type, const void *bias);
 void rl_cuda_gemm_plans_free(rl_cuda_state *st);
 

@@ -46,6 +46,7 @@ static void state_free(rl_cuda_state *st)
     cudaFree(st->workspace);
     cudaFree(st->scratch);
     cudaFree(st->reduce);
+    cudaFree(st->split_counters);
     if (st->reduce_host) cudaFreeHost(st->reduce_host);
     if (st->stream) cudaStreamDestroy(st->stream);
     free(st);
@@ -66,6 +67,8 @@ extern "C" int rl_cuda_ctx_create(rl_ctx *ctx, int device, rl_err *err)
     if (e == cudaSuccess) e = cudaMalloc(&st->workspace, WORKSPACE_BYTES);
     if (e == cudaSuccess) e = cudaMalloc((void **)&st->reduce, RL_CUDA_REDUCE_SLOTS * sizeof(double));
     if (e == cudaSuccess) e = cudaMallocHost((void **)&st->reduce_host, RL_CUDA_REDUCE_SLOTS * sizeof(double));
+    if (e == cudaSuccess) e = cudaMalloc((void **)&st->split_counters, RL_CUDA_SPLIT_COUNTERS * sizeof(unsigned));
+    if (e == cudaSuccess) e = cudaMemset(st->split_counters, 0, RL_CUDA_SPLIT_COUNTERS * sizeof(unsigned));
     if (e != cudaSuccess) {
         rl_err_set(err, "CUDA backend: device %d: %s", device, cudaGetErrorString(e));
         state_free(st);

@@ -92,7 +92,7 @@ static int chunk_rows(int n_tokens, int vocab, size_t bytes_per_elem)
 static int logits_chunk(rl_ctx *ctx, float *z, const bf16 *hidden, const void *weight, int rows, int dim,
                         int vocab, float alpha)
 {
-    return rl_cuda_gemm(ctx, 1, 0, vocab, rows, dim, alpha, weight, dim, hidden, dim, 0.0f, z, vocab, CUDA_R_32F,
+    return rl_cuda_gemm(ctx, 1, 0, vocab, rows, dim, alpha, weight, dim, hidden, dim, 0.0f, NULL, z, vocab, CUDA_R_32F,
                         NULL);
 }
 
@@ -136,9 +136,11 @@ extern "C" int rl_cuda_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *d
         dim3 grid(rl_cuda_blocks((size_t)vocab, 256, 64), r);
         lm_dz_kernel<<<grid, 256, 0, s>>>(dz, z, lse + t0, dlogp + t0, targets + t0, vocab, inv_temperature);
         LAUNCH_CHECK();
-        if (rl_cuda_gemm(ctx, 0, 0, dim, r, vocab, 1.0f, weight, dim, dz, vocab, 0.0f,
-                         (bf16 *)dhidden + (size_t)t0 * dim, dim, CUDA_R_16BF, NULL) ||
-            rl_cuda_gemm(ctx, 0, 1, dim, vocab, r, 1.0f, h, dim, dz, vocab, 1.0f, dweight, dim, CUDA_R_32F, NULL))
+        if (dhidden && rl_cuda_gemm(ctx, 0, 0, dim, r, vocab, 1.0f, weight, dim, dz, vocab, 0.0f, NULL,
+                               (bf16 *)dhidden + (size_t)t0 * dim, dim, CUDA_R_16BF, NULL))
+            return -1;
+        if (dweight && rl_cuda_gemm(ctx, 0, 1, dim, vocab, r, 1.0f, h, dim, dz, vocab, 1.0f, NULL, dweight, dim, CUDA_R_32F,
+                               NULL))
             return -1;
     }
     return 0;

@@ -5,7 +5,15 @@
  * column-major D[n x m] = W^T-view(op T) * in-view(op N). rl_cuda_gemm builds the matmul
  * descriptor, the three layouts and the heuristic's first algorithm once per shape and keeps
  * them (a small linear cache: a model has a handful of distinct shapes). The bias epilogue
- * adds the bias in the forward product's own pass. dbias is a column-sum kernel. */
+ * adds the bias in the forward product's own pass; the residual form reads the residual
+ * stream as cuBLASLt's C (D = A B + C, C and D apart), so the stream is never copied first.
+ * dbias is a column-sum kernel.
+ *
+ * Forward products of at most GEMV_MAX_M rows (a decode step of a few sequences) are
+ * matrix-vector products bound by reading the weight: they run our own kernel, one warp per
+ * weight row with 16-byte loads across the lanes (every byte of the weight read once, several
+ * loads in flight per lane), the few input rows read through L1, fp32 sums, bias and residual
+ * added in the same pass; cuBLASLt's kernels for such shapes reach about half the bandwidth. */
 #include "backend/cuda/common.cuh"
 
 #include <stdlib.h>
@@ -63,13 +71,17 @@ static int plan_build(rl_ctx *ctx, rl_cuda_matmul_plan *p)
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                             &st->workspace_bytes, sizeof st->workspace_bytes);
+    /* Activation products: no split-K that needs a separate reduction kernel (in place is
+     * fine), since a decode step's few-row products pay a whole launch for it. */
+    uint32_t reduction = p->d_type == CUDA_R_16BF ? CUBLASLT_REDUCTION_SCHEME_INPLACE : CUBLASLT_REDUCTION_SCHEME_MASK;
     const struct { cublasLtMatmulPreferenceAttributes_t attr; uint32_t value; } aligns[] = {
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, p->align_a},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, p->align_b},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, p->align_d},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, p->align_d},
+        {CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, reduction},
     };
-    for (int i = 0; i < 4 && s == CUBLAS_STATUS_SUCCESS; i++)
+    for (int i = 0; i < 5 && s == CUBLAS_STATUS_SUCCESS; i++)
         s = cublasLtMatmulPreferenceSetAttribute(pref, aligns[i].attr, &aligns[i].value, sizeof aligns[i].value);
     cublasLtMatmulHeuristicResult_t result;
     int n_results = 0;
@@ -131,7 +143,7 @@ static uint32_t ptr_align(const void *p)
 }
 
 int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int inner, float alpha,
-                 const void *a, int lda, const void *b, int ldb, float beta, void *d, int ldd,
+                 const void *a, int lda, const void *b, int ldb, float beta, const void *c, void *d, int ldd,
                  cudaDataType_t d_type, const void *bias)
 {
     if (rows == 0 || cols == 0) return 0;
@@ -151,14 +163,101 @@ int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int 
     key.d_type = d_type;
     key.align_a = ptr_align(a);
     key.align_b = ptr_align(b);
-    key.align_d = ptr_align(d);
+    if (!c) c = d;
+    key.align_d = ptr_align(d) < ptr_align(c) ? ptr_align(d) : ptr_align(c);
     key.align_bias = bias ? ptr_align(bias) : 0;
     rl_cuda_matmul_plan *p = plan_get(ctx, &key);
     if (!p) return -1;
     if (bias)
         CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    CUBLAS_CHECK(cublasLtMatmul(st->lt, p->desc, &alpha, a, p->la, b, p->lb, &beta, d, p->ld, d, p->ld, &p->algo,
+    CUBLAS_CHECK(cublasLtMatmul(st->lt, p->desc, &alpha, a, p->la, b, p->lb, &beta, c, p->ld, d, p->ld, &p->algo,
                                 st->workspace, st->workspace_bytes, st->stream));
+    return 0;
+}
+
+#define GEMV_MAX_M 8
+#define GEMV_WARPS 8
+#define GEMV_UNROLL 4
+
+__device__ __forceinline__ void gemv_unpack(uint4 u, float f[8])
+{
+    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        float2 t = __bfloat1622float2(h[j]);
+        f[2 * j] = t.x;
+        f[2 * j + 1] = t.y;
+    }
+}
+
+/* out[r, j] = in[r] . weight[j] (+ bias[j]) (+ residual[r, j]) for r < M; one warp per j. */
+template <int M>
+__global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(bf16 *out, const bf16 *in, const bf16 *weight,
+                                                               const bf16 *bias, const bf16 *residual, int n, int k)
+{
+    int j = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (j >= n) return;
+    const uint4 *wr = (const uint4 *)(weight + (size_t)j * k);
+    int chunks = k >> 3;
+    float acc[M];
+#pragma unroll
+    for (int r = 0; r < M; r++) acc[r] = 0.0f;
+    for (int c0 = lane; c0 < chunks; c0 += 32 * GEMV_UNROLL) {
+        uint4 wv[GEMV_UNROLL];
+#pragma unroll
+        for (int u = 0; u < GEMV_UNROLL; u++) {
+            int c = c0 + 32 * u;
+            wv[u] = c < chunks ? wr[c] : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < GEMV_UNROLL; u++) {
+            int c = c0 + 32 * u;
+            if (c >= chunks) break;
+            float wf[8];
+            gemv_unpack(wv[u], wf);
+#pragma unroll
+            for (int r = 0; r < M; r++) {
+                float xf[8];
+                gemv_unpack(__ldg((const uint4 *)(in + (size_t)r * k) + c), xf);
+#pragma unroll
+                for (int e = 0; e < 8; e++) acc[r] += wf[e] * xf[e];
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < M; r++) acc[r] = rl_warp_sum(acc[r]);
+#pragma unroll
+    for (int r = 0; r < M; r++)
+        if (lane == r) {
+            float y = acc[r];
+            if (bias) y += rl_b2f(bias[j]);
+            if (residual) y += rl_b2f(residual[(size_t)r * n + j]);
+            out[(size_t)r * n + j] = rl_f2b(y);
+        }
+}
+
+/* The small-m product when the shape allows it: 1 when it ran, 0 for cuBLASLt. */
+static int gemv(rl_ctx *ctx, void *out, const void *residual, const void *in, const void *weight, const void *bias,
+                int m, int n, int k, int *ran)
+{
+    *ran = 0;
+    if (m > GEMV_MAX_M || k % 8 || (((uintptr_t)in | (uintptr_t)weight) & 15)) return 0;
+    dim3 grid((unsigned)((n + GEMV_WARPS - 1) / GEMV_WARPS));
+    cudaStream_t st = rl_cuda_st(ctx)->stream;
+    bf16 *o = (bf16 *)out;
+    const bf16 *x = (const bf16 *)in, *w = (const bf16 *)weight, *b = (const bf16 *)bias, *res = (const bf16 *)residual;
+    switch (m) {
+    case 1: gemv_kernel<1><<<grid, GEMV_WARPS * 32, 0, st>>>(o, x, w, b, res, n, k); break;
+    case 2: gemv_kernel<2><<<grid, GEMV_WARPS * 32, 0, st>>>(o, x, w, b, res, n, k); break;
+    case 3: gemv_kernel<3><<<grid, GEMV_WARPS * 32, 0, st>>>(o, x, w, b, res, n, k); break;
+    case 4: gemv_kernel<4><<<grid, GEMV_WARPS * 32, 0, st>>>(o, x, w, b, res, n, k); break;
+    case 5: gemv_kernel<5><<<grid, GEMV_WARPS * 32, 0, st>>>(o, x, w, b, res, n, k); break;
+    case 6: gemv_kernel<6><<<grid, GEMV_WARPS * 32, 0, st>>>(o, x, w, b, res, n, k); break;
+    case 7: gemv_kernel<7><<<grid, GEMV_WARPS * 32, 0, st>>>(o, x, w, b, res, n, k); break;
+    default: gemv_kernel<8><<<grid, GEMV_WARPS * 32, 0, st>>>(o, x, w, b, res, n, k); break;
+    }
+    LAUNCH_CHECK();
+    *ran = 1;
     return 0;
 }
 
@@ -178,8 +277,21 @@ extern "C" int rl_cuda_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const 
                                   int m, int n, int k, int accumulate)
 {
     if (m == 0) return 0;
-    return rl_cuda_gemm(ctx, 1, 0, n, m, k, 1.0f, weight, k, in, k, accumulate ? 1.0f : 0.0f, out, n,
+    int ran;
+    if (gemv(ctx, out, accumulate ? out : NULL, in, weight, bias, m, n, k, &ran)) return -1;
+    if (ran) return 0;
+    return rl_cuda_gemm(ctx, 1, 0, n, m, k, 1.0f, weight, k, in, k, accumulate ? 1.0f : 0.0f, NULL, out, n,
                         CUDA_R_16BF, bias);
+}
+
+extern "C" int rl_cuda_matmul_residual_fwd(rl_ctx *ctx, void *out, const void *residual, const void *in,
+                                           const void *weight, int m, int n, int k)
+{
+    if (m == 0) return 0;
+    int ran;
+    if (gemv(ctx, out, residual, in, weight, NULL, m, n, k, &ran)) return -1;
+    if (ran) return 0;
+    return rl_cuda_gemm(ctx, 1, 0, n, m, k, 1.0f, weight, k, in, k, 1.0f, residual, out, n, CUDA_R_16BF, NULL);
 }
 
 extern "C" int rl_cuda_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout,
@@ -187,11 +299,11 @@ extern "C" int rl_cuda_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float 
 {
     if (m == 0) return 0;
     /* din^T[k x m] = W-view[k x n] * dout-view[n x m] */
-    if (din && rl_cuda_gemm(ctx, 0, 0, k, m, n, 1.0f, weight, k, dout, n, accumulate_din ? 1.0f : 0.0f, din, k,
-                            CUDA_R_16BF, NULL))
+    if (din && rl_cuda_gemm(ctx, 0, 0, k, m, n, 1.0f, weight, k, dout, n, accumulate_din ? 1.0f : 0.0f, NULL, din, k,
+                           CUDA_R_16BF, NULL))
         return -1;
     /* dW^T[k x n] += in-view[k x m] * (dout-view[n x m])^T */
-    if (dweight && rl_cuda_gemm(ctx, 0, 1, k, n, m, 1.0f, in, k, dout, n, 1.0f, dweight, k, CUDA_R_32F, NULL))
+    if (dweight && rl_cuda_gemm(ctx, 0, 1, k, n, m, 1.0f, in, k, dout, n, 1.0f, NULL, dweight, k, CUDA_R_32F, NULL))
         return -1;
     if (dbias) {
         int slices = (m + 255) / 256;

@@ -1,5 +1,11 @@
 /* paged_attention.cu — rl_paged_attention_fwd: attention of new queries against the paged KV
- * pool (ops.h), and its split-KV kernel for decode and short chunks.
+ * pool (ops.h): the entry point and the split-KV kernel on CUDA cores (head dims other than 64
+ * and 128: the tiny test models). Three kernels serve the op:
+ *   - decode and chunks of up to 16 packed rows, head_dim 64/128: paged_attention_decode.cu
+ *     (tensor cores, split-KV);
+ *   - the same at other head dims: the CUDA-core kernel below (split-KV);
+ *   - longer chunks (prefill) at head_dim 64/128: paged_attention_prefill.cu.
+ * In a step that has long and short chunks, each kernel takes its own sequences.
  *
  * Rows: a sequence's queries and the query heads of one kv head are packed into one list of
  * len_q * group rows (row r = query r / group, head kv_head * group + r % group), so a block
@@ -9,14 +15,14 @@
  * Split-KV (flash-decoding, Dao et al. 2023): a decode step of a few sequences has too few
  * (sequence, kv head) pairs to fill the GPU, so each pair's keys are cut into up to
  * max_splits contiguous ranges, one block each; every block keeps its own online softmax
- * (m, l, unnormalised output) and a combine kernel merges them:
- *     out = sum_s 2^(m_s - m) o_s / sum_s 2^(m_s - m) l_s,  m = max_s m_s.
+ * (m, l, unnormalised output) and the last block of a group to finish merges them
+ * (paged_attention.cuh).
  * The host picks max_splits from the grid it has (batch, kv heads) and the capacity
  * max_seqlen_k; the number of splits a sequence actually uses, and their ranges, come from its
  * seqlens_k on the device (split_range), so a captured decode step is right at every length.
- * With max_splits 1 the block writes its rows directly and no combine runs.
+ * With max_splits 1 the block writes its rows directly.
  *
- * Block (128 threads, one row tile of RT rows, one key range): 64-key tiles of K and V are
+ * CUDA-core block (128 threads, one row tile of RT rows, one key range): 64-key tiles of K and V are
  * gathered through the block table into shared memory with cp.async, double-buffered (the next
  * tile loads while this one is used). Scores on CUDA cores in fp32: thread j of each half
  * scores key j against every other row (key rows padded by 16 bytes, so a warp's 16-byte
@@ -25,49 +31,15 @@
  * its share of the tile's keys, and the shares are summed in shared memory at the end.
  * Queries of one sequence are bottom-right causal: query i sees keys j <= len_k - len_q + i.
  *
- * Long chunks (more than 16 rows) at head_dim 64/128 run on tensor cores instead
- * (paged_attention_prefill.cu); in a step that has both, each kernel takes its own sequences.
  * seqlens_k 0 marks an inactive (padding) sequence: its rows are written as zeros.
  * Assumes head_dim a multiple of 8, at most 128, 16-byte aligned q, out and pool. */
-#include "backend/cuda/common.cuh"
+#include "backend/cuda/paged_attention.cuh"
 
 #include <limits.h>
 
 #define PA_THREADS 128
-#define PA_TK 64          /* keys per tile */
 #define PA_PAD 8          /* bf16 of padding per shared key row */
 #define PA_MAX_D 128
-#define PA_MIN_TILES 2    /* a split takes at least this many tiles */
-#define PA_MAX_SPLITS 64
-#define PA_SMALL_ROWS 16  /* rows a split-KV block holds; longer chunks go to tensor cores */
-
-struct pa_args {
-    bf16 *out;
-    const bf16 *q, *k, *v;
-    size_t block_stride;
-    int block_size, max_blocks;
-    const int32_t *tables, *cu_q, *seqlens_k;
-    int n_heads, n_kv_heads, head_dim, group;
-    int n_qtiles, max_splits, max_rows; /* sequences with more packed rows are not this kernel's */
-    float scale_log2;
-    float *part_o, *part_ml; /* [max_splits][n_slots][head_dim], [max_splits][n_slots][2] */
-    int n_slots;
-};
-
-/* The splits of a sequence with len_k keys: n_splits ranges of tiles_per_split tiles. */
-__device__ __forceinline__ void split_range(int len_k, int max_splits, int *n_splits, int *tiles_per_split)
-{
-    int n_tiles = (len_k + PA_TK - 1) / PA_TK;
-    if (n_tiles <= 0) {
-        *n_splits = 0;
-        *tiles_per_split = 0;
-        return;
-    }
-    int want = min(max_splits, (n_tiles + PA_MIN_TILES - 1) / PA_MIN_TILES);
-    int tps = (n_tiles + want - 1) / want;
-    *n_splits = (n_tiles + tps - 1) / tps;
-    *tiles_per_split = tps;
-}
 
 __device__ __forceinline__ void bf16x8_to_float(uint4 raw, float f[8])
 {
@@ -104,12 +76,6 @@ __device__ __forceinline__ void pa_load_tile(bf16 *ks, bf16 *vs, const pa_args &
         cp_async16_zfill(vs + r * pitch + c * 8, a.v + off, valid);
     }
     asm volatile("cp.async.commit_group;\n" ::);
-}
-
-/* Output row of packed row r of sequence s (query qb + r / group, head g * group + r % group). */
-__device__ __forceinline__ size_t pa_out_row(const pa_args &a, int qb, int g, int r)
-{
-    return ((size_t)(qb + r / a.group) * a.n_heads + g * a.group + r % a.group) * a.head_dim;
 }
 
 template <int RT>
@@ -271,39 +237,7 @@ __global__ void __launch_bounds__(PA_THREADS) paged_attn_split_kernel(pa_args a)
         }
         __syncthreads();
     }
-}
-
-/* One warp per slot (sequence, row tile, kv head, row): merges the splits' partials. */
-__global__ void paged_attn_combine_kernel(pa_args a, int rt)
-{
-    int slot = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (slot >= a.n_slots) return;
-    int rr = slot % rt, g = (slot / rt) % a.n_kv_heads, tile = slot / (rt * a.n_kv_heads);
-    int s = tile / a.n_qtiles, qt = tile % a.n_qtiles;
-    int qb = a.cu_q[s], len_q = a.cu_q[s + 1] - qb, len_k = a.seqlens_k[s];
-    int n_rows = len_q * a.group, r = qt * rt + rr;
-    if (r >= n_rows || n_rows > a.max_rows) return;
-    int n_sp, tps;
-    split_range(len_k, a.max_splits, &n_sp, &tps);
-    float m = -INFINITY;
-    for (int sp = 0; sp < n_sp; sp++) m = fmaxf(m, a.part_ml[((size_t)sp * a.n_slots + slot) * 2]);
-    float l = 0.0f;
-    if (m != -INFINITY)
-        for (int sp = 0; sp < n_sp; sp++) {
-            const float *ml = a.part_ml + ((size_t)sp * a.n_slots + slot) * 2;
-            l += exp2f(ml[0] - m) * ml[1];
-        }
-    bf16 *orow = a.out + pa_out_row(a, qb, g, r);
-    for (int d = lane; d < a.head_dim; d += 32) {
-        float o = 0.0f;
-        if (l > 0.0f) {
-            for (int sp = 0; sp < n_sp; sp++)
-                o += exp2f(a.part_ml[((size_t)sp * a.n_slots + slot) * 2] - m) *
-                     a.part_o[((size_t)sp * a.n_slots + slot) * a.head_dim + d];
-            o /= l;
-        }
-        orow[d] = rl_f2b(o);
-    }
+    if (!direct) pa_finish_split(a, qb, g, r0, nr, n_sp);
 }
 
 static size_t split_smem_bytes(int rt)
@@ -322,24 +256,24 @@ static int launch_split(rl_ctx *ctx, pa_args a, int n_seqs)
     cudaStream_t st = rl_cuda_st(ctx)->stream;
     paged_attn_split_kernel<RT><<<grid, PA_THREADS, smem, st>>>(a);
     LAUNCH_CHECK();
-    if (a.part_o) {
-        paged_attn_combine_kernel<<<(unsigned)((a.n_slots + 3) / 4), 128, 0, st>>>(a, RT);
-        LAUNCH_CHECK();
-    }
     return 0;
 }
 
-/* The split-KV kernel over the sequences with at most max_rows packed rows (of at most
- * rows_bound): row tile, grid and splits from the host's bounds. */
+/* The split-KV kernels over the sequences with at most max_rows packed rows (of at most
+ * rows_bound): tensor cores at head_dim 64/128 (row tile 16), else CUDA cores (row tile the
+ * bound's power of two, up to 16); grid and splits from the host's bounds. */
 static int run_split(rl_ctx *ctx, pa_args a, int n_seqs, int rows_bound, int max_seqlen_k)
 {
-    int rt = rows_bound <= 1 ? 1 : rows_bound <= 2 ? 2 : rows_bound <= 4 ? 4 : rows_bound <= 8 ? 8 : 16;
+    int mma = a.head_dim == 64 || a.head_dim == 128;
+    int rt = mma || rows_bound > 8 ? 16 : rows_bound <= 1 ? 1 : rows_bound <= 2 ? 2 : rows_bound <= 4 ? 4 : 8;
+    a.row_tile = rt;
     a.n_qtiles = (rows_bound + rt - 1) / rt;
     long base = (long)n_seqs * a.n_qtiles * a.n_kv_heads;
     long target = 4L * rl_cuda_st(ctx)->n_sms;
     long by_len = ((long)(max_seqlen_k + PA_TK - 1) / PA_TK + PA_MIN_TILES - 1) / PA_MIN_TILES;
     long splits = base >= target ? 1 : (target + base - 1) / base;
     if (splits > by_len) splits = by_len;
+    if (base > RL_CUDA_SPLIT_COUNTERS) splits = 1; /* no counter for every group: one split */
     if (splits > PA_MAX_SPLITS) splits = PA_MAX_SPLITS;
     a.max_splits = splits < 1 ? 1 : (int)splits;
     a.part_o = a.part_ml = NULL;
@@ -350,14 +284,15 @@ static int run_split(rl_ctx *ctx, pa_args a, int n_seqs, int rows_bound, int max
         if (!buf) return -1;
         a.part_o = buf;
         a.part_ml = buf + n_o;
+        a.counters = rl_cuda_st(ctx)->split_counters;
     }
-    switch (rt) {
-    case 1: return launch_split<1>(ctx, a, n_seqs);
-    case 2: return launch_split<2>(ctx, a, n_seqs);
-    case 4: return launch_split<4>(ctx, a, n_seqs);
-    case 8: return launch_split<8>(ctx, a, n_seqs);
-    default: return launch_split<16>(ctx, a, n_seqs);
-    }
+    int rc = mma      ? rl_cuda_paged_decode_mma(ctx, &a, n_seqs)
+             : rt == 1 ? launch_split<1>(ctx, a, n_seqs)
+             : rt == 2 ? launch_split<2>(ctx, a, n_seqs)
+             : rt == 4 ? launch_split<4>(ctx, a, n_seqs)
+             : rt == 8 ? launch_split<8>(ctx, a, n_seqs)
+                       : launch_split<16>(ctx, a, n_seqs);
+    return rc;
 }
 
 extern "C" int rl_cuda_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q, const rl_paged_kv *kv,

@@ -27,7 +27,10 @@
  *     u * (kept sum) is chosen. The walk: each warp sums a contiguous id range, the block
  *     scans the warp totals, and the warp whose range holds the crossing walks it 32 ids at a
  *     time with a warp prefix sum.
- * logp = z[token] - logsumexp(z) over the whole vocabulary (greedy: temperature 1). */
+ * logp = z[token] - logsumexp(z) over the whole vocabulary (greedy: temperature 1).
+ * e is computed by exp_nonpos (a branch-free double exp within 2 ulp, several times cheaper
+ * than the library's; the stats pass is bound by it): the CPU's glibc exp and it differ in the
+ * last bits only, which moves a draw only at a knife edge. */
 #include "backend/cuda/common.cuh"
 
 #include <limits.h>
@@ -73,6 +76,33 @@ __device__ uint32_t philox_first_word(uint64_t seed, uint32_t step, uint32_t row
         k1 += 0xBB67AE85u;
     }
     return c0;
+}
+
+/* exp(d) for d <= 0 in double: d = k ln2 + r with |r| <= ln2 / 2 (ln2 in two parts, fdlibm's
+ * split, so k ln2_hi is exact), exp(r) by its Taylor series to r^13 (truncation below 5e-18),
+ * times 2^k built in the exponent bits. Below -708 (2^k no longer normal) it gives 0, where
+ * glibc gives a subnormal: no row's mass changes by that. */
+__device__ __forceinline__ double exp_nonpos(double d)
+{
+    if (!(d >= -708.0)) return 0.0;
+    double k = rint(d * 1.4426950408889634);
+    double r = fma(-k, 6.93147180369123816490e-01, d);
+    r = fma(-k, 1.90821492927058770002e-10, r);
+    double p = 1.6059043836821613e-10; /* 1/13! */
+    p = fma(p, r, 2.0876756987868100e-09);
+    p = fma(p, r, 2.5052108385441720e-08);
+    p = fma(p, r, 2.7557319223985893e-07);
+    p = fma(p, r, 2.7557319223985888e-06);
+    p = fma(p, r, 2.4801587301587302e-05);
+    p = fma(p, r, 1.9841269841269841e-04);
+    p = fma(p, r, 1.3888888888888889e-03);
+    p = fma(p, r, 8.3333333333333332e-03);
+    p = fma(p, r, 4.1666666666666664e-02);
+    p = fma(p, r, 1.6666666666666666e-01);
+    p = fma(p, r, 0.5);
+    p = fma(p, r, 1.0);
+    p = fma(p, r, 1.0);
+    return p * __longlong_as_double((long long)(1023 + (int)k) << 52);
 }
 
 /* (z, id) with the larger z, ties to the lower id; NaN never wins. */
@@ -125,7 +155,7 @@ __global__ void __launch_bounds__(STATS_THREADS) sample_stats_kernel(chunk_stat 
     if (bz != -INFINITY) {
 #pragma unroll
         for (int k = 0; k < STATS_PER_THREAD; k++)
-            if (lo + tid + k * STATS_THREADS < hi) sum += exp((double)z[k] - bz);
+            if (lo + tid + k * STATS_THREADS < hi) sum += exp_nonpos((double)z[k] - bz);
     }
     sum = rl_block_sum_d(sum);
     if (tid == 0) stats[(size_t)row * n_chunks + c] = chunk_stat{bz, bi, sum};
@@ -143,7 +173,7 @@ struct row_ctx {
 };
 
 __device__ __forceinline__ float zval(const row_ctx &r, int i) { return r.x[i] * r.inv_t; }
-__device__ __forceinline__ double eval(const row_ctx &r, float z) { return exp((double)z - r.zmax); }
+__device__ __forceinline__ double eval(const row_ctx &r, float z) { return exp_nonpos((double)z - r.zmax); }
 
 enum { KEEP_ALL = 0, KEEP_FILTERED = 1, KEEP_TIES = 2 };
 
@@ -185,11 +215,11 @@ __device__ double range_sums(const row_ctx &r, int lo, int hi, int what, double 
 }
 
 /* The first selected id i in [lo, hi) whose running mass (from `before`, in id order) passes
- * target: before + mass(<= i) > target (exclusive: before + mass(< i) >= target). wsum from
- * range_sums over the same range. Returns -1 when none does; *last_sel the last selected id
- * of the warp share where the walk ended (-1 when nothing is selected). */
+ * target: before + mass(<= i) > target (at_least: >= target). wsum from range_sums over the
+ * same range. Returns -1 when none does; *last_sel the last selected id of the warp share
+ * where the walk ended (-1 when nothing is selected). */
 __device__ int range_find(const row_ctx &r, int lo, int hi, int what, const double *wsum, double before,
-                          double target, int exclusive, int *last_sel)
+                          double target, int at_least, int *last_sel)
 {
     __shared__ int sh_warp, sh_found, sh_last;
     __shared__ double sh_before;
@@ -200,7 +230,7 @@ __device__ int range_find(const row_ctx &r, int lo, int hi, int what, const doub
         for (int w = 0; w < PICK_WARPS; w++) {
             if (wsum[w] <= 0.0) continue;
             w_last = w;
-            if (exclusive ? run + wsum[w] >= target : run + wsum[w] > target) {
+            if (at_least ? run + wsum[w] >= target : run + wsum[w] > target) {
                 w_cross = w;
                 break;
             }
@@ -227,7 +257,7 @@ __device__ int range_find(const row_ctx &r, int lo, int hi, int what, const doub
                 if (lane >= o) incl += y;
             }
             double cum = run + incl;
-            bool hit = e > 0.0 && (exclusive ? cum - e >= target : cum > target);
+            bool hit = e > 0.0 && (at_least ? cum >= target : cum > target);
             unsigned hits = __ballot_sync(0xffffffffu, hit), sels = __ballot_sync(0xffffffffu, sel);
             if (hits) found = base + __ffs(hits) - 1;
             if (sels) last = base + 31 - __clz(sels);
@@ -351,7 +381,7 @@ __global__ void __launch_bounds__(PICK_THREADS) sample_pick_kernel(int32_t *toke
         double total = 0.0;
         if (zmax != -INFINITY)
             for (int c = 0; c < n_chunks; c++)
-                if (st[c].zmax != -INFINITY) total += st[c].sum * exp((double)st[c].zmax - zmax);
+                if (st[c].zmax != -INFINITY) total += st[c].sum * exp_nonpos((double)st[c].zmax - zmax);
         sh_zmax = zmax;
         sh_arg = arg == INT_MAX ? 0 : arg;
         sh_total = total;
@@ -360,7 +390,7 @@ __global__ void __launch_bounds__(PICK_THREADS) sample_pick_kernel(int32_t *toke
         int chunk = -1, last = n_chunks - 1;
         double before = 0.0, last_before = 0.0, target = u * total;
         for (int c = 0; c < n_chunks; c++) {
-            double w = st[c].zmax != -INFINITY ? st[c].sum * exp((double)st[c].zmax - zmax) : 0.0;
+            double w = st[c].zmax != -INFINITY ? st[c].sum * exp_nonpos((double)st[c].zmax - zmax) : 0.0;
             if (w <= 0.0) continue;
             if (before + w > target) {
                 chunk = c;
@@ -406,10 +436,12 @@ __global__ void __launch_bounds__(PICK_THREADS) sample_pick_kernel(int32_t *toke
                     if (key >= r.kth && key > r.xstar) g_star += eval(r, z);
                 }
                 g_star = rl_block_sum_d(g_star);
+                /* ties at x* in id order: kept while the mass before them is below ptot, so
+                 * up to and including the first whose running mass reaches it */
                 range_sums(r, 0, vocab, KEEP_TIES, wsum);
                 int cut = range_find(r, 0, vocab, KEEP_TIES, wsum, g_star, ptot, 1, &last);
                 r.use_p = 1;
-                r.tie_cut = cut >= 0 ? cut : INT_MAX;
+                r.tie_cut = cut >= 0 ? cut + 1 : INT_MAX;
             }
             what = KEEP_FILTERED;
             double kept = range_sums(r, 0, vocab, KEEP_FILTERED, wsum);

@@ -1,0 +1,108 @@
+/* paged_attention.cuh — what the split-KV kernels of the paged attention share
+ * (paged_attention.cu: the op's entry point, the CUDA-core kernel and the combine;
+ * paged_attention_decode.cu: the tensor-core kernel): their arguments, the split of a
+ * sequence's keys into ranges (from its length, on the device), and the row layout.
+ *
+ * Rows: packed rows r of (sequence, kv head) are query r / group, head kv_head * group +
+ * r % group. A split-KV block owns (sequence, row tile, kv head, split); without splits it
+ * writes its rows, with splits it writes the unnormalised output and (m, l) of each row (exp2
+ * domain) to partial slot ((sequence * n_qtiles + row tile) * n_kv_heads + kv head) *
+ * row_tile + row, and the last block of the group to finish merges the group's splits
+ * (pa_finish_split: a counter per group, counted up with atomics and reset by that last
+ * block, so it is zero again for the next launch or graph replay):
+ *     out = sum_s 2^(m_s - m) o_s / sum_s 2^(m_s - m) l_s,  m = max_s m_s. */
+#ifndef RL_BACKEND_CUDA_PAGED_ATTENTION_CUH
+#define RL_BACKEND_CUDA_PAGED_ATTENTION_CUH
+
+#include "backend/cuda/common.cuh"
+
+#define PA_TK 64          /* keys per tile: the unit splits are made of */
+#define PA_MIN_TILES 2    /* a split takes at least this many tiles */
+#define PA_MAX_SPLITS 64
+#define PA_SMALL_ROWS 16  /* rows a split-KV block holds; longer chunks go to the prefill kernel */
+
+struct pa_args {
+    bf16 *out;
+    const bf16 *q, *k, *v;
+    size_t block_stride;
+    int block_size, max_blocks;
+    const int32_t *tables, *cu_q, *seqlens_k;
+    int n_heads, n_kv_heads, head_dim, group;
+    int n_qtiles, row_tile, max_splits, max_rows; /* sequences with more packed rows are not these kernels' */
+    float scale_log2;
+    float *part_o, *part_ml; /* [max_splits][n_slots][head_dim], [max_splits][n_slots][2]; NULL: no splits */
+    int n_slots;
+    unsigned *counters; /* one per (sequence, row tile, kv head), zero between launches */
+};
+
+/* The splits of a sequence with len_k keys: n_splits ranges of tiles_per_split tiles. */
+__device__ __forceinline__ void split_range(int len_k, int max_splits, int *n_splits, int *tiles_per_split)
+{
+    int n_tiles = (len_k + PA_TK - 1) / PA_TK;
+    if (n_tiles <= 0) {
+        *n_splits = 0;
+        *tiles_per_split = 0;
+        return;
+    }
+    int want = min(max_splits, (n_tiles + PA_MIN_TILES - 1) / PA_MIN_TILES);
+    int tps = (n_tiles + want - 1) / want;
+    *n_splits = (n_tiles + tps - 1) / tps;
+    *tiles_per_split = tps;
+}
+
+/* Output row of packed row r of sequence s (query qb + r / group, head g * group + r % group). */
+__device__ __forceinline__ size_t pa_out_row(const pa_args &a, int qb, int g, int r)
+{
+    return ((size_t)(qb + r / a.group) * a.n_heads + g * a.group + r % a.group) * a.head_dim;
+}
+
+/* Called by the whole block after it wrote its partials (rows r0 .. r0 + nr of the group with
+ * n_sp splits): the group's last block to finish merges every split of these rows into out. */
+__device__ __forceinline__ void pa_finish_split(const pa_args &a, int qb, int g, int r0, int nr, int n_sp)
+{
+    __shared__ float sh_m[PA_SMALL_ROWS], sh_l[PA_SMALL_ROWS];
+    __shared__ int sh_last;
+    size_t group = (size_t)blockIdx.x * a.n_kv_heads + g;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned done = atomicAdd(a.counters + group, 1u);
+        sh_last = done == (unsigned)n_sp - 1;
+        if (sh_last) a.counters[group] = 0;
+    }
+    __syncthreads();
+    if (!sh_last) return;
+    __threadfence();
+    /* the other blocks' partials bypass L1 (__ldcg): it is not coherent across SMs */
+    if ((int)threadIdx.x < nr) {
+        size_t slot = group * a.row_tile + threadIdx.x;
+        float m = -INFINITY, l = 0.0f;
+        for (int sp = 0; sp < n_sp; sp++) m = fmaxf(m, __ldcg(a.part_ml + ((size_t)sp * a.n_slots + slot) * 2));
+        if (m != -INFINITY)
+            for (int sp = 0; sp < n_sp; sp++) {
+                const float *ml = a.part_ml + ((size_t)sp * a.n_slots + slot) * 2;
+                l += exp2f(__ldcg(ml) - m) * __ldcg(ml + 1);
+            }
+        sh_m[threadIdx.x] = m;
+        sh_l[threadIdx.x] = l;
+    }
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < nr * a.head_dim; idx += blockDim.x) {
+        int rr = idx / a.head_dim, d = idx % a.head_dim;
+        size_t slot = group * a.row_tile + rr;
+        float m = sh_m[rr], l = sh_l[rr], o = 0.0f;
+        if (l > 0.0f) {
+            for (int sp = 0; sp < n_sp; sp++)
+                o += exp2f(__ldcg(a.part_ml + ((size_t)sp * a.n_slots + slot) * 2) - m) *
+                     __ldcg(a.part_o + ((size_t)sp * a.n_slots + slot) * a.head_dim + d);
+            o /= l;
+        }
+        a.out[pa_out_row(a, qb, g, r0 + rr) + d] = rl_f2b(o);
+    }
+}
+
+/* paged_attention_decode.cu: the tensor-core split-KV kernel (head_dim 64 or 128, row tile 16)
+ * over the grid (n_seqs * n_qtiles, n_kv_heads, max_splits). */
+int rl_cuda_paged_decode_mma(rl_ctx *ctx, const pa_args *a, int n_seqs);
+
+#endif
