@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(PA_THREADS) paged_attn_split_kernel(pa_args a)
     int nr = min(RT, n_rows - r0), D = a.head_dim, nc = D / 8, pitch = D + PA_PAD;
     bool direct = a.part_o == NULL;
     if (len_k <= 0) {
-        if (direct && sp == 0)
+        if (sp == 0)
             for (int idx = tid; idx < nr * D; idx += PA_THREADS)
                 a.out[pa_out_row(a, qb, g, r0 + idx / D) + idx % D] = rl_f2b(0.0f);
         return;

@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(DEC_THREADS) paged_decode_mma_kernel(pa_args a
     int nr = min(16, n_rows - r0);
     bool direct = a.part_o == NULL;
     if (len_k <= 0) {
-        if (direct && sp == 0)
+        if (sp == 0)
             for (int idx = threadIdx.x; idx < nr * D; idx += DEC_THREADS)
                 a.out[pa_out_row(a, qb, g, r0 + idx / D) + idx % D] = rl_f2b(0.0f);
         return;
