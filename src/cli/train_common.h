@@ -13,6 +13,7 @@
 #define RL_CLI_TRAIN_COMMON_H
 
 #include "backend/ctx.h"
+#include "cli/device.h"
 #include "cli/options.h"
 #include "train/run.h"
 
@@ -28,6 +29,27 @@ typedef struct rl_cli_ranks {
 #define RL_OPT_GPUS(p) RL_OPT_I("gpus", p, 1, 4096, "ranks on this machine, one per GPU (with --device cpu: CPU processes)")
 #define RL_OPT_ZERO(p) RL_OPT_I("zero", p, 0, 2, "with several ranks: 1 shards the optimizer state, 2 the gradients too")
 #define RL_OPT_NO_SAVE(p) RL_OPT_F("save", p, "write checkpoints (--no-save: none, e.g. for benchmarks)")
+
+/* The options every trainer has, in one place: micro-batches, the optimizer and its schedule,
+ * the data order, checkpoints and where the ranks run. o is the command's options struct: its
+ * trainer config in o.c (max_tokens, optim, shuffle, recompute), and schedule, seed,
+ * save_every, save and ranks beside it. */
+#define RL_OPTS_TRAINER(o, seed_help)                                                                              \
+    RL_OPT_I("max-tokens", &(o).c.max_tokens, 2, 1 << 30, "tokens per packed micro-batch"),                        \
+        RL_OPT_D("lr", &(o).c.optim.schedule.peak, 0, 10, "peak learning rate"),                                   \
+        RL_OPT_C("schedule", &(o).schedule, rl_lr_kind_names, "learning-rate schedule (after the warmup)"),       \
+        RL_OPT_I("warmup", &(o).c.optim.schedule.warmup_steps, 0, 1 << 30, "warmup steps"),                        \
+        RL_OPT_D("min-lr-ratio", &(o).c.optim.schedule.min_ratio, 0, 1, "cosine floor as a fraction of --lr"),    \
+        RL_OPT_D("weight-decay", &(o).c.optim.weight_decay, 0, 10, "AdamW weight decay (not on norms and biases)"), \
+        RL_OPT_D("beta1", &(o).c.optim.beta1, 0, 0.9999999, "AdamW beta1"),                                        \
+        RL_OPT_D("beta2", &(o).c.optim.beta2, 0, 0.9999999, "AdamW beta2"),                                        \
+        RL_OPT_D("max-grad-norm", &(o).c.optim.max_grad_norm, 0, 1e9, "clip the global gradient norm (0 = off)"), \
+        RL_OPT_I("seed", &(o).seed, 0, 2147483647, seed_help),                                                     \
+        RL_OPT_F("shuffle", &(o).c.shuffle, "shuffle the data every epoch (--no-shuffle: file order)"),           \
+        RL_OPT_F("recompute", &(o).c.recompute, "activation checkpointing (less memory, more compute)"),          \
+        RL_OPT_I("save-every", &(o).save_every, 0, 1 << 30, "checkpoint every N steps (0 = at the end only)"),     \
+        RL_OPT_NO_SAVE(&(o).save), RL_OPT_DEVICE(&(o).ranks.device), RL_OPT_THREADS(&(o).ranks.threads),          \
+        RL_OPT_GPUS(&(o).ranks.gpus), RL_OPT_ZERO(&(o).ranks.zero)
 
 /* rl_train_run as described above, with progress lines and Ctrl-C; argv is the command's (to
  * start the ranks). Returns the command's exit status. */
