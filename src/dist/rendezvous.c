@@ -191,10 +191,13 @@ static int join_root(rl_rdzv *z, int port, double timeout_s, double deadline, co
     rl_err e;
     if (rl_net_listen(port, &lfd, &e) != 0)
         return rl_err_set(err, "rank 0: %s (MASTER_PORT: pick a free port)", e.msg);
+    /* A refused run still waits for the ranks not yet connected (until the deadline), so that
+     * every rank hears the reason rather than finding the port closed. */
     int need = 2 * (z->world - 1), got = 0, rc = 0;
-    while (got < need && rc == 0) {
+    while (got < need) {
         int fd;
         if (rl_net_accept(lfd, left(deadline), &fd, &e) != 0) {
+            if (rc != 0) break;
             char missing[256] = "";
             size_t n = 0;
             for (int r = 1; r < z->world && n + 16 < sizeof missing; r++)
@@ -204,9 +207,10 @@ static int join_root(rl_rdzv *z, int port, double timeout_s, double deadline, co
                             timeout_s, port, missing, z->world, e.msg);
             break;
         }
-        int t = take_connection(z, fd, deadline, text, err);
+        rl_err later;
+        int t = take_connection(z, fd, deadline, text, rc == 0 ? err : &later);
         if (t < 0) rc = -1;
-        else if (t == 0) got++;
+        if (t <= 0) got++;
     }
     rl_net_close(lfd);
     /* Everyone connected so far hears the outcome: the blob, or why the run was refused. */

@@ -4,6 +4,7 @@
  * processes claiming one rank, disagreeing world sizes; and reading the launchers'
  * environments (torchrun-style, Open MPI, MPICH) with their malformed cases. */
 #include <stdlib.h>
+#include <time.h>
 
 #include "dist/rendezvous.h"
 #include "ranks.h"
@@ -15,6 +16,7 @@ typedef struct join_case {
     const char *addr;
     int port;           /* 0: the run's */
     double timeout_s;
+    double delay_s[TR_MAX_RANKS]; /* a late start */
 } join_case;
 
 static int join(tr_rank *me, void *user)
@@ -26,6 +28,7 @@ static int join(tr_rank *me, void *user)
     if (jc->addr) snprintf(c.master_addr, sizeof c.master_addr, "%s", jc->addr);
     if (jc->port) c.master_port = jc->port;
     if (jc->timeout_s > 0) c.timeout_s = jc->timeout_s;
+    if (jc->delay_s[me->rank] > 0) nanosleep(&(struct timespec){0, (long)(jc->delay_s[me->rank] * 1e9)}, NULL);
     rl_ctx ctx;
     rl_dist d;
     rl_err err;
@@ -58,6 +61,7 @@ Test(rendezvous, different_options_are_named)
     jc.text[0] = "model=m\nlr=0.001\nsteps=5\n";
     jc.text[1] = "model=m\nlr=0.001\nsteps=5\n";
     jc.text[2] = "model=m\nlr=0.002\nsteps=5\n";
+    jc.delay_s[1] = 0.5; /* rank 1 arrives after rank 0 has found the difference: it still hears it */
     tr_result res;
     tr_run(3, NULL, join, &jc, &res);
     for (int r = 0; r < 3; r++) {
