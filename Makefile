@@ -134,7 +134,8 @@ FUZZ_SEED    ?=
 FUZZ_SRC     := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_BIN     := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 FUZZ_LIB_SRC := src/core/error.c src/core/dtype.c src/core/file.c src/core/number.c src/io/json.c src/io/config.c \
-                src/io/safetensors.c src/io/dataset.c src/reward/kernel_env/kspec.c \
+                src/io/safetensors.c src/io/dataset.c src/io/chat.c src/io/chat_text.c src/io/chat_qwen.c \
+                src/io/chat_llama.c src/reward/kernel_env/kspec.c \
                 src/reward/kernel_env/kstatic.c src/reward/kernel_env/extract.c src/reward/math.c
 FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined \
                 -fno-sanitize-recover=undefined -fno-omit-frame-pointer
@@ -165,7 +166,7 @@ fuzz-corpus: $(FUZZ_BIN)
 	done
 
 # The tokenizer's fuzz targets link the tokenizer (and PCRE2) besides the parsers above.
-TOK_FUZZ_SRC := src/io/tokenizer.c src/io/bpe.c src/io/pretokenize.c
+TOK_FUZZ_SRC := src/io/tokenizer.c src/io/bpe.c src/io/pretokenize.c src/io/chat_tok.c
 build/fuzz/fuzz_tokenizer build/fuzz/fuzz_tokenizer_json: build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(TOK_FUZZ_SRC) $(wildcard src/core/*.h src/io/*.h src/reward/*.h src/reward/kernel_env/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FUZZ_LIB_SRC) $(TOK_FUZZ_SRC) -lcjson -lpcre2-8 -lutf8proc -lm -o $@

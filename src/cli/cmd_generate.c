@@ -28,7 +28,8 @@ static const char usage[] =
     "usage: rlc generate --model DIR [options] < requests.jsonl\n\n"
     "Generates completions with a Hugging Face model for all input lines together. Each line is one of\n"
     "  {\"prompt_ids\": [token ids]}   {\"prompt\": \"text\"}   {\"messages\": [{\"role\": .., \"content\": ..}]}\n"
-    "(messages use the Qwen chat format plus the assistant prompt), and may set its own max_tokens,\n"
+    "(messages are rendered by the model's chat template with the assistant prompt, a line's \"tools\"\n"
+    "included; see docs/chat.md), and may set its own max_tokens,\n"
     "temperature, top_p, top_k, min_p, n, seed, stop (a string or a list) and ignore_eos. Each\n"
     "completion is one output line {\"request\", \"sample\", \"ids\", \"text\", \"logprobs\",\n"
     "\"finish_reason\"}, in input order (--stream: as each finishes). Request k samples with seed\n"
@@ -37,7 +38,7 @@ static const char usage[] =
 
 typedef struct options {
     const char *model_dir, *tokenizer;
-    int device, stream;
+    int device, stream, thinking_off;
     rl_gen_params params;
     rl_opt_list stop;
     int n_samples;
@@ -87,6 +88,7 @@ static int parse_args(options *o, rl_opts *cli, int argc, char **argv)
         RL_OPT_I("n", &o->n_samples, 1, 1000000, "completions per request"),
         RL_OPT_F("ignore-eos", &o->params.ignore_eos, "do not stop at end-of-sequence tokens"),
         RL_OPT_F("stream", &o->stream, "write each completion as soon as it finishes"),
+        RL_OPT_THINKING(&o->thinking_off),
         RL_OPT_I("max-num-seqs", &o->engine.max_num_seqs, 1, 65536, "sequences generated at once"),
         RL_OPT_I("max-num-batched-tokens", &o->engine.max_num_batched_tokens, 1, 1 << 24,
                  "tokens per engine step (prefill chunks and decoding), >= --max-num-seqs"),
@@ -145,7 +147,8 @@ static int read_request(request *q, const options *o, const rl_tokenizer *tok, l
     if (!tok) return rl_err_set(err, "\"prompt\" and \"messages\" need a tokenizer (--tokenizer FILE)");
     if (q->req.kind == RL_REQ_PROMPT) return rl_tok_encode(tok, q->req.prompt, strlen(q->req.prompt), &q->ids, &q->n_ids, err);
     char *chat = NULL;
-    int rc = rl_tok_chat_format(q->req.messages, q->req.n_messages, 1, &chat, err) ||
+    rl_chat_options chat_opt = {.add_generation_prompt = 1, .enable_thinking = !o->thinking_off, .tools = q->req.tools};
+    int rc = rl_tok_chat_format(tok, q->req.messages, q->req.n_messages, &chat_opt, &chat, err) ||
              rl_tok_encode(tok, chat, strlen(chat), &q->ids, &q->n_ids, err);
     free(chat);
     return rc ? -1 : 0;

@@ -22,7 +22,7 @@ static const char usage[] =
 typedef struct options {
     const char *model_dir, *data, *out, *resume, *tokenizer, *reward;
     int64_t steps;
-    int max_prompt, save_every, save, seed, schedule, loss_norm, variant;
+    int max_prompt, save_every, save, seed, schedule, loss_norm, variant, thinking_off;
     rl_cli_ranks ranks;
     double temperature, top_p, clip_low, clip_high, kl_beta, reward_timeout, tis_cap;
     rl_opt_list stop;
@@ -33,7 +33,8 @@ static int run(options *o, const cJSON *saved_options, char **argv)
 {
     rl_run_config c = {.kind = RL_RUN_GRPO, .model_dir = o->model_dir, .resume = o->resume, .data = o->data,
                        .out = o->out, .tokenizer = o->tokenizer, .steps = o->steps, .max_len = o->max_prompt,
-                       .save_every = o->save_every, .reward = o->reward, .reward_options = {o->reward_timeout},
+                       .thinking_off = o->thinking_off, .save_every = o->save_every, .reward = o->reward,
+                       .reward_options = {o->reward_timeout},
                        .grpo = o->c, .options = saved_options,
                        .no_save = !o->save};
     return rl_cli_train("grpo", &o->ranks, &c, argv);
@@ -86,6 +87,7 @@ int rl_cmd_grpo(int argc, char **argv)
         RL_OPT_D("top-p", &o.top_p, 0, 1, "nucleus sampling (1 = off)", .range.above_lo = 1),
         RL_OPT_I("top-k", &o.c.gen.sample.top_k, 0, 1000000000, "top-k sampling (0 = off)"),
         RL_OPT_LST("stop", &o.stop, "STR", "stop string, besides end-of-sequence (repeatable)"),
+        RL_OPT_THINKING(&o.thinking_off),
         RL_OPT_D("reward-timeout", &o.reward_timeout, 0, 1e6, "cmd rewards: seconds per completion", .range.above_lo = 1),
         RL_OPT_D("clip-low", &o.clip_low, 0, 1, "ratio clipped below at 1 - clip-low"),
         RL_OPT_D("clip-high", &o.clip_high, 0, 100, "ratio clipped above at 1 + clip-high"),

@@ -45,6 +45,8 @@ static rl_opt *find(rl_opts *o, const char *name, size_t len)
 
 rl_opt *rl_opts_find(rl_opts *o, const char *name) { return find(o, name, strlen(name)); }
 
+const char *const rl_opt_thinking_names[] = {"on", "off", NULL};
+
 static void choices_text(const rl_opt *p, const char *sep, const char *last_sep, char *out, size_t size)
 {
     size_t at = 0;

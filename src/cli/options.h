@@ -74,6 +74,13 @@ typedef struct rl_opt {
 #define RL_OPT_P(n, p, h, ...) {.name = n, .type = RL_OPT_POS, .value = p, .help = h, __VA_ARGS__}
 #define RL_OPT_END {.name = NULL}
 
+/* --thinking on|off for commands that render chat prompts: *p is 0 (on, the chat templates'
+ * default) or 1 (off: enable_thinking false, io/chat.h). */
+extern const char *const rl_opt_thinking_names[];
+#define RL_OPT_THINKING(p)                                                                                  \
+    RL_OPT_C("thinking", p, rl_opt_thinking_names,                                                          \
+             "chat prompts: off passes enable_thinking=false to the template (Qwen3: empty <think> block)")
+
 typedef struct rl_opts {
     const char *cmd;   /* "generate": messages start "rlc generate: " */
     const char *usage; /* --help text before the option list: usage line(s) and what it does */

@@ -14,8 +14,6 @@
 #include "core/file.h"
 #include "io/json.h"
 
-static const char *const roles[] = {"system", "user", "assistant", "tool"};
-
 static int check_utf8(const char *line, size_t len, const char *where, rl_err *err)
 {
     const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)line;
@@ -54,45 +52,6 @@ static int check_unique(const cJSON *obj, const char *where, rl_err *err)
     return 0;
 }
 
-static int parse_messages(const cJSON *arr, const char *key, rl_chat_message **out, int *n_out,
-                          const char *where, rl_err *err)
-{
-    int n = cJSON_GetArraySize(arr);
-    if (n == 0) return rl_err_set(err, "%s: '%s' is an empty list", where, key);
-    rl_chat_message *msgs = calloc((size_t)n, sizeof *msgs);
-    if (!msgs) return rl_err_oom(err, where, (size_t)n * sizeof *msgs);
-    int i = 0;
-    for (const cJSON *m = arr->child; m; m = m->next, i++) {
-        const char *problem = NULL, *field = NULL;
-        if (!cJSON_IsObject(m)) problem = "is not an object";
-        for (const cJSON *f = problem ? NULL : m->child; f && !problem; f = f->next) {
-            if (strcmp(f->string, "role") && strcmp(f->string, "content")) field = f->string, problem = "unsupported field";
-            else if (!cJSON_IsString(f)) field = f->string, problem = "must be a string";
-        }
-        const cJSON *role = problem ? NULL : cJSON_GetObjectItemCaseSensitive(m, "role");
-        const cJSON *content = problem ? NULL : cJSON_GetObjectItemCaseSensitive(m, "content");
-        if (!problem && !role) field = "role", problem = "is missing";
-        if (!problem && !content) field = "content", problem = "is missing";
-        if (problem) {
-            free(msgs);
-            if (field) return rl_err_set(err, "%s: %s[%d]: field '%.64s' %s", where, key, i, field, problem);
-            return rl_err_set(err, "%s: %s[%d] %s", where, key, i, problem);
-        }
-        int known = 0;
-        for (size_t r = 0; r < sizeof roles / sizeof roles[0]; r++) known |= !strcmp(role->valuestring, roles[r]);
-        if (!known) {
-            free(msgs);
-            return rl_err_set(err, "%s: %s[%d]: role '%.32s' is not one of system, user, assistant, tool", where, key,
-                              i, role->valuestring);
-        }
-        msgs[i].role = role->valuestring;
-        msgs[i].content = content->valuestring;
-    }
-    *out = msgs;
-    *n_out = n;
-    return 0;
-}
-
 /* A text or a list of messages. */
 static int parse_text_or_messages(const cJSON *root, const char *key, const char **text, rl_chat_message **msgs,
                                   int *n_msgs, const char *where, rl_err *err)
@@ -104,7 +63,7 @@ static int parse_text_or_messages(const cJSON *root, const char *key, const char
         *text = v->valuestring;
         return 0;
     }
-    if (cJSON_IsArray(v)) return parse_messages(v, key, msgs, n_msgs, where, err);
+    if (cJSON_IsArray(v)) return rl_chat_messages_parse(v, key, msgs, n_msgs, where, err);
     return rl_err_set(err, "%s: field '%s' must be a string or a list of messages", where, key);
 }
 
@@ -135,7 +94,7 @@ static int parse_sft(rl_example *ex, const cJSON *root, const char *where, rl_er
         if (cJSON_GetObjectItemCaseSensitive(root, "prompt") || cJSON_GetObjectItemCaseSensitive(root, "completion"))
             return rl_err_set(err, "%s: both 'messages' and 'prompt'/'completion' given", where);
         if (!cJSON_IsArray(m)) return rl_err_set(err, "%s: field 'messages' must be a list of messages", where);
-        if (parse_messages(m, "messages", &ex->messages, &ex->n_messages, where, err)) return -1;
+        if (rl_chat_messages_parse(m, "messages", &ex->messages, &ex->n_messages, where, err)) return -1;
         for (int i = 0; i < ex->n_messages; i++)
             if (!strcmp(ex->messages[i].role, "assistant")) return 0;
         return rl_err_set(err, "%s: 'messages' has no assistant message (nothing to train on)", where);
@@ -148,15 +107,25 @@ static int parse_sft(rl_example *ex, const cJSON *root, const char *where, rl_er
                                   &ex->n_completion_messages, where, err);
 }
 
+/* The optional "tools" field (a list of tool schemas for the chat template); null is absent. */
+static int parse_tools(const cJSON *root, const cJSON **tools, const char *where, rl_err *err)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "tools");
+    if (!t || cJSON_IsNull(t)) return 0;
+    if (rl_chat_tools_check(t, where, err)) return -1;
+    *tools = t;
+    return 0;
+}
+
 /* The line's fields minus those the loader consumed, as compact JSON. */
 static int make_extra(rl_example *ex, rl_ds_kind kind, const char *where, rl_err *err)
 {
-    static const char *const rl_keys[] = {"prompt", "answer"};
-    static const char *const sft_keys[] = {"prompt", "completion", "messages"};
+    static const char *const rl_keys[] = {"prompt", "answer", "tools"};
+    static const char *const sft_keys[] = {"prompt", "completion", "messages", "tools"};
     cJSON *copy = cJSON_Duplicate(ex->fields, 1);
     if (!copy) return rl_err_oom(err, where, 0);
     const char *const *keys = kind == RL_DS_RL ? rl_keys : sft_keys;
-    int n_keys = kind == RL_DS_RL ? 2 : 3;
+    int n_keys = kind == RL_DS_RL ? 3 : 4;
     for (int k = 0; k < n_keys; k++) cJSON_DeleteItemFromObjectCaseSensitive(copy, keys[k]);
     ex->extra_json = cJSON_PrintUnformatted(copy);
     cJSON_Delete(copy);
@@ -179,7 +148,9 @@ int rl_example_parse(rl_example *ex, const char *line, size_t len, rl_ds_kind ki
         goto done;
     }
     if (check_unique(ex->fields, where, err)) goto done;
-    if ((kind == RL_DS_RL ? parse_rl : parse_sft)(ex, ex->fields, where, err)) goto done;
+    if ((kind == RL_DS_RL ? parse_rl : parse_sft)(ex, ex->fields, where, err) ||
+        parse_tools(ex->fields, &ex->tools, where, err))
+        goto done;
     rc = make_extra(ex, kind, where, err);
 done:
     if (rc) rl_example_free(ex);
@@ -301,7 +272,7 @@ static int request_value(rl_request *r, const cJSON *v, const char *where, rl_er
     }
     if (r->kind == RL_REQ_MESSAGES) {
         if (!cJSON_IsArray(v)) return rl_err_set(err, "%s: field 'messages' must be a list of messages", where);
-        return parse_messages(v, "messages", &r->messages, &r->n_messages, where, err);
+        return rl_chat_messages_parse(v, "messages", &r->messages, &r->n_messages, where, err);
     }
     return parse_ids(v, v->string, &r->ids, &r->n_ids, where, err);
 }
@@ -326,8 +297,8 @@ int rl_request_parse(rl_request *r, const char *line, size_t len, unsigned accep
     if (!cJSON_IsObject(r->fields) || n_found != 1)
         rl_err_set(err, "%s: the line must be a JSON object with %s%s", where, strchr(names, ',') ? "exactly one of " : "",
                    names);
-    else if (!check_unique(r->fields, where, err))
-        rc = request_value(r, v, where, err);
+    else if (!check_unique(r->fields, where, err) && !request_value(r, v, where, err))
+        rc = parse_tools(r->fields, &r->tools, where, err);
     if (rc) rl_request_free(r);
     return rc;
 }

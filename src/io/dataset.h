@@ -4,7 +4,9 @@
  *                       answer is optional (a reward may use other fields instead).
  * SFT lines:            {"prompt": "..." | [messages], "completion": "..." | [messages], ...}
  *                    or {"messages": [{"role": "...", "content": "..."}, ...], ...}
- * Messages are {"role": system|user|assistant|tool, "content": string}. Every other field of
+ * Messages are {"role": system|user|assistant|tool, "content": string} with, for assistant
+ * turns, optional "reasoning_content" (string) and "tool_calls" (list); see io/chat.h. A line
+ * may carry "tools" (a list of tool schemas) for the chat template. Every other field of
  * a line is kept: `fields` is the whole line (rewards get it), `extra_json` the fields the
  * loader did not consume, as compact JSON text.
  *
@@ -16,8 +18,8 @@
  *
  * Request lines (`rlc generate`, `rlc logprobs`) go through the same checks: one object with
  * exactly one of {"prompt": "text"}, {"messages": [...]}, {"prompt_ids": [ids]}, {"ids": [ids]}
- * (the caller says which it takes); token ids are integers in [0, 2^31); other fields are
- * ignored. */
+ * (the caller says which it takes), and optionally "tools"; token ids are integers in [0, 2^31);
+ * other fields are ignored. */
 #ifndef RL_IO_DATASET_H
 #define RL_IO_DATASET_H
 
@@ -45,6 +47,7 @@ typedef struct rl_example {
     int n_completion_messages;
     rl_chat_message *messages;       /* SFT {"messages": [...]} (or NULL) */
     int n_messages;
+    const cJSON *tools;              /* the line's "tools" list (or NULL) */
     cJSON *fields;                   /* the whole line; the strings above point into it */
     char *extra_json;                /* the other fields as a JSON object, "{}" when none */
     char answer_buf[32];
@@ -77,6 +80,7 @@ typedef struct rl_request {
     const char *prompt;        /* RL_REQ_PROMPT (points into fields) */
     rl_chat_message *messages; /* RL_REQ_MESSAGES */
     int n_messages;
+    const cJSON *tools;        /* the line's "tools" list (or NULL) */
     int32_t *ids;              /* RL_REQ_PROMPT_IDS or RL_REQ_IDS (at least one) */
     int n_ids;
     cJSON *fields;             /* the whole line */

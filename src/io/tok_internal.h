@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "io/chat.h"
 
 #define RL_TOK_NONE UINT32_MAX
 #define RL_TOK_MAX_SPLITS 8
@@ -56,7 +57,14 @@ struct rl_tokenizer {
     int n_added;
     int has_normalized_added;
     uint8_t added_first[256]; /* 1 if some added token starts with this byte */
+
+    rl_chat_template chat; /* the template beside tokenizer.json (chat.c), when has_chat */
+    int has_chat;
+    char chat_error[1024]; /* why there is none */
 };
+
+/* Reads the chat template beside tokenizer_path into tok (chat.c); never fails the load. */
+void rl_tok_chat_attach(struct rl_tokenizer *tok, const char *tokenizer_path);
 
 /* Hashes used by both the loader and the encoder. */
 static inline uint32_t rl_tok_hash_str(const char *s, size_t n)

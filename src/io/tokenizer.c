@@ -479,6 +479,7 @@ int rl_tok_load(rl_tokenizer **out, const char *path, rl_err *err)
         else s[0] = (char)(0xC0 | (c >> 6)), s[1] = (char)(0x80 | (c & 0x3F)), n = 2;
         tok->byte_id[b] = rl_tok_lookup(tok, s, n);
     }
+    rl_tok_chat_attach(tok, path);
     *out = tok;
     return 0;
 }

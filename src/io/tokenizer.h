@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "io/chat.h"
 
 typedef struct rl_tokenizer rl_tokenizer;
 
@@ -53,24 +54,21 @@ int32_t rl_tok_token_id(const rl_tokenizer *tok, const char *token);
 /* 1 if id is an added token marked special in tokenizer.json, else 0. */
 int rl_tok_is_special(const rl_tokenizer *tok, int32_t id);
 
-typedef struct rl_chat_message {
-    const char *role;
-    const char *content;
-} rl_chat_message;
+/* The tokenizer's chat template: the one beside its tokenizer.json (io/chat.h,
+ * rl_chat_template_load), read when it is loaded. A tokenizer without one (or with one rlc does
+ * not render) still loads; asking for its template then fails with the reason, naming the file. */
+const rl_chat_template *rl_tok_chat_template(const rl_tokenizer *tok, rl_err *err);
 
-/* Qwen chat format: "<|im_start|>role\ncontent<|im_end|>\n" per message, then
- * "<|im_start|>assistant\n" when add_generation_prompt; malloc'd, NUL-terminated text. This is
- * what Qwen3's chat template gives for plain system/user/assistant messages without "<think>"
- * in them (the template adds an empty think block only to the last assistant turn after the
- * last user message; see docs/tokenizer.md). */
-int rl_tok_chat_format(const rl_chat_message *msgs, int n, int add_generation_prompt,
+/* Renders messages with the tokenizer's template (rl_chat_render): malloc'd, NUL-terminated. */
+int rl_tok_chat_format(const rl_tokenizer *tok, const rl_chat_message *msgs, int n, const rl_chat_options *opt,
                        char **text, rl_err *err);
 
 /* The tokens that end a text, of those the tokenizer has, into ids (at most RL_TOK_MAX_EOS);
- * returns how many. The first is the end of a chat turn ("<|im_end|>" in Qwen's format, else
- * "<|endoftext|>"): what an SFT completion ends with; generation stops at any of them. The one
- * place that names these tokens. */
-#define RL_TOK_MAX_EOS 2
+ * returns how many. The first is the end of a chat turn of the template's family
+ * (rl_chat_end_tokens: "<|im_end|>" for ChatML, "<|eot_id|>" for Llama 3; without a template,
+ * ChatML's when the vocabulary has them, else Llama's): what an SFT completion ends with;
+ * generation stops at any of them. */
+#define RL_TOK_MAX_EOS RL_CHAT_MAX_END_TOKENS
 int rl_tok_eos_ids(const rl_tokenizer *tok, int32_t ids[RL_TOK_MAX_EOS]);
 
 #endif

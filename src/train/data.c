@@ -19,34 +19,53 @@ static int alloc_rows(rl_train_data *d, int n, rl_err *err)
     return 0;
 }
 
-/* The prompt of ex as text: plain, or chat-formatted with the generation prompt. */
-static int prompt_text(const rl_example *ex, char **out, rl_err *err)
+/* The chat options of ex: its tools, the generation prompt when gen. */
+static rl_chat_options chat_options(const rl_example *ex, int gen, int enable_thinking)
 {
-    if (ex->prompt_messages) return rl_tok_chat_format(ex->prompt_messages, ex->n_prompt_messages, 1, out, err);
+    return (rl_chat_options){.add_generation_prompt = gen, .enable_thinking = enable_thinking, .tools = ex->tools};
+}
+
+/* rl_tok_chat_format with the file and line of ex in front of a failure. */
+static int render(const char *path, const rl_example *ex, const rl_tokenizer *tok, const rl_chat_message *msgs, int n,
+                  const rl_chat_options *opt, char **out, rl_err *err)
+{
+    if (rl_tok_chat_format(tok, msgs, n, opt, out, err)) return rl_err_prefix(err, "%s:%d: ", path, ex->line);
+    return 0;
+}
+
+/* The prompt of ex as text: plain, or chat-formatted with the generation prompt. */
+static int prompt_text(const char *path, const rl_example *ex, const rl_tokenizer *tok, int enable_thinking, char **out,
+                       rl_err *err)
+{
+    rl_chat_options opt = chat_options(ex, 1, enable_thinking);
+    if (ex->prompt_messages) return render(path, ex, tok, ex->prompt_messages, ex->n_prompt_messages, &opt, out, err);
     *out = strdup(ex->prompt ? ex->prompt : "");
     return *out ? 0 : rl_err_oom(err, "prompt", 0);
 }
 
 /* prompt and completion texts of an SFT line of file `path`; *add_eos when the completion is
- * plain text. */
-static int sft_texts(const char *path, const rl_example *ex, char **prompt, char **completion, int *add_eos,
-                     rl_err *err)
+ * plain text. As messages, the completion is what rendering the whole conversation adds to the
+ * rendered prompt (with its generation prompt), as TRL does. */
+static int sft_texts(const char *path, const rl_example *ex, const rl_tokenizer *tok, char **prompt,
+                     char **completion, int *add_eos, rl_err *err)
 {
     *prompt = *completion = NULL;
     *add_eos = 0;
+    rl_chat_options gen = chat_options(ex, 1, 1), whole = chat_options(ex, 0, 1);
     if (ex->messages) {
         int last = -1;
         for (int i = 0; i < ex->n_messages; i++)
             if (!strcmp(ex->messages[i].role, "assistant")) last = i;
         if (last < 0) return rl_err_set(err, "%s:%d: \"messages\" has no assistant turn to learn", path, ex->line);
         char *full;
-        if (rl_tok_chat_format(ex->messages, last, 1, prompt, err) ||
-            rl_tok_chat_format(ex->messages, last + 1, 0, &full, err))
+        if (render(path, ex, tok, ex->messages, last, &gen, prompt, err) ||
+            render(path, ex, tok, ex->messages, last + 1, &whole, &full, err))
             return -1;
         size_t np = strlen(*prompt);
         *completion = strncmp(full, *prompt, np) ? NULL : strdup(full + np);
         free(full);
-        return *completion ? 0 : rl_err_set(err, "%s:%d: chat format of the prompt is not a prefix", path, ex->line);
+        return *completion ? 0 : rl_err_set(err, "%s:%d: the chat template renders the prompt differently inside the "
+                                                 "whole conversation, so the turn to learn cannot be cut out", path, ex->line);
     }
     if (ex->completion_messages) {
         int n = ex->n_prompt_messages + ex->n_completion_messages;
@@ -55,16 +74,17 @@ static int sft_texts(const char *path, const rl_example *ex, char **prompt, char
         memcpy(all, ex->prompt_messages, (size_t)ex->n_prompt_messages * sizeof *all);
         memcpy(all + ex->n_prompt_messages, ex->completion_messages, (size_t)ex->n_completion_messages * sizeof *all);
         char *full;
-        int rc = rl_tok_chat_format(ex->prompt_messages, ex->n_prompt_messages, 1, prompt, err) ||
-                 rl_tok_chat_format(all, n, 0, &full, err);
+        int rc = render(path, ex, tok, ex->prompt_messages, ex->n_prompt_messages, &gen, prompt, err) ||
+                 render(path, ex, tok, all, n, &whole, &full, err);
         free(all);
         if (rc) return -1;
         size_t np = strlen(*prompt);
         *completion = strncmp(full, *prompt, np) ? NULL : strdup(full + np);
         free(full);
-        return *completion ? 0 : rl_err_set(err, "%s:%d: chat format of the prompt is not a prefix", path, ex->line);
+        return *completion ? 0 : rl_err_set(err, "%s:%d: the chat template renders the prompt differently inside the "
+                                                 "whole conversation, so the turn to learn cannot be cut out", path, ex->line);
     }
-    if (prompt_text(ex, prompt, err)) return -1;
+    if (prompt_text(path, ex, tok, 1, prompt, err)) return -1;
     *completion = strdup(ex->completion ? ex->completion : "");
     *add_eos = 1;
     return *completion ? 0 : rl_err_oom(err, "completion", 0);
@@ -85,7 +105,7 @@ int rl_train_data_sft(rl_train_data *d, const char *path, const rl_tokenizer *to
     for (int i = 0; i < n; i++) {
         const rl_example *ex = &d->ds->examples[i];
         char *pt, *ct;
-        int add_eos, rc = sft_texts(path, ex, &pt, &ct, &add_eos, err);
+        int add_eos, rc = sft_texts(path, ex, tok, &pt, &ct, &add_eos, err);
         int32_t *pi = NULL, *ci = NULL;
         int np = 0, nc = 0;
         if (rc == 0) rc = rl_tok_encode(tok, pt, strlen(pt), &pi, &np, err) || rl_tok_encode(tok, ct, strlen(ct), &ci, &nc, err);
@@ -117,7 +137,8 @@ int rl_train_data_sft(rl_train_data *d, const char *path, const rl_tokenizer *to
     return 0;
 }
 
-int rl_train_data_rl(rl_train_data *d, const char *path, const rl_tokenizer *tok, int max_len, rl_err *err)
+int rl_train_data_rl(rl_train_data *d, const char *path, const rl_tokenizer *tok, int max_len, int enable_thinking,
+                     rl_err *err)
 {
     memset(d, 0, sizeof *d);
     if (rl_dataset_load(&d->ds, path, RL_DS_RL, RL_DS_STOP, err)) return -1;
@@ -131,7 +152,7 @@ int rl_train_data_rl(rl_train_data *d, const char *path, const rl_tokenizer *tok
     for (int i = 0; i < n; i++) {
         const rl_example *ex = &d->ds->examples[i];
         int np = 0;
-        if (prompt_text(ex, &d->texts[i], err) || rl_tok_encode(tok, d->texts[i], strlen(d->texts[i]), &d->ids[i], &np, err)) {
+        if (prompt_text(path, ex, tok, enable_thinking, &d->texts[i], err) || rl_tok_encode(tok, d->texts[i], strlen(d->texts[i]), &d->ids[i], &np, err)) {
             rl_train_data_free(d);
             return -1;
         }

@@ -3,10 +3,13 @@
  *
  * SFT: {"prompt","completion"} as text: ids = encode(prompt) + encode(completion) + <eos>
  * (the tokenizer's end of turn, rl_tok_eos_ids, else the config's first eos id); as messages:
- * the prompt in the chat format with the generation prompt, then the completion turns. A
- * {"messages"} line learns the last assistant turn: everything before it is the prompt.
- * GRPO: the prompt as text, or as messages in the chat format with the generation prompt; the
- * reward sees that same prompt text.
+ * the prompt rendered by the tokenizer's chat template (io/chat.h) with the generation prompt,
+ * then what the whole conversation adds to it (the completion turns, with the template's
+ * end-of-turn tokens and, for Qwen3, its think block). A {"messages"} line learns the last
+ * assistant turn: everything before it is the prompt (masked out of the loss). A line's
+ * "tools" go to the template.
+ * GRPO: the prompt as text, or as messages rendered with the generation prompt (enable_thinking
+ * as given); the reward sees that same prompt text.
  * Examples longer than max_len tokens are cut at max_len (SFT: from the end of the completion;
  * n_truncated counts them) or refused (GRPO prompts); messages name the file and the line. */
 #ifndef RL_TRAIN_DATA_H
@@ -32,7 +35,8 @@ typedef struct rl_train_data {
 /* cfg gives the eos id when the tokenizer has no end-of-turn token (may be NULL). */
 int rl_train_data_sft(rl_train_data *d, const char *path, const rl_tokenizer *tok, const rl_model_config *cfg,
                       int max_len, rl_err *err);
-int rl_train_data_rl(rl_train_data *d, const char *path, const rl_tokenizer *tok, int max_len, rl_err *err);
+int rl_train_data_rl(rl_train_data *d, const char *path, const rl_tokenizer *tok, int max_len, int enable_thinking,
+                     rl_err *err);
 void rl_train_data_free(rl_train_data *d);
 
 #endif

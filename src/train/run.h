@@ -40,6 +40,7 @@ typedef struct rl_run_config {
     int64_t steps;           /* SFT: 0 = from epochs */
     double epochs;           /* SFT, when steps is 0 */
     int max_len;             /* SFT: examples cut to this many tokens; RL: longest prompt */
+    int thinking_off;        /* RL: chat prompts with enable_thinking false (io/chat.h) */
     int save_every;          /* checkpoint every N steps (0: at the end only) */
     const char *reward;      /* RL: reward spec (reward/reward.h) */
     rl_reward_options reward_options;

@@ -331,8 +331,9 @@ Test(generate, eos_ids_include_the_tokenizers)
 
     /* A completion of a chat prompt decodes to text without the eos token's text. */
     char *text;
-    rl_chat_message msg = {"user", "What is 2 + 3?"};
-    cr_assert_eq(rl_tok_chat_format(&msg, 1, 1, &text, &err), 0, "%s", err.msg);
+    rl_chat_message msg = {.role = "user", .content = "What is 2 + 3?"};
+    rl_chat_options chat = RL_CHAT_OPTIONS_DEFAULT;
+    cr_assert_eq(rl_tok_chat_format(tok, &msg, 1, &chat, &text, &err), 0, "%s", err.msg);
     int32_t *ids;
     int n_ids;
     cr_assert_eq(rl_tok_encode(tok, text, strlen(text), &ids, &n_ids, &err), 0, "%s", err.msg);
