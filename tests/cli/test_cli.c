@@ -217,6 +217,8 @@ Test(cli, bad_options_and_stdin_are_refused)
         {"logprobs --model tests/fixtures/models/qwen3-tiny-tied --temperature 1e-300", "--temperature must be a number in [0.0001, 1000000], got '1e-300'"},
         {"logprobs --model tests/fixtures/models/qwen3-tiny-tied --temperature inf", "--temperature must be a number"},
         {"tokenize --tokenizer tests/fixtures/tokenizer/flags_tokenizer.json --json --jsonl", "exclude each other"},
+        {"generate --model tests/fixtures/models/qwen3-tiny-tied --thinking maybe", "--thinking must be"},
+        {"grpo --thinking 0", "--thinking must be"},
     };
     int status;
     char err_path[64];

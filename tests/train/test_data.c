@@ -1,11 +1,14 @@
 /* test_data.c — dataset lines to token ids (src/train/data.c) with the demo tokenizer: text
  * completions end with the end-of-turn token, chat prompts get the generation prompt, a
- * {"messages"} line learns its last assistant turn, long examples are cut (SFT) or refused
- * (prompts) with the file and line in the message. */
+ * {"messages"} line learns its last assistant turn (with Qwen3's template: its think block,
+ * tools, --thinking), long examples are cut (SFT) or refused (prompts) with the file and line
+ * in the message. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "io/tokenizer.h"
 #include "train/data.h"
 #include "test_util.h"
@@ -114,4 +117,89 @@ Test(data, long_examples_are_cut_or_refused_by_line)
     cr_expect_str_eq(d.prompts[0].answer, "3");
     cr_expect_str_eq(d.prompts[0].text, "What is 1+2?");
     rl_train_data_free(&d);
+}
+
+/* A copy of the demo tokenizer beside Qwen3's real chat template (from the chat fixtures). */
+static rl_tokenizer *load_with_qwen3_template(char *dir)
+{
+    rl_err err;
+    char *vocab, *fixture, file[128];
+    size_t len, flen;
+    strcpy(dir, "/tmp/rlc-test-data-q3-XXXXXX");
+    cr_assert(mkdtemp(dir));
+    cr_assert_eq(rl_file_read_all(TOKENIZER, &vocab, &len, &err), 0, "%s", err.msg);
+    snprintf(file, sizeof file, "%s/tokenizer.json", dir);
+    cr_assert_eq(rl_file_write_atomic(file, vocab, len, &err), 0, "%s", err.msg);
+    free(vocab);
+    cr_assert_eq(rl_file_read_all("tests/fixtures/chat/qwen3.json", &fixture, &flen, &err), 0, "%s", err.msg);
+    cJSON *doc = cJSON_Parse(fixture), *config = cJSON_CreateObject();
+    cJSON_AddStringToObject(config, "chat_template", cJSON_GetObjectItem(doc, "chat_template")->valuestring);
+    char *text = cJSON_PrintUnformatted(config);
+    snprintf(file, sizeof file, "%s/tokenizer_config.json", dir);
+    cr_assert_eq(rl_file_write_atomic(file, text, strlen(text), &err), 0, "%s", err.msg);
+    free(text), free(fixture), cJSON_Delete(doc), cJSON_Delete(config);
+    snprintf(file, sizeof file, "%s/tokenizer.json", dir);
+    rl_tokenizer *q3;
+    cr_assert_eq(rl_tok_load(&q3, file, &err), 0, "%s", err.msg);
+    return q3;
+}
+
+static void expect_ids(const rl_sft_example *ex, const char *prompt, const char *completion)
+{
+    int32_t want[2048];
+    int np = encode(prompt, want, 2048), nc = encode(completion, want + np, 2048 - np);
+    cr_assert_eq(ex->n_prompt, np, "prompt tokens (masked): '%s'", prompt);
+    cr_assert_eq(ex->n_ids, np + nc, "completion: '%s'", completion);
+    cr_assert_arr_eq(ex->ids, want, (size_t)(np + nc) * sizeof(int32_t));
+}
+
+/* With Qwen3's template the learned turn carries the template's think block, earlier turns lose
+ * their reasoning, tools open the system turn, and GRPO prompts follow --thinking. */
+Test(data, qwen3_template_targets)
+{
+    char dir[64];
+    rl_tokenizer *q3 = load_with_qwen3_template(dir);
+    write_lines("{\"messages\": [{\"role\": \"user\", \"content\": \"What is 1+2?\"}, {\"role\": \"assistant\", \"content\": \"3\"}]}\n"
+                "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"assistant\", \"content\": \"b\", \"reasoning_content\": \"r1\"},"
+                " {\"role\": \"user\", \"content\": \"c\"}, {\"role\": \"assistant\", \"content\": \"d\", \"reasoning_content\": \"r2\"}]}\n"
+                "{\"prompt\": [{\"role\": \"user\", \"content\": \"x\"}], \"completion\": [{\"role\": \"assistant\", \"content\": \"y\"}],"
+                " \"tools\": [{\"name\": \"f\"}]}\n");
+    rl_train_data d;
+    rl_err err;
+    cr_assert_eq(rl_train_data_sft(&d, path, q3, NULL, 1000, &err), 0, "%s", err.msg);
+    expect_ids(&d.sft[0], "<|im_start|>user\nWhat is 1+2?<|im_end|>\n<|im_start|>assistant\n",
+               "<think>\n\n</think>\n\n3<|im_end|>\n");
+    expect_ids(&d.sft[1], "<|im_start|>user\na<|im_end|>\n<|im_start|>assistant\nb<|im_end|>\n<|im_start|>user\nc<|im_end|>\n"
+                          "<|im_start|>assistant\n",
+               "<think>\nr2\n</think>\n\nd<|im_end|>\n");
+    int32_t eos[RL_TOK_MAX_EOS];
+    cr_assert_eq(rl_tok_eos_ids(q3, eos), 2);
+    cr_expect_eq(eos[0], rl_tok_token_id(q3, "<|im_end|>"));
+    char tools_prompt[1024];
+    snprintf(tools_prompt, sizeof tools_prompt, "<|im_start|>system\n# Tools\n\nYou may call one or more functions to assist "
+             "with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+             "{\"name\": \"f\"}\n</tools>\n\nFor each function call, return a json object with function name and arguments "
+             "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+             "<args-json-object>}\n</tool_call><|im_end|>\n<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n");
+    expect_ids(&d.sft[2], tools_prompt, "<think>\n\n</think>\n\ny<|im_end|>\n");
+    rl_train_data_free(&d);
+
+    /* two assistant turns after the last query: the first renders differently once it is not
+     * the last, so the turn to learn cannot be cut out */
+    write_lines("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"assistant\", \"content\": \"b\"},"
+                " {\"role\": \"assistant\", \"content\": \"c\"}]}\n");
+    cr_assert_eq(rl_train_data_sft(&d, path, q3, NULL, 1000, &err), -1);
+    char want[128];
+    snprintf(want, sizeof want, "%s:1: the chat template renders the prompt differently", path);
+    cr_expect(strstr(err.msg, want), "%s", err.msg);
+
+    write_lines("{\"prompt\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"answer\": 1}\n");
+    cr_assert_eq(rl_train_data_rl(&d, path, q3, 64, 1, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(d.prompts[0].text, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    rl_train_data_free(&d);
+    cr_assert_eq(rl_train_data_rl(&d, path, q3, 64, 0, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(d.prompts[0].text, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+    rl_train_data_free(&d);
+    rl_tok_free(q3);
+    cr_assert_eq(rl_remove_tree(dir, &err), 0, "%s", err.msg);
 }
