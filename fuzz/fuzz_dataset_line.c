@@ -1,15 +1,39 @@
 /* fuzz_dataset_line.c — libFuzzer target: any byte string as one JSONL dataset line, parsed as
  * an RL line and as an SFT line, and as a request line of `rlc generate` and of `rlc logprobs`.
  * Either refused with a message naming file and line (or the request), or an example or request
- * whose fields are consistent with its shape. */
+ * whose fields are consistent with its shape; the messages of a parsed line are then rendered
+ * with every chat template family (io/chat.h), with and without the line's tools: text, or a
+ * refusal that names the chat. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "io/chat.h"
 #include "io/dataset.h"
 
 static void check(int ok)
 {
     if (!ok) __builtin_trap();
+}
+
+static void render_all(const rl_chat_message *msgs, int n, const cJSON *tools)
+{
+    static const rl_chat_family families[] = {RL_CHAT_CHATML, RL_CHAT_QWEN2_5, RL_CHAT_QWEN3, RL_CHAT_LLAMA3,
+                                              RL_CHAT_LLAMA3_1};
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (int variant = 0; variant < 4; variant++) {
+            rl_chat_template t = {.family = families[f], .bos_token = "<|begin_of_text|>"};
+            rl_chat_options opt = {.add_generation_prompt = variant & 1, .enable_thinking = variant >> 1,
+                                   .tools = variant == 2 ? tools : NULL};
+            char *text;
+            rl_err err;
+            if (rl_chat_render(&t, msgs, n, &opt, &text, &err)) {
+                check(text == NULL && strncmp(err.msg, "chat", 4) == 0);
+                continue;
+            }
+            check(text != NULL);
+            free(text);
+        }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -26,6 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check((ex.prompt != NULL) + (ex.n_prompt_messages > 0) + (ex.n_messages > 0) == 1);
         for (int i = 0; i < ex.n_messages; i++) check(ex.messages[i].role && ex.messages[i].content);
         for (int i = 0; i < ex.n_prompt_messages; i++) check(strlen(ex.prompt_messages[i].content) < size);
+        if (ex.n_messages) render_all(ex.messages, ex.n_messages, ex.tools);
+        if (ex.n_prompt_messages) render_all(ex.prompt_messages, ex.n_prompt_messages, ex.tools);
         rl_example_free(&ex);
     }
     const unsigned accepts[] = {RL_REQ_PROMPT | RL_REQ_MESSAGES | RL_REQ_PROMPT_IDS, RL_REQ_IDS};

@@ -14,8 +14,9 @@
  * prompt, its parameters, seed, row), never on the other requests or on how the engine batched,
  * preempted or shared them.
  *
- * A completion ends at an end-of-sequence id (the config's eos ids plus the tokenizer's
- * <|im_end|> and <|endoftext|> when it has them; the id is kept in ids and logprobs, its text
+ * A completion ends at an end-of-sequence id (the config's eos ids plus the tokenizer's end
+ * tokens for its chat template, rl_tok_eos_ids: <|im_end|>, <|endoftext|> or Llama's
+ * <|eot_id|>, <|end_of_text|>, <|eom_id|>; the id is kept in ids and logprobs, its text
  * is not in text; ignore_eos turns this off), when a stop string appears in the decoded text
  * (ids and logprobs keep every sampled token, including the one that completed the stop string;
  * text is cut just before the stop string, as vLLM does), or after max_new_tokens, or when
