@@ -2,8 +2,9 @@
  *
  * Loads config.json and the safetensors files the way training does (every header validated,
  * every tensor the config implies present with its shape, nothing else), then prints the
- * architecture, sizes, parameter count, tensors per stored dtype, the files, and the memory
- * the weights need in bf16 and for full training. Any problem: the message on stderr, exit 1. */
+ * architecture, sizes, parameter count, tensors per stored dtype, the files, the chat template
+ * family (io/chat.h) or why there is none, and the memory the weights need in bf16 and for full
+ * training. Any problem: the message on stderr, exit 1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "core/file.h"
+#include "io/chat.h"
 #include "io/config.h"
 #include "io/safetensors.h"
 
@@ -26,10 +28,10 @@ static const char usage[] =
     "usage: rlc info MODEL_DIR\n\n"
     "Checks a Hugging Face model directory (config.json, model.safetensors or\n"
     "model.safetensors.index.json + shards) and describes it: architecture, sizes, parameter\n"
-    "count, tensors per dtype, files, and memory for the weights (bf16) and for training\n"
-    "(bf16 weights + fp32 master + fp32 grads + AdamW m, v = " TEXT(TRAIN_BYTES_PER_PARAM) " bytes per parameter, without\n"
-    "activations or KV cache). Exits 1 with a message naming the file and the problem if\n"
-    "anything is missing or inconsistent.\n\n";
+    "count, tensors per dtype, files, the chat template family (docs/chat.md), and memory for the\n"
+    "weights (bf16) and for training (bf16 weights + fp32 master + fp32 grads + AdamW m, v =\n"
+    TEXT(TRAIN_BYTES_PER_PARAM) " bytes per parameter, without activations or KV cache). Exits 1 with a\n"
+    "message naming the file and the problem if anything is missing or inconsistent.\n\n";
 
 static const char *human(double bytes, char *buf, size_t size)
 {
@@ -131,6 +133,9 @@ static int run(const char *dir)
     printf("parameters     %lld (%.2f %s)\n", (long long)n_params, p >= 1e9 ? p / 1e9 : p >= 1e6 ? p / 1e6 : p / 1e3,
            p >= 1e9 ? "B" : p >= 1e6 ? "M" : "K");
     print_tensors(st);
+    rl_chat_template chat;
+    if (rl_chat_template_load(&chat, dir, &err) == 0) printf("chat template  %s\n", rl_chat_family_name(chat.family));
+    else printf("chat template  none: %s\n", err.msg);
     printf("memory         weights in bf16: %s; training: %s (%d bytes/param: bf16 weights, fp32 master,\n"
            "               fp32 grads, AdamW m and v; activations and KV cache not included)\n",
            human(2.0 * (double)n_params, h1, sizeof h1), human((double)TRAIN_BYTES_PER_PARAM * (double)n_params, h2, sizeof h2),

@@ -144,7 +144,6 @@ int rl_chat_render(const rl_chat_template *t, const rl_chat_message *msgs, int n
         if (!msgs[i].role || !msgs[i].content) return rl_err_set(err, "chat message %d: role and content must be set", i);
     if (opt->tools && !cJSON_IsArray(opt->tools)) return rl_err_set(err, "chat: tools must be a JSON list");
     rl_chat_buf b = {0};
-    rl_chat_put(&b, "", 0);
     int rc;
     switch (t->family) {
     case RL_CHAT_CHATML: rc = rl_chat_render_chatml(&b, msgs, n, opt, err); break;

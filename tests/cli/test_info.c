@@ -41,6 +41,7 @@ Test(info, fixtures)
     HAS("files          3\n");
     HAS("model-00003-of-00003.safetensors");
     HAS("weights in bf16: 208.75 KiB; training: 1.83 MiB"); /* 106880 x 2 and x 18 bytes */
+    HAS("chat template  none: tests/fixtures/models/qwen3-tiny-sharded: no chat template");
     cr_assert_eq(run_info("tests/fixtures/models/llama3-tiny", out, sizeof out), 0, "%s", out);
     HAS("LlamaForCausalLM");
     HAS("llama3 scaling (factor 8, low 1, high 4, original 64)");
