@@ -163,6 +163,33 @@ int rl_chat_render(const rl_chat_template *t, const rl_chat_message *msgs, int n
     return 0;
 }
 
+int rl_chat_render_after(const rl_chat_template *t, const rl_chat_message *msgs, int n_before,
+                         const rl_chat_options *before, int n, const rl_chat_options *opt, char **head, char **tail,
+                         rl_err *err)
+{
+    if (head) *head = NULL;
+    *tail = NULL;
+    if (n_before > n) return rl_err_set(err, "chat: %d earlier messages of %d", n_before, n);
+    char *first, *whole;
+    if (rl_chat_render(t, msgs, n_before, before, &first, err)) return -1;
+    if (rl_chat_render(t, msgs, n, opt, &whole, err)) {
+        free(first);
+        return -1;
+    }
+    size_t len = strlen(first), at = 0;
+    while (at < len && first[at] == whole[at]) at++;
+    int rc = 0;
+    if (at < len)
+        rc = rl_err_set(err, "chat: the template renders messages 0-%d differently once messages %d-%d follow (from "
+                        "byte %zu on), so the later turns cannot be cut out", n_before - 1, n_before, n - 1, at);
+    else if (!(*tail = strdup(whole + len)))
+        rc = rl_err_oom(err, "chat text", strlen(whole + len));
+    free(whole);
+    if (rc == 0 && head) *head = first;
+    else free(first);
+    return rc;
+}
+
 static const char *const msg_fields[] = {"role", "content", "reasoning_content", "tool_calls"};
 static const char *const roles[] = {"system", "user", "assistant", "tool"};
 

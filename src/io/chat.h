@@ -65,6 +65,17 @@ int rl_chat_template_load(rl_chat_template *out, const char *dir, rl_err *err);
 int rl_chat_render(const rl_chat_template *t, const rl_chat_message *msgs, int n, const rl_chat_options *opt,
                    char **text, rl_err *err);
 
+/* What rendering msgs[0, n) with opt adds to the rendering of msgs[0, n_before) with before:
+ * the text of the later turns (an SFT target after its prompt with the generation prompt; an
+ * episode's observation turns and next generation prompt after the model's turn). *head (when
+ * head is not NULL) gets the first rendering, *tail the addition (both malloc'd). Fails when
+ * the first rendering is not a prefix of the second (the template renders the earlier turns
+ * differently once more follow, e.g. Qwen3's empty think block of a final turn), naming the
+ * byte where they part. */
+int rl_chat_render_after(const rl_chat_template *t, const rl_chat_message *msgs, int n_before,
+                         const rl_chat_options *before, int n, const rl_chat_options *opt, char **head, char **tail,
+                         rl_err *err);
+
 /* Parses a JSON list of messages ({"role", "content", "reasoning_content"?, "tool_calls"?}) into
  * a malloc'd array whose strings point into arr. `where` and `key` go into messages:
  * "data.jsonl:3: messages[1]: field 'content' must be a string". */

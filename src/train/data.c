@@ -25,47 +25,45 @@ static rl_chat_options chat_options(const rl_example *ex, int gen, int enable_th
     return (rl_chat_options){.add_generation_prompt = gen, .enable_thinking = enable_thinking, .tools = ex->tools};
 }
 
-/* rl_tok_chat_format with the file and line of ex in front of a failure. */
-static int render(const char *path, const rl_example *ex, const rl_tokenizer *tok, const rl_chat_message *msgs, int n,
-                  const rl_chat_options *opt, char **out, rl_err *err)
-{
-    if (rl_tok_chat_format(tok, msgs, n, opt, out, err)) return rl_err_prefix(err, "%s:%d: ", path, ex->line);
-    return 0;
-}
-
 /* The prompt of ex as text: plain, or chat-formatted with the generation prompt. */
 static int prompt_text(const char *path, const rl_example *ex, const rl_tokenizer *tok, int enable_thinking, char **out,
                        rl_err *err)
 {
     rl_chat_options opt = chat_options(ex, 1, enable_thinking);
-    if (ex->prompt_messages) return render(path, ex, tok, ex->prompt_messages, ex->n_prompt_messages, &opt, out, err);
+    if (ex->prompt_messages) {
+        if (rl_tok_chat_format(tok, ex->prompt_messages, ex->n_prompt_messages, &opt, out, err))
+            return rl_err_prefix(err, "%s:%d: ", path, ex->line);
+        return 0;
+    }
     *out = strdup(ex->prompt ? ex->prompt : "");
     return *out ? 0 : rl_err_oom(err, "prompt", 0);
 }
 
+/* The prompt (msgs[0, n_prompt) with the generation prompt) and the completion (what the whole
+ * conversation msgs[0, n) adds to it) of an SFT line, as TRL cuts them. */
+static int split(const char *path, const rl_example *ex, const rl_tokenizer *tok, const rl_chat_message *msgs,
+                 int n_prompt, int n, char **prompt, char **completion, rl_err *err)
+{
+    rl_chat_options gen = chat_options(ex, 1, 1), whole = chat_options(ex, 0, 1);
+    const rl_chat_template *t = rl_tok_chat_template(tok, err);
+    if (!t || rl_chat_render_after(t, msgs, n_prompt, &gen, n, &whole, prompt, completion, err))
+        return rl_err_prefix(err, "%s:%d: ", path, ex->line);
+    return 0;
+}
+
 /* prompt and completion texts of an SFT line of file `path`; *add_eos when the completion is
- * plain text. As messages, the completion is what rendering the whole conversation adds to the
- * rendered prompt (with its generation prompt), as TRL does. */
+ * plain text. */
 static int sft_texts(const char *path, const rl_example *ex, const rl_tokenizer *tok, char **prompt,
                      char **completion, int *add_eos, rl_err *err)
 {
     *prompt = *completion = NULL;
     *add_eos = 0;
-    rl_chat_options gen = chat_options(ex, 1, 1), whole = chat_options(ex, 0, 1);
     if (ex->messages) {
         int last = -1;
         for (int i = 0; i < ex->n_messages; i++)
             if (!strcmp(ex->messages[i].role, "assistant")) last = i;
         if (last < 0) return rl_err_set(err, "%s:%d: \"messages\" has no assistant turn to learn", path, ex->line);
-        char *full;
-        if (render(path, ex, tok, ex->messages, last, &gen, prompt, err) ||
-            render(path, ex, tok, ex->messages, last + 1, &whole, &full, err))
-            return -1;
-        size_t np = strlen(*prompt);
-        *completion = strncmp(full, *prompt, np) ? NULL : strdup(full + np);
-        free(full);
-        return *completion ? 0 : rl_err_set(err, "%s:%d: the chat template renders the prompt differently inside the "
-                                                 "whole conversation, so the turn to learn cannot be cut out", path, ex->line);
+        return split(path, ex, tok, ex->messages, last, last + 1, prompt, completion, err);
     }
     if (ex->completion_messages) {
         int n = ex->n_prompt_messages + ex->n_completion_messages;
@@ -73,16 +71,9 @@ static int sft_texts(const char *path, const rl_example *ex, const rl_tokenizer 
         if (!all) return rl_err_oom(err, "messages", 0);
         memcpy(all, ex->prompt_messages, (size_t)ex->n_prompt_messages * sizeof *all);
         memcpy(all + ex->n_prompt_messages, ex->completion_messages, (size_t)ex->n_completion_messages * sizeof *all);
-        char *full;
-        int rc = render(path, ex, tok, ex->prompt_messages, ex->n_prompt_messages, &gen, prompt, err) ||
-                 render(path, ex, tok, all, n, &whole, &full, err);
+        int rc = split(path, ex, tok, all, ex->n_prompt_messages, n, prompt, completion, err);
         free(all);
-        if (rc) return -1;
-        size_t np = strlen(*prompt);
-        *completion = strncmp(full, *prompt, np) ? NULL : strdup(full + np);
-        free(full);
-        return *completion ? 0 : rl_err_set(err, "%s:%d: the chat template renders the prompt differently inside the "
-                                                 "whole conversation, so the turn to learn cannot be cut out", path, ex->line);
+        return rc;
     }
     if (prompt_text(path, ex, tok, 1, prompt, err)) return -1;
     *completion = strdup(ex->completion ? ex->completion : "");

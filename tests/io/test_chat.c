@@ -305,6 +305,33 @@ Test(chat, render_errors_name_the_message)
     cJSON_Delete(not_list);
 }
 
+/* The text later turns add: an episode's tool response and next generation prompt after the
+ * model's Qwen3 turn; refused where Qwen3 re-renders the earlier turn (an empty think block shown
+ * only while the turn is last). */
+Test(chat, render_after_cuts_the_later_turns)
+{
+    rl_chat_template t = {.family = RL_CHAT_QWEN3};
+    rl_err err;
+    const char *calls_text = "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"arguments\": {\"x\": 1}}}]";
+    cJSON *calls = rl_json_parse(calls_text, strlen(calls_text), "test", &err);
+    rl_chat_message m[3] = {{"user", "q", NULL, NULL}, {"assistant", "<think>\nplan\n</think>\n\nok", NULL, calls},
+                            {"tool", "42", NULL, NULL}};
+    rl_chat_options before = {.add_generation_prompt = 0, .enable_thinking = 1};
+    rl_chat_options after = RL_CHAT_OPTIONS_DEFAULT;
+    char *head, *tail;
+    cr_assert_eq(rl_chat_render_after(&t, m, 2, &before, 3, &after, &head, &tail, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(head, "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\nplan\n</think>\n\nok\n"
+                           "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call><|im_end|>\n");
+    cr_assert_str_eq(tail, "<|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>\n<|im_start|>assistant\n");
+    free(head), free(tail);
+    m[1].content = "ok";
+    cr_assert_eq(rl_chat_render_after(&t, m, 2, &before, 3, &after, NULL, &tail, &err), -1);
+    cr_assert(strstr(err.msg, "renders messages 0-1 differently once messages 2-2 follow (from byte 51 on)"), "%s",
+              err.msg);
+    cr_assert_null(tail);
+    cJSON_Delete(calls);
+}
+
 /* Tool schemas are written as Python's json.dumps writes them: floats as repr(float). */
 Test(chat, json_numbers_as_python)
 {

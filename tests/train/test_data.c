@@ -189,8 +189,8 @@ Test(data, qwen3_template_targets)
     write_lines("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"assistant\", \"content\": \"b\"},"
                 " {\"role\": \"assistant\", \"content\": \"c\"}]}\n");
     cr_assert_eq(rl_train_data_sft(&d, path, q3, NULL, 1000, &err), -1);
-    char want[128];
-    snprintf(want, sizeof want, "%s:1: the chat template renders the prompt differently", path);
+    char want[256];
+    snprintf(want, sizeof want, "%s:1: chat: the template renders messages 0-1 differently once messages 2-2 follow", path);
     cr_expect(strstr(err.msg, want), "%s", err.msg);
 
     write_lines("{\"prompt\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"answer\": 1}\n");
