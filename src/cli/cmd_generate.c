@@ -28,12 +28,12 @@ static const char usage[] =
     "usage: rlc generate --model DIR [options] < requests.jsonl\n\n"
     "Generates completions with a Hugging Face model for all input lines together. Each line is one of\n"
     "  {\"prompt_ids\": [token ids]}   {\"prompt\": \"text\"}   {\"messages\": [{\"role\": .., \"content\": ..}]}\n"
-    "(messages are rendered by the model's chat template with the assistant prompt, a line's \"tools\"\n"
-    "included; see docs/chat.md), and may set its own max_tokens,\n"
-    "temperature, top_p, top_k, min_p, n, seed, stop (a string or a list) and ignore_eos. Each\n"
-    "completion is one output line {\"request\", \"sample\", \"ids\", \"text\", \"logprobs\",\n"
-    "\"finish_reason\"}, in input order (--stream: as each finishes). Request k samples with seed\n"
-    "--seed + k unless it sets its own. Without a tokenizer only prompt_ids are accepted and no text\n"
+    "(messages are rendered by the model's chat template with the assistant prompt, a line's\n"
+    "\"tools\" included, --thinking; see docs/chat.md), and may set its own max_tokens, temperature,\n"
+    "top_p, top_k, min_p, n, seed, stop (a string or a list) and ignore_eos. Each completion is one\n"
+    "output line {\"request\", \"sample\", \"ids\", \"text\", \"logprobs\", \"finish_reason\"}, in input\n"
+    "order (--stream: as each finishes). Request k samples with seed --seed + k unless it sets its\n"
+    "own. Without a tokenizer only prompt_ids are accepted and no text\n"
     "is written.\n\n";
 
 typedef struct options {

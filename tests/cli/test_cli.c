@@ -5,7 +5,7 @@
  * bad options and unreadable stdin are refused, completions stop at max_position_embeddings;
  * generate runs all lines together (per-line sampling parameters override the command line,
  * a line's completion is the same as when it runs alone, --stream writes the same lines as they
- * finish). */
+ * finish); tokenize renders chat lines with the tokenizer's template. */
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -320,4 +320,33 @@ Test(cli, generate_lines_carry_their_own_sampling_parameters)
     for (int i = 0; i < n; i++) cJSON_Delete(all[i]);
     for (int i = 0; i < n_got; i++) cJSON_Delete(got[i]);
     free(errors), free(out), free(alone), free(streamed), free(errors_alone), free(errors_stream);
+}
+
+/* `rlc tokenize --jsonl` renders {"messages"} lines with the tokenizer's chat template (the
+ * demo's ChatML), and refuses them, line by line, for a tokenizer without one. */
+Test(cli, tokenize_renders_chat_lines)
+{
+    const char *input = "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"add_generation_prompt\": true}\n"
+                        "{\"text\": \"hi\"}\n{\"messages\": [{\"role\": \"robot\", \"content\": \"x\"}]}\n";
+    int status;
+    char *errors, *out = tu_run_rlc("tokenize --tokenizer examples/demo/tokenizer.json --jsonl", input, &status, &errors);
+    cr_assert_eq(status, 1, "the third line is bad");
+    cJSON *obj = output_line(out, 0);
+    cr_expect_str_eq(cJSON_GetObjectItem(obj, "text")->valuestring, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+    cr_expect_str_eq(cJSON_GetObjectItem(obj, "decoded")->valuestring, cJSON_GetObjectItem(obj, "text")->valuestring);
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(obj, "ids")), 10);
+    cJSON_Delete(obj);
+    obj = output_line(out, 1);
+    cr_expect(!cJSON_GetObjectItem(obj, "text") && cJSON_GetArraySize(cJSON_GetObjectItem(obj, "ids")) > 0);
+    cJSON_Delete(obj);
+    obj = output_line(out, 2);
+    cr_expect(strstr(cJSON_GetObjectItem(obj, "error")->valuestring, "role 'robot' is not one of"));
+    cJSON_Delete(obj);
+    cr_expect(strstr(errors, "stdin line 3: "), "stderr: %s", errors);
+    free(out), free(errors);
+
+    out = tu_run_rlc("tokenize --tokenizer tests/fixtures/tokenizer/flags_tokenizer.json --jsonl", input, &status, &errors);
+    cr_assert_eq(status, 1);
+    cr_expect(strstr(errors, "stdin line 1: tests/fixtures/tokenizer: no chat template"), "stderr: %s", errors);
+    free(out), free(errors);
 }
