@@ -19,7 +19,7 @@ static void check(int ok)
 static void render_all(const rl_chat_message *msgs, int n, const cJSON *tools)
 {
     static const rl_chat_family families[] = {RL_CHAT_CHATML, RL_CHAT_QWEN2_5, RL_CHAT_QWEN3, RL_CHAT_LLAMA3,
-                                              RL_CHAT_LLAMA3_1};
+                                              RL_CHAT_LLAMA3_1, RL_CHAT_LLAMA3_2};
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
         for (int variant = 0; variant < 4; variant++) {
             rl_chat_template t = {.family = families[f], .bos_token = "<|begin_of_text|>"};

@@ -12,6 +12,7 @@ template rlc renders natively, and writes
                                                  "text" | "error"}]}
 
 "error" (the exception's text) marks a case transformers refuses; rlc must refuse it too.
+"template_kwargs" are passed to every rendering (apply_chat_template's extra keyword arguments).
 
 Templates:
   qwen3     the real Qwen3 tokenizer_config.json (--qwen3-dir, e.g. a copy of
@@ -19,12 +20,13 @@ Templates:
   qwen2.5   Qwen2.5-Instruct's chat_template         } written below from the published
   llama3    Llama-3-8B-Instruct's chat_template      } tokenizer_config.json files (no copy
   llama3.1  Llama-3.1-8B-Instruct's chat_template    } of them is on disk here)
+  llama3.2  Llama-3.2-1B-Instruct's chat_template    } (rendered with date_string "03 Feb 2025")
   chatml    the plain ChatML template of examples/demo (tools/make_demo_tokenizer.py)
 
 No network: every tokenizer object is built from the local Qwen3 tokenizer.json with the
 template and special tokens set (rendering to text does not depend on the vocabulary).
 
-usage: python3 tools/make_chat_fixtures.py --qwen3-dir DIR [--out tests/fixtures/chat]
+usage: python3 tools/make_chat_fixtures.py --qwen3-dir DIR [--out tests/fixtures/chat] [--only FAMILY]
 """
 import argparse
 import copy
@@ -214,6 +216,49 @@ LLAMA31_TEMPLATE = (  # meta-llama/Llama-3.1-8B-Instruct (also Llama-3.3-70B-Ins
     "{%- endif %}\n"
 )
 
+# meta-llama/Llama-3.2-1B-Instruct (and 3B): 3.1's text-only template without builtin tools, dated
+# by strftime_now (today) unless date_string is passed. Transcribed, compared with public copies.
+LLAMA32_TEMPLATE = (
+    LLAMA31_TEMPLATE
+    .replace("{%- if not date_string is defined %}\n    {%- set date_string = \"26 Jul 2024\" %}\n{%- endif %}\n",
+             "{%- if not date_string is defined %}\n    {%- if strftime_now is defined %}\n"
+             "        {%- set date_string = strftime_now(\"%d %b %Y\") %}\n    {%- else %}\n"
+             "        {%- set date_string = \"26 Jul 2024\" %}\n    {%- endif %}\n{%- endif %}\n")
+    .replace("{#- System message + builtin tools #}\n", "{#- System message #}\n")
+    .replace("{%- if builtin_tools is defined or tools is not none %}\n", "{%- if tools is not none %}\n")
+    .replace("{%- if builtin_tools is defined %}\n    {{- \"Tools: \" + builtin_tools | reject('equalto', "
+             "'code_interpreter') | join(\", \") + \"\\n\\n\"}}\n{%- endif %}\n", "")
+    .replace("        {%- if builtin_tools is defined and tool_call.name in builtin_tools %}\n"
+             "            {{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' -}}\n"
+             "            {{- \"<|python_tag|>\" + tool_call.name + \".call(\" }}\n"
+             "            {%- for arg_name, arg_val in tool_call.arguments | items %}\n"
+             "                {{- arg_name + '=\"' + arg_val + '\"' }}\n"
+             "                {%- if not loop.last %}\n"
+             "                    {{- \", \" }}\n"
+             "                {%- endif %}\n"
+             "                {%- endfor %}\n"
+             "            {{- \")\" }}\n"
+             "        {%- else  %}\n"
+             "            {{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' -}}\n"
+             "            {{- '{\"name\": \"' + tool_call.name + '\", ' }}\n"
+             "            {{- '\"parameters\": ' }}\n"
+             "            {{- tool_call.arguments | tojson }}\n"
+             "            {{- \"}\" }}\n"
+             "        {%- endif %}\n"
+             "        {%- if builtin_tools is defined %}\n"
+             "            {#- This means we're in ipython mode #}\n"
+             "            {{- \"<|eom_id|>\" }}\n"
+             "        {%- else %}\n"
+             "            {{- \"<|eot_id|>\" }}\n"
+             "        {%- endif %}\n",
+             "        {{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' -}}\n"
+             "        {{- '{\"name\": \"' + tool_call.name + '\", ' }}\n"
+             "        {{- '\"parameters\": ' }}\n"
+             "        {{- tool_call.arguments | tojson }}\n"
+             "        {{- \"}\" }}\n"
+             "        {{- \"<|eot_id|>\" }}\n")
+)
+
 CHATML_TEMPLATE = (  # examples/demo/tokenizer_config.json (tools/make_demo_tokenizer.py)
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] "
     "+ '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
@@ -296,8 +341,8 @@ def conversations():
     return out
 
 
-def render(tok, case):
-    kwargs = {}
+def render(tok, case, template_kwargs):
+    kwargs = dict(template_kwargs)
     if "enable_thinking" in case:
         kwargs["enable_thinking"] = case["enable_thinking"]
     msgs = copy.deepcopy(case["messages"])
@@ -329,6 +374,7 @@ class LocalJinja:
                                             extensions=[jinja2.ext.loopcontrols])
         env.filters["tojson"] = tojson
         env.globals["raise_exception"] = raise_exception
+        env.globals["strftime_now"] = lambda fmt: __import__("datetime").datetime.now().strftime(fmt)
         self.template = env.from_string(template)
         self.tokens = {"eos_token": eos}
         if bos:
@@ -344,6 +390,7 @@ def main():
     ap.add_argument("--qwen3-dir", required=True, help="folder with Qwen3's tokenizer.json + tokenizer_config.json")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "chat"))
     ap.add_argument("--local-jinja", action="store_true", help="development only: jinja2 without transformers")
+    ap.add_argument("--only", help="write this family's file alone")
     args = ap.parse_args()
     if args.local_jinja:
         version = "none (jinja2 emulation, development only)"
@@ -356,17 +403,22 @@ def main():
         qwen3_template = json.load(f)["chat_template"]
     vocab_file = os.path.join(args.qwen3_dir, "tokenizer.json")
     families = [
-        ("qwen3", "Qwen3 tokenizer_config.json (../shared/data/qwen3-tokenizer)", qwen3_template, None, "<|im_end|>"),
-        ("qwen2.5", "Qwen2.5-Instruct chat_template, transcribed (not on disk)", QWEN25_TEMPLATE, None, "<|im_end|>"),
+        ("qwen3", "Qwen3 tokenizer_config.json (../shared/data/qwen3-tokenizer)", qwen3_template, None, "<|im_end|>", {}),
+        ("qwen2.5", "Qwen2.5-Instruct chat_template, transcribed (not on disk)", QWEN25_TEMPLATE, None, "<|im_end|>",
+         {}),
         ("llama3", "Meta-Llama-3-8B-Instruct chat_template, transcribed (not on disk)", LLAMA3_TEMPLATE,
-         "<|begin_of_text|>", "<|eot_id|>"),
+         "<|begin_of_text|>", "<|eot_id|>", {}),
         ("llama3.1", "Llama-3.1-8B-Instruct chat_template, transcribed (not on disk)", LLAMA31_TEMPLATE,
-         "<|begin_of_text|>", "<|eot_id|>"),
-        ("chatml", "examples/demo ChatML chat_template", CHATML_TEMPLATE, None, "<|im_end|>"),
+         "<|begin_of_text|>", "<|eot_id|>", {}),
+        ("llama3.2", "Llama-3.2-1B-Instruct chat_template, transcribed (not on disk)", LLAMA32_TEMPLATE,
+         "<|begin_of_text|>", "<|eot_id|>", {"date_string": "03 Feb 2025"}),
+        ("chatml", "examples/demo ChatML chat_template", CHATML_TEMPLATE, None, "<|im_end|>", {}),
     ]
     os.makedirs(args.out, exist_ok=True)
     cases = conversations()
-    for family, source, template, bos, eos in families:
+    for family, source, template, bos, eos, template_kwargs in families:
+        if args.only and family != args.only:
+            continue
         if args.local_jinja:
             tok = LocalJinja(template, bos, eos)
         else:
@@ -378,10 +430,11 @@ def main():
         rendered = []
         for case in cases:
             r = dict(case)
-            r.update(render(tok, case))
+            r.update(render(tok, case, template_kwargs))
             rendered.append(r)
         doc = {"family": family, "source": source, "transformers": version,
-               "chat_template": template, "bos_token": bos, "eos_token": eos, "cases": rendered}
+               "chat_template": template, "bos_token": bos, "eos_token": eos, "template_kwargs": template_kwargs,
+               "cases": rendered}
         path = os.path.join(args.out, family.replace(".", "_") + ".json")
         with open(path, "w", encoding="utf-8") as f:
             json.dump(doc, f, ensure_ascii=False, indent=1)

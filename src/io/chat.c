@@ -4,8 +4,8 @@
  *
  * A template is recognised by text that only its family has: every marker of the family must be
  * in it and no marker of another family. The markers avoid line breaks, which templates spell as
- * real ones or as "\n" inside Jinja strings. Newer variants that render differently (Qwen3-2507
- * without enable_thinking, Llama 3.2 with strftime_now) therefore fail to match and are refused. */
+ * real ones or as "\n" inside Jinja strings. Variants that render differently (Qwen3-2507 without
+ * enable_thinking, Llama 3.2 Vision with <|image|>) therefore fail to match and are refused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +42,11 @@ static const family_markers families[] = {
       "<|python_tag|>", "tool_call.arguments | tojson", "message.content is mapping or message.content is iterable",
       NULL},
      {"strftime_now", "<|image|>", NULL}},
+    {RL_CHAT_LLAMA3_2, "llama3.2",
+     {"<|start_header_id|>", "Cutting Knowledge Date: December 2023", "strftime_now(\"%d %b %Y\")",
+      "tools_in_user_message", "tool_call.arguments | tojson", "message.content is mapping or message.content is iterable",
+      NULL},
+     {"builtin_tools", "<|python_tag|>", "<|image|>", NULL}},
 };
 #define N_FAMILIES (int)(sizeof families / sizeof families[0])
 
@@ -75,7 +80,7 @@ int rl_chat_template_identify(rl_chat_template *out, const char *text, const cha
     }
     if (found < 0)
         return rl_err_set(err, "%s: chat_template is not one rlc renders (it renders Qwen3, Qwen2.5-Instruct, "
-                          "plain ChatML, Llama 3 and Llama 3.1 Instruct templates; see docs/chat.md)", what);
+                          "plain ChatML, Llama 3, 3.1 and 3.2 Instruct templates; see docs/chat.md)", what);
     if (bos_token && strlen(bos_token) >= sizeof out->bos_token)
         return rl_err_set(err, "%s: bos_token is longer than %zu bytes", what, sizeof out->bos_token - 1);
     out->family = families[found].family;
@@ -150,7 +155,8 @@ int rl_chat_render(const rl_chat_template *t, const rl_chat_message *msgs, int n
     case RL_CHAT_QWEN2_5: rc = rl_chat_render_qwen(&b, 0, msgs, n, opt, err); break;
     case RL_CHAT_QWEN3: rc = rl_chat_render_qwen(&b, 1, msgs, n, opt, err); break;
     case RL_CHAT_LLAMA3: rc = rl_chat_render_llama3(&b, t, msgs, n, opt, err); break;
-    case RL_CHAT_LLAMA3_1: rc = rl_chat_render_llama3_1(&b, t, msgs, n, opt, err); break;
+    case RL_CHAT_LLAMA3_1:
+    case RL_CHAT_LLAMA3_2: rc = rl_chat_render_llama3_1(&b, t, msgs, n, opt, err); break;
     default: rc = rl_err_set(err, "chat: unknown template family %d", (int)t->family);
     }
     if (rc == 0 && b.oom) rc = rl_err_oom(err, "chat text", b.cap * 2);
@@ -275,7 +281,7 @@ int rl_chat_end_tokens(rl_chat_family family, const char *names[RL_CHAT_MAX_END_
 {
     static const char *const chatml[] = {"<|im_end|>", "<|endoftext|>"};
     static const char *const llama[] = {"<|eot_id|>", "<|end_of_text|>", "<|eom_id|>"};
-    int is_llama = family == RL_CHAT_LLAMA3 || family == RL_CHAT_LLAMA3_1;
+    int is_llama = family == RL_CHAT_LLAMA3 || family == RL_CHAT_LLAMA3_1 || family == RL_CHAT_LLAMA3_2;
     int n = is_llama ? 3 : 2;
     for (int i = 0; i < n; i++) names[i] = is_llama ? llama[i] : chatml[i];
     return n;

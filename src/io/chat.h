@@ -24,6 +24,7 @@ typedef enum {
     RL_CHAT_QWEN3,    /* Qwen3 (hybrid thinking): <think> blocks, enable_thinking, tools */
     RL_CHAT_LLAMA3,   /* Meta-Llama-3-Instruct: header tokens, no tools */
     RL_CHAT_LLAMA3_1, /* Llama-3.1 / 3.3-Instruct: dated system header, JSON tool calls */
+    RL_CHAT_LLAMA3_2, /* Llama-3.2-Instruct (text): as 3.1, dated today unless date_string */
 } rl_chat_family;
 
 typedef struct rl_chat_template {
@@ -45,6 +46,9 @@ typedef struct rl_chat_options {
     int enable_thinking;       /* 1 (the templates' default) or 0: Qwen3 then opens the reply
                                 * with an empty <think></think> block */
     const cJSON *tools;        /* JSON list of tool schemas, or NULL (no tools) */
+    const char *date_string;   /* Llama 3.1 / 3.2 "Today Date" (apply_chat_template's date_string);
+                                * NULL: 3.1's fixed "26 Jul 2024", 3.2's today ("%d %b %Y", local
+                                * time, as transformers' strftime_now) */
 } rl_chat_options;
 
 #define RL_CHAT_OPTIONS_DEFAULT ((rl_chat_options){.add_generation_prompt = 1, .enable_thinking = 1})

@@ -1,14 +1,16 @@
 /* chat_llama.c — the Llama 3 families: "<|start_header_id|>role<|end_header_id|>\n\n" + the
  * trimmed content + "<|eot_id|>" per message, after the BOS token.
  *
- * Llama 3.1 (and 3.3) adds a system header that is always there (knowledge cut-off and the
- * template's fixed date, "26 Jul 2024", since rlc passes no date_string) holding the system
- * message; with tools, "Environment: ipython" and the tool schemas (JSON, indent 4) go into the
+ * Llama 3.1 (and 3.3) adds a system header that is always there (knowledge cut-off and a date:
+ * date_string, else 3.1's fixed "26 Jul 2024", else for 3.2 today as transformers' strftime_now
+ * gives it) holding the system message; with tools, "Environment: ipython" and the tool schemas (JSON, indent 4) go into the
  * first user message (the template's default tools_in_user_message); an assistant tool call is
  * {"name": ..., "parameters": ...} (exactly one per turn, as the template demands) and a tool
- * response an "ipython" turn holding its content as a JSON string. builtin_tools, custom_tools
- * and date_string are not passed, as apply_chat_template does by default. */
+ * response an "ipython" turn holding its content as a JSON string. Llama 3.2's text template is
+ * 3.1's without builtin tools, so the same code renders both. builtin_tools and custom_tools are
+ * not passed, as apply_chat_template does by default. */
 #include <string.h>
+#include <time.h>
 
 #include "io/chat_internal.h"
 
@@ -64,7 +66,16 @@ int rl_chat_render_llama3_1(rl_chat_buf *b, const rl_chat_template *t, const rl_
     rl_chat_puts(b, t->bos_token);
     header(b, "system");
     if (opt->tools) rl_chat_puts(b, "Environment: ipython\n");
-    rl_chat_puts(b, "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n");
+    char today[32] = "26 Jul 2024";
+    if (t->family == RL_CHAT_LLAMA3_2) {
+        time_t now = time(NULL);
+        struct tm tm;
+        if (!localtime_r(&now, &tm) || !strftime(today, sizeof today, "%d %b %Y", &tm))
+            return rl_err_set(err, "chat: cannot format today's date for the Llama 3.2 system header");
+    }
+    rl_chat_puts(b, "Cutting Knowledge Date: December 2023\nToday Date: ");
+    rl_chat_puts(b, opt->date_string ? opt->date_string : today);
+    rl_chat_puts(b, "\n\n");
     put_trimmed(b, system);
     rl_chat_puts(b, EOT);
     if (opt->tools) {

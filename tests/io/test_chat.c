@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/file.h"
@@ -56,8 +57,10 @@ static int check_family(const char *file, const char *family)
         cr_assert_eq(rl_chat_messages_parse(cJSON_GetObjectItem(c, "messages"), "messages", &msgs, &n, name, &err), 0,
                      "%s", err.msg);
         const cJSON *tools = cJSON_GetObjectItem(c, "tools"), *thinking = cJSON_GetObjectItem(c, "enable_thinking");
+        const cJSON *date = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "template_kwargs"), "date_string");
         rl_chat_options opt = {.add_generation_prompt = cJSON_IsTrue(cJSON_GetObjectItem(c, "add_generation_prompt")),
-                               .enable_thinking = !cJSON_IsFalse(thinking), .tools = tools};
+                               .enable_thinking = !cJSON_IsFalse(thinking), .tools = tools,
+                               .date_string = cJSON_IsString(date) ? date->valuestring : NULL};
         char *text = (char *)"poison";
         int rc = rl_chat_render(&t, msgs, n, &opt, &text, &err);
         const cJSON *want = cJSON_GetObjectItem(c, "text");
@@ -85,6 +88,9 @@ Test(chat, qwen3_matches_transformers) { cr_assert_geq(check_family("qwen3.json"
 Test(chat, qwen2_5_matches_transformers) { cr_assert_geq(check_family("qwen2_5.json", "qwen2.5"), 27); }
 Test(chat, llama3_matches_transformers) { cr_assert_geq(check_family("llama3.json", "llama3"), 27); }
 Test(chat, llama3_1_matches_transformers) { cr_assert_geq(check_family("llama3_1.json", "llama3.1"), 27); }
+/* made by the jinja2 emulation (its text equals llama3_1.json's but for the date, see
+ * date_defaults_follow_the_family) */
+Test(chat, llama3_2_matches_the_template) { cr_assert_geq(check_family("llama3_2.json", "llama3.2"), 27); }
 Test(chat, chatml_matches_transformers) { cr_assert_geq(check_family("chatml.json", "chatml"), 27); }
 
 /* A fresh directory under /tmp with the given files (name, text pairs, NULL-terminated). */
@@ -158,10 +164,10 @@ Test(chat, templates_are_found_and_recognised)
     expect_load_error(broken, "invalid JSON", "tokenizer_config.json");
     const char *const unknown[] = {"tokenizer_config.json", "{\"chat_template\": \"{{ messages[0].content }}\"}", NULL};
     expect_load_error(unknown, "chat_template is not one rlc renders", "tokenizer_config.json");
-    /* Llama 3.2: dated with strftime_now, so not rendered as 3.1 */
+    /* Llama 3.2 Vision (<|image|> in user turns) is neither 3.1 nor 3.2 text */
     const char *const llama32[] = {"chat_template.jinja", "<|start_header_id|> Cutting Knowledge Date: December 2023 "
-                                   "\"26 Jul 2024\" tools_in_user_message <|python_tag|> tool_call.arguments | tojson "
-                                   "message.content is mapping or message.content is iterable strftime_now", NULL};
+                                   "strftime_now(\"%d %b %Y\") tools_in_user_message tool_call.arguments | tojson "
+                                   "message.content is mapping or message.content is iterable <|image|>", NULL};
     expect_load_error(llama32, "chat_template is not one rlc renders", "chat_template.jinja");
 
     if (rl_file_exists(QWEN_DIR "/tokenizer_config.json")) {
@@ -303,6 +309,38 @@ Test(chat, render_errors_name_the_message)
     cr_assert_eq(rl_chat_render(&t, m, 1, &opt, &text, &err), -1);
     cr_assert(strstr(err.msg, "tools must be a JSON list"), "%s", err.msg);
     cJSON_Delete(not_list);
+}
+
+/* Llama 3.1 is dated "26 Jul 2024", 3.2 today (as transformers' strftime_now), both date_string
+ * when given. */
+Test(chat, date_defaults_follow_the_family)
+{
+    rl_chat_message m = {.role = "user", .content = "hi"};
+    rl_chat_options opt = RL_CHAT_OPTIONS_DEFAULT;
+    rl_chat_template t = {.family = RL_CHAT_LLAMA3_1, .bos_token = "<B>"};
+    char *text, today[32], want[256];
+    rl_err err;
+    const char *form = "<B><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
+                       "Today Date: %s\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>"
+                       "<|start_header_id|>assistant<|end_header_id|>\n\n";
+    cr_assert_eq(rl_chat_render(&t, &m, 1, &opt, &text, &err), 0, "%s", err.msg);
+    snprintf(want, sizeof want, form, "26 Jul 2024");
+    cr_assert_str_eq(text, want);
+    free(text);
+    t.family = RL_CHAT_LLAMA3_2;
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(today, sizeof today, "%d %b %Y", &tm);
+    cr_assert_eq(rl_chat_render(&t, &m, 1, &opt, &text, &err), 0, "%s", err.msg);
+    snprintf(want, sizeof want, form, today);
+    cr_assert_str_eq(text, want);
+    free(text);
+    opt.date_string = "01 Jan 2030";
+    cr_assert_eq(rl_chat_render(&t, &m, 1, &opt, &text, &err), 0, "%s", err.msg);
+    snprintf(want, sizeof want, form, "01 Jan 2030");
+    cr_assert_str_eq(text, want);
+    free(text);
 }
 
 /* The text later turns add: an episode's tool response and next generation prompt after the
