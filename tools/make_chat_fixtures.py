@@ -18,6 +18,7 @@ Templates:
   qwen3     the real Qwen3 tokenizer_config.json (--qwen3-dir, e.g. a copy of
             ../shared/data/qwen3-tokenizer)
   qwen2.5   Qwen2.5-Instruct's chat_template         } written below from the published
+  qwen2.5-math  Qwen2.5-Math-Instruct's (its default system prompt differs)
   llama3    Llama-3-8B-Instruct's chat_template      } tokenizer_config.json files (no copy
   llama3.1  Llama-3.1-8B-Instruct's chat_template    } of them is on disk here)
   llama3.2  Llama-3.2-1B-Instruct's chat_template    } (rendered with date_string "03 Feb 2025")
@@ -95,6 +96,12 @@ QWEN25_TEMPLATE = (  # Qwen/Qwen2.5-7B-Instruct (also Qwen2.5-Coder-*-Instruct)
     "    {{- '<|im_start|>assistant\\n' }}\n"
     "{%- endif %}\n"
 )
+
+# Qwen/Qwen2.5-Math-*-Instruct: Qwen2.5's template with another default system prompt (a Jinja
+# literal: "\\\\boxed" in it renders as "\\boxed").
+QWEN25_MATH_TEMPLATE = QWEN25_TEMPLATE.replace(
+    "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.",
+    "Please reason step by step, and put your final answer within \\\\boxed{}.")
 
 LLAMA3_TEMPLATE = (  # meta-llama/Meta-Llama-3-8B-Instruct
     "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
@@ -406,6 +413,8 @@ def main():
         ("qwen3", "Qwen3 tokenizer_config.json (../shared/data/qwen3-tokenizer)", qwen3_template, None, "<|im_end|>", {}),
         ("qwen2.5", "Qwen2.5-Instruct chat_template, transcribed (not on disk)", QWEN25_TEMPLATE, None, "<|im_end|>",
          {}),
+        ("qwen2.5-math", "Qwen2.5-Math-Instruct chat_template, transcribed (not on disk)", QWEN25_MATH_TEMPLATE,
+         None, "<|im_end|>", {}),
         ("llama3", "Meta-Llama-3-8B-Instruct chat_template, transcribed (not on disk)", LLAMA3_TEMPLATE,
          "<|begin_of_text|>", "<|eot_id|>", {}),
         ("llama3.1", "Llama-3.1-8B-Instruct chat_template, transcribed (not on disk)", LLAMA31_TEMPLATE,
@@ -435,7 +444,7 @@ def main():
         doc = {"family": family, "source": source, "transformers": version,
                "chat_template": template, "bos_token": bos, "eos_token": eos, "template_kwargs": template_kwargs,
                "cases": rendered}
-        path = os.path.join(args.out, family.replace(".", "_") + ".json")
+        path = os.path.join(args.out, family.replace(".", "_").replace("-", "_") + ".json")
         with open(path, "w", encoding="utf-8") as f:
             json.dump(doc, f, ensure_ascii=False, indent=1)
             f.write("\n")

@@ -27,8 +27,8 @@ static const family_markers families[] = {
       "last_query_index", "<tool_response>", "tool_call.arguments is string", "</think>", NULL},
      {"strftime_now", NULL}},
     {RL_CHAT_QWEN2_5, "qwen2.5",
-     {"<|im_start|>", "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.", "<tool_response>",
-      "tool_call.function is defined", "tool_call.arguments | tojson", NULL},
+     {"<|im_start|>", "messages[0]['role'] == 'system'", "<tool_response>", "tool_call.function is defined",
+      "tool_call.arguments | tojson", "(message.role == \"assistant\" and not message.tool_calls)", NULL},
      {"reasoning_content", "enable_thinking", "<think>", NULL}},
     {RL_CHAT_CHATML, "chatml",
      {"<|im_start|>' + message['role'] + '", "message['content'] + '<|im_end|>'", "add_generation_prompt", NULL},
@@ -55,6 +55,54 @@ const char *rl_chat_family_name(rl_chat_family family)
     for (int i = 0; i < N_FAMILIES; i++)
         if (families[i].family == family) return families[i].name;
     return "?";
+}
+
+/* A Jinja string literal's text (between its quotes) unescaped as Jinja's lexer does for the
+ * escapes a system prompt may hold; -1 for any other escape or when it does not fit. */
+static int unescape(const char *s, size_t n, char *out, size_t size)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '\\') {
+            if (++i == n) return -1;
+            switch (s[i]) {
+            case 'n': c = '\n'; break;
+            case 't': c = '\t'; break;
+            case '\\': case '\'': case '"': c = s[i]; break;
+            default: return -1;
+            }
+        }
+        if (at + 1 >= size) return -1;
+        out[at++] = c;
+    }
+    out[at] = '\0';
+    return 0;
+}
+
+/* Qwen2.5's default system prompt: the text of the no-tools branch's
+ * '<|im_start|>system\n{prompt}<|im_end|>\n' literal; the tools branch must hold the same
+ * literal '{prompt}'. The line break after "system" may be spelled "\n" or be a real one. */
+static int qwen25_default_system(const char *text, char *out, size_t size)
+{
+    static const char head[] = "'<|im_start|>system";
+    for (const char *p = strstr(text, head); p; p = strstr(p + 1, head)) {
+        const char *q = p + sizeof head - 1;
+        if (!strncmp(q, "\\n", 2)) q += 2;
+        else if (*q == '\n') q++;
+        else continue;
+        const char *end = strstr(q, "<|im_end|>");
+        if (!end || *q == '\'' || memchr(q, '\'', (size_t)(end - q))) continue;
+        char literal[1024];
+        size_t n = (size_t)(end - q);
+        if (n + 3 > sizeof literal) return -1;
+        literal[0] = '\'';
+        memcpy(literal + 1, q, n);
+        literal[n + 1] = '\'', literal[n + 2] = '\0';
+        if (!strstr(text, literal)) return -1; /* the tools branch says otherwise */
+        return unescape(q, n, out, size);
+    }
+    return -1;
 }
 
 static int matches(const family_markers *f, const char *text)
@@ -85,6 +133,9 @@ int rl_chat_template_identify(rl_chat_template *out, const char *text, const cha
         return rl_err_set(err, "%s: bos_token is longer than %zu bytes", what, sizeof out->bos_token - 1);
     out->family = families[found].family;
     snprintf(out->bos_token, sizeof out->bos_token, "%s", bos_token ? bos_token : "");
+    if (out->family == RL_CHAT_QWEN2_5 && qwen25_default_system(text, out->default_system, sizeof out->default_system))
+        return rl_err_set(err, "%s: chat_template looks like Qwen2.5's but its default system prompt (the same "
+                          "'<|im_start|>system\\n...<|im_end|>' text in both branches) was not found", what);
     return 0;
 }
 
@@ -152,8 +203,8 @@ int rl_chat_render(const rl_chat_template *t, const rl_chat_message *msgs, int n
     int rc;
     switch (t->family) {
     case RL_CHAT_CHATML: rc = rl_chat_render_chatml(&b, msgs, n, opt, err); break;
-    case RL_CHAT_QWEN2_5: rc = rl_chat_render_qwen(&b, 0, msgs, n, opt, err); break;
-    case RL_CHAT_QWEN3: rc = rl_chat_render_qwen(&b, 1, msgs, n, opt, err); break;
+    case RL_CHAT_QWEN2_5:
+    case RL_CHAT_QWEN3: rc = rl_chat_render_qwen(&b, t, msgs, n, opt, err); break;
     case RL_CHAT_LLAMA3: rc = rl_chat_render_llama3(&b, t, msgs, n, opt, err); break;
     case RL_CHAT_LLAMA3_1:
     case RL_CHAT_LLAMA3_2: rc = rl_chat_render_llama3_1(&b, t, msgs, n, opt, err); break;

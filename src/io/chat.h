@@ -20,7 +20,7 @@
 
 typedef enum {
     RL_CHAT_CHATML,   /* plain ChatML, no default system prompt (examples/demo) */
-    RL_CHAT_QWEN2_5,  /* Qwen2.5-Instruct / -Coder-Instruct: default system prompt, tools */
+    RL_CHAT_QWEN2_5,  /* Qwen2.5 (-Instruct, -Coder, -Math): a default system prompt, tools */
     RL_CHAT_QWEN3,    /* Qwen3 (hybrid thinking): <think> blocks, enable_thinking, tools */
     RL_CHAT_LLAMA3,   /* Meta-Llama-3-Instruct: header tokens, no tools */
     RL_CHAT_LLAMA3_1, /* Llama-3.1 / 3.3-Instruct: dated system header, JSON tool calls */
@@ -29,7 +29,10 @@ typedef enum {
 
 typedef struct rl_chat_template {
     rl_chat_family family;
-    char bos_token[64]; /* tokenizer_config.json's bos_token ("" when none): Llama writes it */
+    char bos_token[64];        /* tokenizer_config.json's bos_token ("" when none): Llama writes it */
+    char default_system[512];  /* Qwen2.5: the system prompt when the conversation has none, read
+                                * from the template ("You are Qwen, created by Alibaba Cloud. ...",
+                                * Qwen2.5-Math's "Please reason step by step, ...") */
 } rl_chat_template;
 
 /* One message. content is never NULL (an assistant turn with only tool calls has ""). */

@@ -36,8 +36,8 @@ void rl_chat_json(rl_chat_buf *b, const cJSON *item, int indent);
 /* Renderers (chat_qwen.c, chat_llama.c); msgs and n checked by rl_chat_render. */
 int rl_chat_render_chatml(rl_chat_buf *b, const rl_chat_message *msgs, int n, const rl_chat_options *opt,
                           rl_err *err);
-int rl_chat_render_qwen(rl_chat_buf *b, int qwen3, const rl_chat_message *msgs, int n, const rl_chat_options *opt,
-                        rl_err *err);
+int rl_chat_render_qwen(rl_chat_buf *b, const rl_chat_template *t, const rl_chat_message *msgs, int n,
+                        const rl_chat_options *opt, rl_err *err);
 int rl_chat_render_llama3(rl_chat_buf *b, const rl_chat_template *t, const rl_chat_message *msgs, int n,
                           const rl_chat_options *opt, rl_err *err);
 /* Llama 3.1 and 3.2 (t->family says which date it defaults to). */

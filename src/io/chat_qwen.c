@@ -6,14 +6,14 @@
  * user query (one not wrapped in <tool_response>) shows its reasoning in <think> blocks, the
  * final turn always (empty when it has none), earlier turns never (their reasoning is
  * stripped); tool responses become user turns; with enable_thinking off the generation prompt
- * holds an empty think block. Qwen2.5 has a default system prompt and no thinking. */
+ * holds an empty think block. Qwen2.5 has a default system prompt (read from its template:
+ * chat.c) and no thinking. */
 #include <string.h>
 
 #include "io/chat_internal.h"
 
 #define IM_START "<|im_start|>"
 #define IM_END "<|im_end|>"
-#define QWEN25_SYSTEM "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 #define TOOLS_HEAD                                                                                        \
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided " \
     "with function signatures within <tools></tools> XML tags:\n<tools>"
@@ -124,19 +124,20 @@ static int qwen25_assistant(rl_chat_buf *b, const rl_chat_message *m, int i, rl_
     return 0;
 }
 
-int rl_chat_render_qwen(rl_chat_buf *b, int qwen3, const rl_chat_message *msgs, int n, const rl_chat_options *opt,
-                        rl_err *err)
+int rl_chat_render_qwen(rl_chat_buf *b, const rl_chat_template *t, const rl_chat_message *msgs, int n,
+                        const rl_chat_options *opt, rl_err *err)
 {
+    int qwen3 = t->family == RL_CHAT_QWEN3;
     int system_first = is(&msgs[0], "system");
     if (has_tools(opt)) {
         rl_chat_puts(b, IM_START "system\n");
         if (system_first) rl_chat_puts(b, msgs[0].content), rl_chat_puts(b, "\n\n");
-        else if (!qwen3) rl_chat_puts(b, QWEN25_SYSTEM "\n\n");
+        else if (!qwen3) rl_chat_puts(b, t->default_system), rl_chat_puts(b, "\n\n");
         tools_block(b, opt->tools);
     } else if (system_first) {
         turn(b, "system", msgs[0].content);
     } else if (!qwen3) {
-        turn(b, "system", QWEN25_SYSTEM);
+        turn(b, "system", t->default_system);
     }
     int last_query = n - 1;
     for (int i = n - 1; i >= 0; i--)

@@ -86,6 +86,9 @@ static int check_family(const char *file, const char *family)
 
 Test(chat, qwen3_matches_transformers) { cr_assert_geq(check_family("qwen3.json", "qwen3"), 27); }
 Test(chat, qwen2_5_matches_transformers) { cr_assert_geq(check_family("qwen2_5.json", "qwen2.5"), 27); }
+/* made by the jinja2 emulation: Qwen2.5's template with Qwen2.5-Math's default system prompt,
+ * read from the template */
+Test(chat, qwen2_5_math_matches_the_template) { cr_assert_geq(check_family("qwen2_5_math.json", "qwen2.5"), 27); }
 Test(chat, llama3_matches_transformers) { cr_assert_geq(check_family("llama3.json", "llama3"), 27); }
 Test(chat, llama3_1_matches_transformers) { cr_assert_geq(check_family("llama3_1.json", "llama3.1"), 27); }
 /* made by the jinja2 emulation (its text equals llama3_1.json's but for the date, see
@@ -164,6 +167,11 @@ Test(chat, templates_are_found_and_recognised)
     expect_load_error(broken, "invalid JSON", "tokenizer_config.json");
     const char *const unknown[] = {"tokenizer_config.json", "{\"chat_template\": \"{{ messages[0].content }}\"}", NULL};
     expect_load_error(unknown, "chat_template is not one rlc renders", "tokenizer_config.json");
+    /* Qwen2.5 markers but no default system prompt to read */
+    const char *const no_default[] = {"chat_template.jinja", "<|im_start|> messages[0]['role'] == 'system' <tool_response> "
+                                      "tool_call.function is defined tool_call.arguments | tojson "
+                                      "(message.role == \"assistant\" and not message.tool_calls)", NULL};
+    expect_load_error(no_default, "its default system prompt", "chat_template.jinja");
     /* Llama 3.2 Vision (<|image|> in user turns) is neither 3.1 nor 3.2 text */
     const char *const llama32[] = {"chat_template.jinja", "<|start_header_id|> Cutting Knowledge Date: December 2023 "
                                    "strftime_now(\"%d %b %Y\") tools_in_user_message tool_call.arguments | tojson "
@@ -175,6 +183,28 @@ Test(chat, templates_are_found_and_recognised)
         cr_assert_eq(t.family, RL_CHAT_QWEN3);
         cr_assert_str_eq(t.bos_token, "");
     }
+}
+
+/* Qwen2.5's default system prompt is read from the template: both branches must agree, and real
+ * line breaks spell "\n" as well as the escape does. */
+Test(chat, qwen2_5_default_system_prompt)
+{
+    cJSON *doc = read_json(FIX "qwen2_5.json");
+    char *text = strdup(cJSON_GetObjectItem(doc, "chat_template")->valuestring);
+    rl_chat_template t;
+    rl_err err;
+    cr_assert_eq(rl_chat_template_identify(&t, text, NULL, "x", &err), 0, "%s", err.msg);
+    cr_assert_str_eq(t.default_system, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+    char *first = strstr(text, "You are Qwen"), *second = strstr(first + 1, "You are Qwen");
+    cr_assert(first && second);
+    second[-2] = '\n', memmove(second - 1, second, strlen(second) + 1); /* "system\\n" -> "system" + line break */
+    cr_assert_eq(rl_chat_template_identify(&t, text, NULL, "x", &err), 0, "%s", err.msg);
+    cr_assert_str_eq(t.default_system, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+    first[0] = 'Y' + 1; /* the tools branch now says something else */
+    cr_assert_eq(rl_chat_template_identify(&t, text, NULL, "x", &err), -1);
+    cr_assert(strstr(err.msg, "x: chat_template looks like Qwen2.5's but its default system prompt"), "%s", err.msg);
+    free(text);
+    cJSON_Delete(doc);
 }
 
 /* A tokenizer.json whose added tokens are both families' end tokens. */
