@@ -177,7 +177,7 @@ int rl_demo_run(const rl_demo_config *c, rl_ctx *ctx, const rl_loop_watch *watch
     rl_sft sft;
     if (rl_sft_create(&sft, &model, sft_data.sft, sft_data.n, &sc, err)) goto done;
     phase ph = {&sft, NULL, tok_dir};
-    rl_train_hooks hs = {&ph, sft_step, sft_save, sft_done};
+    rl_train_hooks hs = {&ph, sft_step, sft_save, sft_done, NULL};
     rc = run_phase(&hs, "sft", c->sft_steps, c->out, r->sft_dir, watch, err);
     rl_sft_free(&sft);
     if (rc != 0) goto done;
@@ -197,7 +197,7 @@ int rl_demo_run(const rl_demo_config *c, rl_ctx *ctx, const rl_loop_watch *watch
     rl_grpo grpo;
     if (rl_grpo_create(&grpo, &model, NULL, tok, reward, train.prompts, train.n, &gc, err)) goto done;
     ph.grpo = &grpo;
-    rl_train_hooks hg = {&ph, grpo_step, grpo_save, grpo_done};
+    rl_train_hooks hg = {&ph, grpo_step, grpo_save, grpo_done, NULL};
     rc = run_phase(&hg, "grpo", c->grpo_steps, c->out, r->grpo_dir, watch, err);
     rl_grpo_free(&grpo);
     if (rc != 0) goto done;
