@@ -87,7 +87,8 @@ static int each_line(const char *path, int (*fn)(void *user, const cJSON *o, int
                 rc = fn(user, o, line, err);
                 ++*n_lines;
             } else if (end) {
-                rc = rl_err_set(err, "%s:%d: not a JSON object: '%.60s%s'", path, line, p, n > 60 ? "..." : "");
+                rc = rl_err_set(err, "%s:%d: not a JSON object: '%.*s%s'", path, line, (int)(n > 60 ? 60 : n), p,
+                                n > 60 ? "..." : "");
             }
             cJSON_Delete(o);
         }
