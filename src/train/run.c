@@ -187,7 +187,7 @@ int rl_train_run(rl_ctx *ctx, const rl_run_config *c, const rl_loop_watch *watch
     if (rl_tok_load(&r.tok, tok_path, err) || make_trainer(&r, watch, &hooks, &steps, err)) goto done;
     if (rl_mkdir_p(c->out, err) ||
         (rl_dp_rank(r.dp) == 0 && (rl_metrics_open(&met, metrics_path, c->resume != NULL, err) ||
-                                   rl_runlog_open(&log, c->out, c->log_samples, c->resume != NULL, r.tok, err))))
+                                   rl_runlog_open(&log, c->out, "", c->log_samples, c->resume != NULL, r.tok, err))))
         goto done;
     if (rl_dp_rank(r.dp) == 0) {
         if (c->kind == RL_RUN_SFT) r.t.sft.log = &log;

@@ -9,16 +9,18 @@
 #include "core/file.h"
 #include "train/sft.h"
 
-int rl_runlog_open(rl_runlog *l, const char *dir, int per_step, int append, const rl_tokenizer *tok, rl_err *err)
+int rl_runlog_open(rl_runlog *l, const char *dir, const char *prefix, int per_step, int append, const rl_tokenizer *tok,
+                   rl_err *err)
 {
     memset(l, 0, sizeof *l);
     l->per_step = per_step;
     l->append = append;
     l->tok = tok;
-    char path[4096];
-    if (rl_path_join(path, sizeof path, dir, "samples.jsonl") ||
-        rl_path_join(l->errors_path, sizeof l->errors_path, dir, "reward_errors.jsonl"))
-        return rl_err_set(err, "path too long: %s", dir);
+    char path[4096], name[256];
+    snprintf(name, sizeof name, "%ssamples.jsonl", prefix);
+    if (rl_path_join(path, sizeof path, dir, name)) return rl_err_set(err, "path too long: %s", dir);
+    snprintf(name, sizeof name, "%sreward_errors.jsonl", prefix);
+    if (rl_path_join(l->errors_path, sizeof l->errors_path, dir, name)) return rl_err_set(err, "path too long: %s", dir);
     if (!append) remove(l->errors_path); /* a fresh run's file holds only its own errors */
     if (per_step > 0 && !(l->samples = fopen(path, append ? "a" : "w")))
         return rl_err_set(err, "%s: cannot open for writing: %s", path, strerror(errno));

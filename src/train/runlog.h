@@ -49,9 +49,11 @@ typedef struct rl_runlog {
     const rl_tokenizer *tok; /* decodes SFT examples (not owned) */
 } rl_runlog;
 
-/* Opens DIR/samples.jsonl (when per_step > 0); append keeps earlier lines (resume), else both
- * files start empty. tok: for SFT samples (may be NULL for RL). */
-int rl_runlog_open(rl_runlog *l, const char *dir, int per_step, int append, const rl_tokenizer *tok, rl_err *err);
+/* Opens DIR/<prefix>samples.jsonl (when per_step > 0; prefix "" in a run directory, "sft_" for
+ * the demo's phases) and names DIR/<prefix>reward_errors.jsonl; append keeps earlier lines
+ * (resume), else both files start empty. tok: for SFT samples (may be NULL for RL). */
+int rl_runlog_open(rl_runlog *l, const char *dir, const char *prefix, int per_step, int append, const rl_tokenizer *tok,
+                   rl_err *err);
 void rl_runlog_close(rl_runlog *l);
 
 /* One RL step, after it succeeded (see above). */

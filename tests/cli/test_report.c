@@ -150,3 +150,25 @@ Test(cli_report, bad_input)
     snprintf(path, sizeof path, "%s/r.html", tmp);
     cr_expect(!rl_file_exists(path), "a failed report left a page behind");
 }
+
+/* `rlc demo` (a tiny one) ends with its report: both phases' plots, samples of both. */
+Test(cli_report, demo_writes_and_names_its_report)
+{
+    static char out[16384];
+    char want[400], page[300];
+    int rc = sh(out, sizeof out, "%s demo --out %s/demo --sft-steps 3 --grpo-steps 2 --hidden 32 --layers 1 --heads 2 "
+                "--kv-heads 1 --head-dim 16 --ffn 64 --held-out 10 --device cpu", rlc, tmp);
+    cr_assert_eq(rc, 0, "%s", out);
+    snprintf(page, sizeof page, "%s/demo/report.html", tmp);
+    snprintf(want, sizeof want, "report (plots and sample completions): %s\n", page);
+    cr_assert(strstr(out, want), "%s", out);
+    char *html = read_text(page);
+    cr_expect(strstr(html, "<h3>sft</h3>") && strstr(html, "<h3>grpo</h3>") && strstr(html, "the last 12 of 12 samples") &&
+              strstr(html, "the last 8 of 8 samples"), "samples of both phases missing");
+    free(html);
+    const char *browser = chromium();
+    if (!browser) cr_skip_test("chromium is not installed: the demo's page was not rendered");
+    static char dom[1 << 20];
+    cr_assert_eq(browse(browser, "--dump-dom", page, dom, sizeof dom), 0, "%s", dom);
+    cr_assert(strstr(dom, "data-state=\"ok\">ok: ") && strstr(dom, "id=\"report-errors\"></div>"), "%.2000s", dom);
+}
