@@ -6,6 +6,7 @@
 
 int rl_metrics_open(rl_metrics *m, const char *path, int append, rl_err *err)
 {
+    snprintf(m->path, sizeof m->path, "%s", path);
     m->fp = fopen(path, append ? "a" : "w");
     if (!m->fp) return rl_err_set(err, "%s: cannot open for writing: %s", path, strerror(errno));
     return 0;
@@ -25,7 +26,7 @@ int rl_metrics_write(rl_metrics *m, const rl_step_stats *s, rl_err *err)
     if (s->has_tis) fprintf(m->fp, ", \"tis_weight_mean\": %.6g", s->tis_mean);
     fprintf(m->fp, ", \"tokens\": %.0f, \"tokens_per_s\": %.1f, \"time\": %.4g}\n", s->tokens, s->tokens_per_s,
             s->seconds);
-    if (fflush(m->fp) != 0) return rl_err_set(err, "metrics: write failed: %s", strerror(errno));
+    if (fflush(m->fp) != 0 || ferror(m->fp)) return rl_err_set(err, "%s: write failed: %s", m->path, strerror(errno));
     return 0;
 }
 

@@ -29,6 +29,7 @@ typedef struct rl_step_stats {
 
 typedef struct rl_metrics {
     FILE *fp;
+    char path[4096]; /* for messages */
 } rl_metrics;
 
 /* append: keep earlier lines (resume); else truncate. */

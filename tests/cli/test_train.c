@@ -113,6 +113,27 @@ Test(cli_train, grpo_broken_reward_saves_the_last_step_and_resumes)
     cr_assert(!same_file(a, b), "the weights did not change at all: the comparison proves nothing");
 }
 
+/* A full disk (metrics.jsonl on /dev/full): the step that could not be recorded is complete, so it
+ * is saved, and the message names the file. */
+Test(cli_train, full_disk_saves_the_finished_step)
+{
+    char out[8192], dir[256];
+    snprintf(dir, sizeof dir, "%s/full", tmp);
+    cr_assert_eq(sh(out, sizeof out, "mkdir -p %s && ln -s /dev/full %s/metrics.jsonl", dir, dir), 0, "%s", out);
+    int rc = sh(out, sizeof out, "%s sft --model %s --data %s --out %s --steps 3 --max-tokens 64 --device cpu", rlc,
+                model, sft_data, dir);
+    cr_assert_eq(rc, 1, "%s", out);
+    char want[512];
+    snprintf(want, sizeof want, "%s/metrics.jsonl: write failed: No space left on device", dir);
+    cr_assert(strstr(out, want), "%s", out);
+    cr_assert(strstr(out, "step 1, the last completed, was saved to"), "%s", out);
+    snprintf(want, sizeof want, "%s/model", dir);
+    rl_train_state s;
+    rl_err err;
+    cr_assert_eq(rl_checkpoint_load_state(want, &s, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(s.step, 1);
+}
+
 /* --reward-errors zero: broken answers (garbage, infinite, a crash) score 0, are counted per
  * step in metrics.jsonl and logged whole in reward_errors.jsonl; the run goes on. */
 Test(cli_train, grpo_reward_errors_zero_counts_and_logs)
