@@ -346,8 +346,8 @@ int rl_reward_proc_score(rl_reward_proc *p, const rl_reward_item *items, int n, 
     for (int i = 0; i < n; i++) {
         if (p->dead) {
             if (p->restarts_in_a_row >= MAX_RESTARTS_IN_A_ROW)
-                return rl_err_set(err, "reward program '%s' failed %d times in a row without answering; last: %s",
-                                  p->command, p->restarts_in_a_row, p->last_failure);
+                return rl_err_set(err, "reward program '%s' failed again after %d restarts in a row without answering; "
+                                       "last: %s", p->command, p->restarts_in_a_row, p->last_failure);
             if (restart(p, err)) return -1;
             p->restarts_in_a_row++;
         }

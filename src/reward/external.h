@@ -12,7 +12,8 @@
  * stopped and every later call fails, unless the caller handles failures itself (on_failure:
  * `--reward-errors zero`): then a broken answer line scores 0 and the program goes on, and a
  * program that crashed, exited or hung is started again for the next completion; one that
- * fails 3 times in a row without answering (a command that cannot work) fails the call. The program runs in its own process group (a Ctrl-C at
+ * still fails after 3 restarts in a row without answering (a command that cannot work) fails
+ * the call. The program runs in its own process group (a Ctrl-C at
  * the terminal reaches rlc only, which finishes its step), and that group is killed on
  * timeout or close. */
 #ifndef RL_REWARD_EXTERNAL_H

@@ -14,7 +14,9 @@
  *                        {"step", "index", "error", "prompt", "completion", "answer"}; created
  *                        at the first one.
  *
- * Both are appended to on resume (like metrics.jsonl) and flushed after each step. A trainer
+ * Both are appended to on resume (like metrics.jsonl) and flushed after each step. In a
+ * data-parallel run only rank 0 has a log: it writes its own completions (the metrics count the
+ * reward errors of every rank). A trainer
  * writes a step's lines only once the step has succeeded, so a step that failed and was run
  * again after --resume is not there twice.
  *

@@ -235,6 +235,6 @@ Test(external, zero_mode_still_fails_a_program_that_never_answers)
     for (int i = 0; i < 6; i++) its[i] = items[i % 3];
     rl_err err;
     cr_assert_eq(rl_reward_score(r, its, 6, v, &err), -1);
-    cr_expect(strstr(err.msg, "failed 3 times in a row") && strstr(err.msg, "signal 11"), "%s", err.msg);
+    cr_expect(strstr(err.msg, "failed again after 3 restarts in a row") && strstr(err.msg, "signal 11"), "%s", err.msg);
     rl_reward_free(r);
 }
