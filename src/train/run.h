@@ -10,6 +10,12 @@
  * (train/runlog.h; all appended to on resume). The one-line messages a user wants (what is being trained, truncated examples, where
  * the result went) go through the watcher's note.
  *
+ * A trainer kind added here plugs into the same pieces: its hooks for the step loop, rescue
+ * included (train/loop.h: a fatal error mid-run then saves its last completed step), and the
+ * run's rl_runlog (set the trainer's `log` after creating it on rank 0, as sft and grpo do; an
+ * RL trainer then writes samples and broken reward answers with one rl_runlog_rl_step call per
+ * step, train/runlog.h).
+ *
  * Before loading anything the run checks its memory plan (train/mem_plan.h) against the device
  * and refuses a run that cannot fit. With a communicator (a rank of a data-parallel run,
  * dist/dist.h) the model trains data-parallel with ZeRO stage `zero` (train/dp.h); rank 0 alone
