@@ -16,12 +16,15 @@
 #      difference
 #
 # usage: sh scripts/dist-bench.sh          Environment: BUILD (default build), OUT (default
-# build/dist-bench), KEEP_MODELS=1 keeps the random checkpoints between runs (8B: 16 GB).
+# build/dist-bench), KEEP_MODELS=1 keeps the random checkpoints between runs (8B: 16 GB),
+# SECTIONS (default "1 2 3 4 5 6": which of the above to run, e.g. "4 5" in a second call).
 set -u
 # NVLink multicast stays off on the lent multi-GPU machines (it can take the host's GPUs down).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 BUILD=${BUILD:-build}
 OUT=${OUT:-build/dist-bench}
+SECTIONS=${SECTIONS:-1 2 3 4 5 6}
+want() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 RLC=$BUILD/rlc
 TOK=examples/demo/tokenizer.json
 . scripts/find-nccl.sh
@@ -36,7 +39,9 @@ n_gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 echo "dist-bench: $n_gpus GPUs ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)), results in $OUT"
 
 # ---- models and data ------------------------------------------------------------------------
-for m in 0.6b 8b; do
+models=0.6b
+if want 4 || want 5; then models="0.6b 8b"; fi
+for m in $models; do
     if [ ! -f "$OUT/qwen3-$m/config.json" ]; then
         python3 tools/make_random_model.py bench/configs/qwen3-$m.json "$OUT/qwen3-$m" > "$OUT/make-$m.log" 2>&1 ||
             { echo "dist-bench: making the random Qwen3-$m failed"; tail -5 "$OUT/make-$m.log"; exit 1; }
@@ -78,6 +83,7 @@ run() { # name, then the rlc command line
 }
 
 # ---- 1. SFT throughput ------------------------------------------------------------------------
+if want 1; then
 echo "1. SFT tokens/s, Qwen3-0.6B"
 run sft-1gpu $RLC $SFT --model "$Q06" --steps 12
 run sft-2gpu $RLC $SFT --model "$Q06" --steps 12 --gpus 2
@@ -85,8 +91,10 @@ t1=$(metric "$OUT/sft-1gpu/metrics.jsonl" tokens_per_s 3 12)
 t2=$(metric "$OUT/sft-2gpu/metrics.jsonl" tokens_per_s 3 12)
 note "SFT tokens/s, 1 GPU (16384 tokens per step)" "$t1"
 note "SFT tokens/s, 2 GPUs (16384 per GPU), speed-up" "$t2 ($(python3 -c "print('%.2fx' % ($t2 / $t1))" 2>/dev/null))"
+fi
 
 # ---- 2. GRPO throughput -----------------------------------------------------------------------
+if want 2; then
 echo "2. GRPO samples/s, Qwen3-0.6B, 8 x 8 per GPU, 256 new tokens"
 run grpo-1gpu $RLC $GRPO --model "$Q06" --steps 4
 run grpo-2gpu $RLC $GRPO --model "$Q06" --steps 4 --gpus 2
@@ -96,8 +104,10 @@ g1=$(python3 -c "print('%.1f' % (64 / $s1))" 2>/dev/null || echo n/a)
 g2=$(python3 -c "print('%.1f' % (128 / $s2))" 2>/dev/null || echo n/a)
 note "GRPO samples/s, 1 GPU (64 per step, step $s1 s)" "$g1"
 note "GRPO samples/s, 2 GPUs (128 per step, step $s2 s), speed-up" "$g2 ($(python3 -c "print('%.2fx' % ($g2 / $g1))" 2>/dev/null))"
+fi
 
 # ---- 3. the network path ----------------------------------------------------------------------
+if want 3; then
 echo "3. SFT over NCCL's network transport, ranks started as on two machines"
 addr=$(hostname -I 2>/dev/null | awk '{print $1}')
 [ -n "$addr" ] || addr=127.0.0.1
@@ -112,8 +122,10 @@ wait
 tn=$(metric "$OUT/sft-net/metrics.jsonl" tokens_per_s 3 12)
 transport=$(grep -o 'via NET/[A-Za-z]*' "$OUT/sft-net.0.log" | sort -u | tr '\n' ' ')
 note "SFT tokens/s, 2 GPUs over the network path ($addr; NCCL: ${transport:-see log})" "$tn"
+fi
 
 # ---- 4. Qwen3-8B, ZeRO 2, 2 GPUs -------------------------------------------------------------
+if want 4; then
 echo "4. Qwen3-8B --zero 2 on 2 GPUs"
 run sft-8b-zero2 $RLC $SFT --model "$OUT/qwen3-8b" --steps 3 --gpus 2 --zero 2 --max-tokens 4096 --recompute
 plan=$(grep -o 'memory plan: [0-9.]* GiB' "$OUT/sft-8b-zero2.log" | head -1)
@@ -123,15 +135,19 @@ l8=$(metric "$OUT/sft-8b-zero2/metrics.jsonl" loss 1 3)
 note "Qwen3-8B --zero 2, 2 GPUs: in use per GPU" "${used:-n/a}"
 note "Qwen3-8B --zero 2, 2 GPUs: ZeRO's figure / rlc's whole plan" "${zero:-n/a} / ${plan:-n/a}"
 note "Qwen3-8B --zero 2, 2 GPUs: mean loss of 3 steps" "$l8"
+fi
 
 # ---- 5. Qwen3-8B on one GPU -------------------------------------------------------------------
+if want 5; then
 echo "5. Qwen3-8B on one GPU (must be refused)"
 rm -rf "$OUT/sft-8b-1gpu"
 $RLC $SFT --model "$OUT/qwen3-8b" --steps 1 --max-tokens 4096 --recompute --out "$OUT/sft-8b-1gpu" > "$OUT/sft-8b-1gpu.log" 2>&1
 rc=$?
 note "Qwen3-8B on 1 GPU: exit status (1 = refused)" "$rc: $(grep -o 'not enough GPU memory.*' "$OUT/sft-8b-1gpu.log" | head -1)"
+fi
 
 # ---- 6. equivalence ---------------------------------------------------------------------------
+if want 6; then
 echo "6. 5 SFT steps: 2 ranks x grad-accum 1 vs 1 rank x grad-accum 2"
 run eq-1gpu $RLC $SFT --model "$Q06" --steps 5 --max-tokens 8192 --grad-accum 2 --lr 1e-4
 run eq-2gpu $RLC $SFT --model "$Q06" --steps 5 --max-tokens 8192 --grad-accum 1 --lr 1e-4 --gpus 2
@@ -141,6 +157,7 @@ a = [json.loads(l)['loss'] for l in open('$OUT/eq-1gpu/metrics.jsonl')]
 b = [json.loads(l)['loss'] for l in open('$OUT/eq-2gpu/metrics.jsonl')]
 print('%.2e (losses %s vs %s)' % (max(abs(x - y) / x for x, y in zip(a, b)), ' '.join('%.4f' % x for x in a), ' '.join('%.4f' % y for y in b)))" 2>/dev/null)
 note "5 SFT steps, 2 ranks vs 1: largest relative loss difference" "${eq:-n/a}"
+fi
 
 [ "${KEEP_MODELS:-0}" = 1 ] || rm -rf "$OUT/qwen3-8b"
 echo

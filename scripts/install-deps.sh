@@ -3,9 +3,11 @@
 # Debian 12 machine; gcc, make and optionally nvcc are assumed). Does nothing when all are there.
 set -e
 pkgs="libcjson-dev libpcre2-dev libutf8proc-dev libcriterion-dev pkg-config python3"
+# tests/cli/test_report.c renders `rlc report`'s page in a headless browser
+browser_pkgs="chromium"
 fuzz_pkgs="clang libclang-rt-14-dev"
 missing=""
-for p in $pkgs $fuzz_pkgs; do
+for p in $pkgs $fuzz_pkgs $browser_pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0

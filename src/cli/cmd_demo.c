@@ -34,9 +34,10 @@ static int run(const rl_demo_config *c, int device, int threads)
     printf("\nheld-out greedy accuracy on %d problems (%s ...):\n"
            "  after SFT  (%d steps): %5.1f%%   %s\n"
            "  after GRPO (%d steps): %5.1f%%   %s\n"
-           "total time %.1f s; metrics in %s/{sft,grpo}_metrics.jsonl\n",
+           "total time %.1f s; metrics in %s/{sft,grpo}_metrics.jsonl\n"
+           "report (plots and sample completions): %s\n",
            r.n_held, r.example, c->sft_steps, 100.0 * r.sft_correct / r.n_held, r.sft_dir, c->grpo_steps,
-           100.0 * r.grpo_correct / r.n_held, r.grpo_dir, rl_time_now() - t_start, c->out);
+           100.0 * r.grpo_correct / r.n_held, r.grpo_dir, rl_time_now() - t_start, c->out, r.report);
     if (r.grpo_correct <= r.sft_correct) fprintf(stderr, "rlc demo: warning: GRPO did not improve on SFT this time\n");
     return RL_EXIT_OK;
 }

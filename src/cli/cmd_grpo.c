@@ -7,6 +7,7 @@
 #include "cli/options.h"
 #include "cli/train_common.h"
 #include "train/grpo.h"
+#include "train/runlog.h"
 
 static const char usage[] =
     "usage: rlc grpo --model DIR --data FILE.jsonl --reward SPEC --out DIR [options]\n\n"
@@ -22,7 +23,7 @@ static const char usage[] =
 typedef struct options {
     const char *model_dir, *data, *out, *resume, *tokenizer, *reward;
     int64_t steps;
-    int max_prompt, save_every, save, seed, schedule, loss_norm, variant, thinking_off;
+    int max_prompt, save_every, save, seed, schedule, loss_norm, variant, reward_errors, log_samples, thinking_off;
     rl_cli_ranks ranks;
     double temperature, top_p, clip_low, clip_high, kl_beta, reward_timeout, tis_cap;
     rl_opt_list stop;
@@ -34,9 +35,9 @@ static int run(options *o, const cJSON *saved_options, char **argv)
     rl_run_config c = {.kind = RL_RUN_GRPO, .model_dir = o->model_dir, .resume = o->resume, .data = o->data,
                        .out = o->out, .tokenizer = o->tokenizer, .steps = o->steps, .max_len = o->max_prompt,
                        .thinking_off = o->thinking_off, .save_every = o->save_every, .reward = o->reward,
-                       .reward_options = {o->reward_timeout},
+                       .reward_options = {o->reward_timeout, (rl_reward_errors)o->reward_errors},
                        .grpo = o->c, .options = saved_options,
-                       .no_save = !o->save};
+                       .no_save = !o->save, .log_samples = o->log_samples};
     return rl_cli_train("grpo", &o->ranks, &c, argv);
 }
 
@@ -69,7 +70,7 @@ int rl_cmd_grpo(int argc, char **argv)
     rl_grpo_config c = rl_grpo_defaults();
     options o = {.ranks = {.device = RL_DEVICE_AUTO, .gpus = 1}, .save = 1, .steps = 100, .max_prompt = 1024, .seed = 1234, .schedule = RL_LR_CONSTANT,
                  .loss_norm = c.loss_norm, .temperature = c.gen.sample.temperature, .top_p = c.gen.sample.top_p,
-                 .clip_low = c.clip_low, .clip_high = c.clip_high, .kl_beta = c.kl_beta, .reward_timeout = 60, .c = c};
+                 .clip_low = c.clip_low, .clip_high = c.clip_high, .kl_beta = c.kl_beta, .reward_timeout = 60, .log_samples = RL_RUNLOG_DEFAULT_SAMPLES, .c = c};
     rl_opt list[] = {
         RL_OPT_S("model", &o.model_dir, "DIR", "policy to start from (and the KL reference)"),
         RL_OPT_S("data", &o.data, "FILE", "prompts (JSON lines)", .flags = RL_OPT_REQUIRED),
@@ -89,6 +90,7 @@ int rl_cmd_grpo(int argc, char **argv)
         RL_OPT_LST("stop", &o.stop, "STR", "stop string, besides end-of-sequence (repeatable)"),
         RL_OPT_THINKING(&o.thinking_off),
         RL_OPT_D("reward-timeout", &o.reward_timeout, 0, 1e6, "cmd rewards: seconds per completion", .range.above_lo = 1),
+        RL_OPT_REWARD_ERRORS(&o.reward_errors),
         RL_OPT_D("clip-low", &o.clip_low, 0, 1, "ratio clipped below at 1 - clip-low"),
         RL_OPT_D("clip-high", &o.clip_high, 0, 100, "ratio clipped above at 1 + clip-high"),
         RL_OPT_D("kl-beta", &o.kl_beta, 0, 1e6, "k3 KL penalty to --model (0 = off, no reference loaded)"),
@@ -106,6 +108,7 @@ int rl_cmd_grpo(int argc, char **argv)
         RL_OPT_I("max-num-seqs", &o.c.engine.max_num_seqs, 1, 65536, "sequences the engine generates at once"),
         RL_OPT_I("max-num-batched-tokens", &o.c.engine.max_num_batched_tokens, 1, 1 << 24,
                  "tokens per engine step, >= --max-num-seqs"),
+        RL_OPT_LOG_SAMPLES(&o.log_samples),
         RL_OPTS_TRAINER(o, "seed of the data order and sampling"),
         RL_OPT_END,
     };

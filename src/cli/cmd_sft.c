@@ -4,6 +4,7 @@
 #include "cli/device.h"
 #include "cli/options.h"
 #include "cli/train_common.h"
+#include "train/runlog.h"
 #include "train/sft.h"
 
 static const char usage[] =
@@ -18,7 +19,7 @@ typedef struct options {
     const char *model_dir, *data, *out, *resume, *tokenizer;
     int64_t steps;
     double epochs;
-    int max_len, save_every, save, seed, schedule;
+    int max_len, save_every, save, seed, schedule, log_samples;
     rl_cli_ranks ranks;
     rl_sft_config c;
 } options;
@@ -28,7 +29,7 @@ static int run(options *o, const cJSON *saved_options, char **argv)
     rl_run_config c = {.kind = RL_RUN_SFT, .model_dir = o->model_dir, .resume = o->resume, .data = o->data,
                        .out = o->out, .tokenizer = o->tokenizer, .steps = o->steps, .epochs = o->epochs,
                        .max_len = o->max_len, .save_every = o->save_every, .sft = o->c, .options = saved_options,
-                       .no_save = !o->save};
+                       .no_save = !o->save, .log_samples = o->log_samples};
     c.sft.seed = (uint64_t)o->seed;
     c.sft.optim.schedule.kind = (rl_lr_kind)o->schedule;
     return rl_cli_train("sft", &o->ranks, &c, argv);
@@ -37,7 +38,7 @@ static int run(options *o, const cJSON *saved_options, char **argv)
 int rl_cmd_sft(int argc, char **argv)
 {
     options o = {.ranks = {.device = RL_DEVICE_AUTO, .gpus = 1}, .epochs = 1, .max_len = 2048, .save = 1, .seed = 1234,
-                 .schedule = RL_LR_COSINE, .c = rl_sft_defaults()};
+                 .schedule = RL_LR_COSINE, .log_samples = RL_RUNLOG_DEFAULT_SAMPLES, .c = rl_sft_defaults()};
     rl_opt list[] = {
         RL_OPT_S("model", &o.model_dir, "DIR", "model directory to start from (HF layout)"),
         RL_OPT_S("data", &o.data, "FILE", "training data (JSON lines)", .flags = RL_OPT_REQUIRED),
@@ -48,6 +49,7 @@ int rl_cmd_sft(int argc, char **argv)
         RL_OPT_D("epochs", &o.epochs, 0, 1e6, "passes over the data when --steps is 0", .range.above_lo = 1),
         RL_OPT_I("grad-accum", &o.c.grad_accum, 1, 1 << 20, "micro-batches per optimizer step"),
         RL_OPT_I("max-len", &o.max_len, 2, 1 << 30, "cut examples to this many tokens"),
+        RL_OPT_LOG_SAMPLES(&o.log_samples),
         RL_OPTS_TRAINER(o, "seed of the data order"),
         RL_OPT_END,
     };

@@ -110,14 +110,15 @@ static int set_value(rl_opts *o, rl_opt *p, const char *text, const char *prefix
             o->copied[o->n_copied++] = c;
             text = c;
         }
-        if (p->type != RL_OPT_LIST) {
+        if (p->type != RL_OPT_LIST && !(p->flags & RL_OPT_REPEAT)) {
             *(const char **)p->value = text;
             break;
         }
         rl_opt_list *l = p->value;
         if (!p->set || p->source != o->source) l->n = 0; /* a new source's values replace the old */
         if (l->n == RL_OPT_LIST_MAX) {
-            rl_opts_fail(o, "%sat most %d --%s values", prefix, RL_OPT_LIST_MAX, p->name);
+            rl_opts_fail(o, "%sat most %d %s%s values", prefix, RL_OPT_LIST_MAX, p->type == RL_OPT_POS ? "" : "--",
+                         p->name);
             return -1;
         }
         l->items[l->n++] = text;
@@ -222,9 +223,17 @@ int rl_opts_parse(rl_opts *o, int argc, char **argv)
             rl_opts_usage(stdout, o);
             return 0;
         }
+        if (a[0] == '-' && a[1] && a[1] != '-' && !a[2]) { /* -x VALUE */
+            rl_opt *p = o->list;
+            while (p->name && p->alias != a[1]) p++;
+            if (!p->name) return rl_opts_fail(o, "unknown option '%s' (see --help)", a);
+            if (i + 1 >= argc) return rl_opts_fail(o, "%s needs a value", a);
+            if (set_value(o, p, argv[++i], "", 0)) return RL_EXIT_USAGE;
+            continue;
+        }
         if (strncmp(a, "--", 2)) {
             rl_opt *p = o->list;
-            while (p->name && !(p->type == RL_OPT_POS && !p->set)) p++;
+            while (p->name && !(p->type == RL_OPT_POS && (!p->set || (p->flags & RL_OPT_REPEAT)))) p++;
             if (!p->name || (a[0] == '-' && a[1]))
                 return rl_opts_fail(o, "unexpected argument '%s' (see --help)", a);
             if (set_value(o, p, a, "", 0)) return RL_EXIT_USAGE;
@@ -291,7 +300,9 @@ void rl_opts_usage(FILE *out, const rl_opts *o)
     for (const rl_opt *p = o->list; p->name; p++) {
         char left[128], def[160], range[160] = "", names[256] = "";
         if (p->type == RL_OPT_CHOICE) choices_text(p, "|", "|", names, sizeof names);
-        if (p->type == RL_OPT_POS) snprintf(left, sizeof left, "%s", p->name);
+        if (p->type == RL_OPT_POS) snprintf(left, sizeof left, "%s%s", p->name, p->flags & RL_OPT_REPEAT ? " ..." : "");
+        else if (p->alias)
+            snprintf(left, sizeof left, "-%c, --%s %s", p->alias, p->name, p->arg ? p->arg : "S");
         else
             snprintf(left, sizeof left, "--%s%s%s", p->name, p->type == RL_OPT_FLAG ? "" : " ",
                      p->type == RL_OPT_CHOICE ? names : p->type == RL_OPT_FLAG ? "" : p->arg ? p->arg : "S");

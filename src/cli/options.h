@@ -7,7 +7,8 @@
  * checkpoint (rl_opts_to_json).
  *
  * Accepted forms: --name VALUE, --name=VALUE; flags --name, --no-name, --name=true|false;
- * positional arguments (RL_OPT_POS) in table order; --help / -h. `--config FILE.json` reads an
+ * positional arguments (RL_OPT_POS) in table order, the last may take all the rest
+ * (RL_OPT_PL); a one-letter short form "-x VALUE" where an option has an alias; --help / -h. `--config FILE.json` reads an
  * object whose keys are option names (dashes or underscores) and sets them the same way: options
  * after it on the command line override it, options before it are overridden by it (a
  * repeatable option takes a list of strings there; its values replace earlier ones as a whole).
@@ -33,7 +34,8 @@ typedef enum {
     RL_OPT_CHOICE, /* int *: index of the value in choices */
     RL_OPT_FLAG,   /* int *: 0 or 1 */
     RL_OPT_LIST,   /* rl_opt_list *: a repeatable string option */
-    RL_OPT_POS,    /* const char **: the next positional argument */
+    RL_OPT_POS,    /* const char **: the next positional argument; with RL_OPT_REPEAT an
+                      rl_opt_list *: every positional argument left */
 } rl_opt_type;
 
 #define RL_OPT_LIST_MAX 16
@@ -44,6 +46,7 @@ typedef struct rl_opt_list {
 
 enum {
     RL_OPT_REQUIRED = 1, /* the command refuses to run without it */
+    RL_OPT_REPEAT = 2,   /* RL_OPT_POS: takes every remaining positional argument (RL_OPT_PL) */
 };
 
 typedef struct rl_opt {
@@ -55,6 +58,7 @@ typedef struct rl_opt {
     rl_number_range range;      /* numbers */
     const char *const *choices; /* RL_OPT_CHOICE: NULL-terminated names */
     unsigned flags;
+    char alias;                 /* one-letter short form ('o': "-o VALUE"), 0 for none */
     int set;                    /* filled: 1 once given */
     int source;                 /* filled: which source (argv, a config file) set it last */
 } rl_opt;
@@ -72,6 +76,8 @@ typedef struct rl_opt {
 #define RL_OPT_F(n, p, h, ...) {.name = n, .type = RL_OPT_FLAG, .value = p, .help = h, __VA_ARGS__}
 #define RL_OPT_LST(n, p, a, h, ...) {.name = n, .type = RL_OPT_LIST, .value = p, .arg = a, .help = h, __VA_ARGS__}
 #define RL_OPT_P(n, p, h, ...) {.name = n, .type = RL_OPT_POS, .value = p, .help = h, __VA_ARGS__}
+/* every positional argument left, into an rl_opt_list; more_flags: RL_OPT_REQUIRED or 0 */
+#define RL_OPT_PL(n, p, h, more_flags) {.name = n, .type = RL_OPT_POS, .value = p, .help = h, .flags = RL_OPT_REPEAT | (more_flags)}
 #define RL_OPT_END {.name = NULL}
 
 /* --thinking on|off for commands that render chat prompts: *p is 0 (on, the chat templates'

@@ -118,6 +118,10 @@ static void watch_end(void *user, const rl_loop_config *c, int outcome, const rl
     rl_progress *p = user;
     end_line(p);
     sigaction(SIGINT, &old_action, NULL);
+    if (outcome == RL_LOOP_FAILED_SAVED && last) {
+        p->rescued_step = last->step;
+        p->rescued_dir = c->ckpt_dir;
+    }
     if (p->quiet) return;
     if (outcome == 1 && c->ckpt_dir)
         fprintf(stderr, "%s: interrupted after step %lld; checkpoint saved to %s (continue with --resume %s)\n",

@@ -32,6 +32,10 @@ typedef struct rl_progress {
     int window, n_steps;
     double head_loss, head_reward;
     double tail_loss[RL_PROGRESS_WINDOW], tail_reward[RL_PROGRESS_WINDOW];
+    /* filled when a run failed after saving its last completed step (RL_LOOP_FAILED_SAVED):
+     * the command prints them after the error, with how to resume */
+    int64_t rescued_step;
+    const char *rescued_dir;
 } rl_progress;
 
 /* A watcher for rl_train_loop that shows progress through p; cmd names the command in notes. */

@@ -128,6 +128,10 @@ int rl_cli_train(const char *cmd, const rl_cli_ranks *p, rl_run_config *c, char 
     if (rc < 0) {
         if (launched) fprintf(stderr, "rlc %s: rank %d: %s\n", cmd, dc.rank, err.msg);
         else fprintf(stderr, "rlc %s: %s\n", cmd, err.msg);
+        if (progress.rescued_dir)
+            fprintf(stderr, "rlc %s: step %lld, the last completed, was saved to %s; once the cause is fixed, "
+                            "continue with: rlc %s --resume %s\n",
+                    cmd, (long long)progress.rescued_step, progress.rescued_dir, cmd, progress.rescued_dir);
     }
     if (launched && rl_dist_finish(&dist, rc >= 0, &err) && rc >= 0) {
         fprintf(stderr, "rlc %s: rank %d: %s\n", cmd, dc.rank, err.msg);

@@ -28,6 +28,12 @@ typedef struct rl_cli_ranks {
 
 #define RL_OPT_GPUS(p) RL_OPT_I("gpus", p, 1, 4096, "ranks on this machine, one per GPU (with --device cpu: CPU processes)")
 #define RL_OPT_ZERO(p) RL_OPT_I("zero", p, 0, 2, "with several ranks: 1 shards the optimizer state, 2 the gradients too")
+#define RL_OPT_REWARD_ERRORS(p)                                                                                 \
+    RL_OPT_C("reward-errors", p, rl_reward_errors_names,                                                       \
+             "a broken reward answer (garbage, NaN/inf, timeout, crash): stop the run, or score it 0, count it "   \
+             "and log it to OUT/reward_errors.jsonl")
+#define RL_OPT_LOG_SAMPLES(p) \
+    RL_OPT_I("log-samples", p, 0, 1 << 20, "examples (SFT) or completions (RL) per step written to OUT/samples.jsonl")
 #define RL_OPT_NO_SAVE(p) RL_OPT_F("save", p, "write checkpoints (--no-save: none, e.g. for benchmarks)")
 
 /* The options every trainer has, in one place: micro-batches, the optimizer and its schedule,

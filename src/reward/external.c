@@ -35,6 +35,8 @@ struct rl_reward_proc {
     char *command;
     char *buf;     /* bytes read and not yet consumed */
     size_t len, cap;
+    int restarts_in_a_row;  /* zero mode: restarts without an answer since */
+    char last_failure[1024];
 };
 
 static void sleep_ms(int ms)
@@ -87,22 +89,12 @@ static void describe_end(rl_reward_proc *p, char *out, size_t size)
         snprintf(out, size, "ended");
 }
 
-int rl_reward_proc_start(rl_reward_proc **out, const char *command, double timeout_s, rl_err *err)
+/* Starts (or restarts) p->command with a fresh socket pair as its stdin and stdout. */
+static int spawn(rl_reward_proc *p, rl_err *err)
 {
-    *out = NULL;
-    if (!command || !*command) return rl_err_set(err, "reward cmd: empty command");
-    if (!(timeout_s > 0)) return rl_err_set(err, "reward cmd: time limit must be > 0, got %g", timeout_s);
-    rl_reward_proc *p = calloc(1, sizeof *p);
-    if (!p) return rl_err_oom(err, "reward process", sizeof *p);
-    p->timeout_s = timeout_s;
-    p->command = strdup(command);
-    p->fd = -1;
     int sv[2];
-    if (!p->command || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-        free(p->command);
-        free(p);
-        return rl_err_set(err, "reward program '%s': cannot create pipes: %s", command, strerror(errno));
-    }
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return rl_err_set(err, "reward program '%s': cannot create pipes: %s", p->command, strerror(errno));
     size_t n_env = 0;
     while (environ[n_env]) n_env++;
     char **envp = malloc((n_env + 2) * sizeof *envp);
@@ -135,14 +127,45 @@ int rl_reward_proc_start(rl_reward_proc **out, const char *command, double timeo
     close(sv[1]);
     if (rc != 0) {
         close(sv[0]);
-        free(p->command);
-        free(p);
-        return rl_err_set(err, "reward program '%s': cannot start: %s", command, strerror(rc));
+        p->pid = 0;
+        return rl_err_set(err, "reward program '%s': cannot start: %s", p->command, strerror(rc));
     }
     p->fd = sv[0];
     fcntl(p->fd, F_SETFL, fcntl(p->fd, F_GETFL) | O_NONBLOCK);
+    p->len = 0;
+    p->dead = 0;
+    return 0;
+}
+
+int rl_reward_proc_start(rl_reward_proc **out, const char *command, double timeout_s, rl_err *err)
+{
+    *out = NULL;
+    if (!command || !*command) return rl_err_set(err, "reward cmd: empty command");
+    if (!(timeout_s > 0)) return rl_err_set(err, "reward cmd: time limit must be > 0, got %g", timeout_s);
+    rl_reward_proc *p = calloc(1, sizeof *p);
+    if (!p) return rl_err_oom(err, "reward process", sizeof *p);
+    p->timeout_s = timeout_s;
+    p->command = strdup(command);
+    p->fd = -1;
+    if (!p->command) {
+        free(p);
+        return rl_err_oom(err, "reward process", strlen(command));
+    }
+    if (spawn(p, err)) {
+        free(p->command);
+        free(p);
+        return -1;
+    }
     *out = p;
     return 0;
+}
+
+/* A stopped program's socket is closed and it is started again (zero mode, after a crash). */
+static int restart(rl_reward_proc *p, rl_err *err)
+{
+    if (p->fd >= 0) close(p->fd);
+    p->fd = -1;
+    return spawn(p, err);
 }
 
 static int fail(rl_reward_proc *p, rl_err *err, int index, const char *fmt, const char *detail)
@@ -289,26 +312,58 @@ int rl_reward_parse_answer(const char *line, float *reward, char *why, size_t si
     return 0;
 }
 
-int rl_reward_proc_score(rl_reward_proc *p, const rl_reward_item *items, int n, float *rewards,
-                         rl_err *err)
+/* One completion: 0 and *reward, or -1 with the message in err. *answered: the program
+ * answered a line (a broken one, when -1: the program is still running and in step). */
+static int score_one(rl_reward_proc *p, const rl_reward_item *it, int i, float *reward, int *answered, rl_err *err)
 {
-    if (p->dead)
+    *answered = 0;
+    size_t len = 0;
+    char *req = request_line(it, &len);
+    if (!req) return fail(p, err, i, "cannot encode the request (%s)", "out of memory");
+    double deadline = rl_time_now() + p->timeout_s;
+    int rc = send_all(p, req, len, deadline, i, err);
+    free(req);
+    if (rc != 0) return -1;
+    char *line = NULL;
+    size_t consumed = 0;
+    if (read_line(p, &line, &consumed, deadline, i, err) != 0) return -1;
+    char why[256];
+    rc = rl_reward_parse_answer(line, reward, why, sizeof why);
+    memmove(p->buf, p->buf + consumed, p->len - consumed);
+    p->len -= consumed;
+    *answered = 1;
+    if (rc) return rl_err_set(err, "reward program '%s': completion %d: %s", p->command, i, why);
+    return 0;
+}
+
+enum { MAX_RESTARTS_IN_A_ROW = 3 };
+
+int rl_reward_proc_score(rl_reward_proc *p, const rl_reward_item *items, int n, float *rewards,
+                         rl_reward_on_failure on_failure, void *user, rl_err *err)
+{
+    if (p->dead && !on_failure)
         return rl_err_set(err, "reward program '%s' was stopped after an earlier failure", p->command);
     for (int i = 0; i < n; i++) {
-        size_t len = 0;
-        char *req = request_line(&items[i], &len);
-        if (!req) return fail(p, err, i, "cannot encode the request (%s)", "out of memory");
-        double deadline = rl_time_now() + p->timeout_s;
-        int rc = send_all(p, req, len, deadline, i, err);
-        free(req);
-        if (rc != 0) return -1;
-        char *line = NULL;
-        size_t consumed = 0;
-        if (read_line(p, &line, &consumed, deadline, i, err) != 0) return -1;
-        char why[256];
-        if (rl_reward_parse_answer(line, &rewards[i], why, sizeof why)) return fail(p, err, i, "%s", why);
-        memmove(p->buf, p->buf + consumed, p->len - consumed);
-        p->len -= consumed;
+        if (p->dead) {
+            if (p->restarts_in_a_row >= MAX_RESTARTS_IN_A_ROW)
+                return rl_err_set(err, "reward program '%s' failed again after %d restarts in a row without answering; "
+                                       "last: %s", p->command, p->restarts_in_a_row, p->last_failure);
+            if (restart(p, err)) return -1;
+            p->restarts_in_a_row++;
+        }
+        int answered;
+        if (score_one(p, &items[i], i, &rewards[i], &answered, err) == 0) {
+            p->restarts_in_a_row = 0;
+            continue;
+        }
+        if (!on_failure) {
+            stop(p);
+            return -1;
+        }
+        if (answered) p->restarts_in_a_row = 0;
+        snprintf(p->last_failure, sizeof p->last_failure, "%s", err->msg);
+        rewards[i] = 0;
+        if (on_failure(user, i, err->msg, err)) return -1;
     }
     return 0;
 }

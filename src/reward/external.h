@@ -9,7 +9,11 @@
  * Failure is never a silent zero: a crash, an exit, a hang past the time limit, a line that is
  * not one JSON object, or a missing, non-numeric, non-finite or beyond-float "reward" fails the call with a message
  * naming the completion index and what the program did. After a failure the program is
- * stopped and every later call fails. The program runs in its own process group (a Ctrl-C at
+ * stopped and every later call fails, unless the caller handles failures itself (on_failure:
+ * `--reward-errors zero`): then a broken answer line scores 0 and the program goes on, and a
+ * program that crashed, exited or hung is started again for the next completion; one that
+ * still fails after 3 restarts in a row without answering (a command that cannot work) fails
+ * the call. The program runs in its own process group (a Ctrl-C at
  * the terminal reaches rlc only, which finishes its step), and that group is killed on
  * timeout or close. */
 #ifndef RL_REWARD_EXTERNAL_H
@@ -22,9 +26,13 @@ typedef struct rl_reward_proc rl_reward_proc;
 
 /* Starts the program. timeout_s: limit per completion (> 0). */
 int rl_reward_proc_start(rl_reward_proc **out, const char *command, double timeout_s, rl_err *err);
-/* Sends the n items and reads the n rewards. */
+/* Called for each completion whose answer was broken (why: the message naming the program and
+ * the completion); its reward is set to 0. Non-zero stops the call (err filled). */
+typedef int (*rl_reward_on_failure)(void *user, int index, const char *why, rl_err *err);
+/* Sends the n items and reads the n rewards. on_failure NULL: the first broken answer fails the
+ * call. */
 int rl_reward_proc_score(rl_reward_proc *p, const rl_reward_item *items, int n, float *rewards,
-                         rl_err *err);
+                         rl_reward_on_failure on_failure, void *user, rl_err *err);
 /* Closes its stdin, waits up to 2 s for it to exit, then kills its process group. */
 void rl_reward_proc_close(rl_reward_proc *p);
 

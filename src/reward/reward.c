@@ -1,6 +1,7 @@
 /* reward.c — the reward spec parser and dispatch (see reward.h). */
 #include "reward/reward.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,12 +11,35 @@
 
 typedef enum { R_MATH, R_EXACT, R_EXACT_STRICT, R_REGEX, R_FORMAT_THINK, R_FORMAT_BOXED, R_CMD } kind;
 
+const char *const rl_reward_errors_names[] = {"stop", "zero", NULL};
+
 struct rl_reward {
     kind kind;
     char *spec;
     rl_regex *regex;
     rl_reward_proc *proc;
+    rl_reward_errors on_error;
+    rl_reward_failure *failures; /* of the last call */
+    int n_failures, cap_failures;
 };
+
+/* Keeps a failure of completion `index` (zero mode): grows the list as needed. */
+static int add_failure(rl_reward *r, int index, const char *why, rl_err *err)
+{
+    if (r->n_failures == r->cap_failures) {
+        int cap = r->cap_failures ? 2 * r->cap_failures : 16;
+        rl_reward_failure *grown = realloc(r->failures, (size_t)cap * sizeof *grown);
+        if (!grown) return rl_err_oom(err, "reward failures", (size_t)cap * sizeof *grown);
+        r->failures = grown;
+        r->cap_failures = cap;
+    }
+    rl_reward_failure *f = &r->failures[r->n_failures++];
+    f->index = index;
+    snprintf(f->why, sizeof f->why, "%s", why);
+    return 0;
+}
+
+static int on_failure(void *r, int index, const char *why, rl_err *err) { return add_failure(r, index, why, err); }
 
 int rl_reward_create(rl_reward **out, const char *spec, const rl_reward_options *opt, rl_err *err)
 {
@@ -26,6 +50,7 @@ int rl_reward_create(rl_reward **out, const char *spec, const rl_reward_options 
         return rl_err_oom(err, "reward", sizeof *r);
     }
     double timeout = opt && opt->timeout_s > 0 ? opt->timeout_s : 60.0;
+    r->on_error = opt ? opt->on_error : RL_REWARD_ERRORS_STOP;
     int rc = 0;
     if (!strcmp(spec, "math")) r->kind = R_MATH;
     else if (!strcmp(spec, "exact")) r->kind = R_EXACT;
@@ -52,7 +77,10 @@ int rl_reward_create(rl_reward **out, const char *spec, const rl_reward_options 
 
 int rl_reward_score(rl_reward *r, const rl_reward_item *items, int n, float *rewards, rl_err *err)
 {
-    if (r->kind == R_CMD) return rl_reward_proc_score(r->proc, items, n, rewards, err);
+    r->n_failures = 0;
+    if (r->kind == R_CMD)
+        return rl_reward_proc_score(r->proc, items, n, rewards, r->on_error == RL_REWARD_ERRORS_ZERO ? on_failure : NULL,
+                                    r, err);
     for (int i = 0; i < n; i++) {
         const char *c = items[i].completion ? items[i].completion : "";
         const char *a = items[i].answer;
@@ -72,13 +100,25 @@ int rl_reward_score(rl_reward *r, const rl_reward_item *items, int n, float *rew
         }
         case R_REGEX:
             hit = rl_regex_match(r->regex, c, err);
-            if (hit < 0) return rl_err_prefix(err, "reward %s: completion %d: ", r->spec, i);
+            if (hit < 0 && r->on_error == RL_REWARD_ERRORS_ZERO) {
+                rl_err_prefix(err, "reward %s: completion %d: ", r->spec, i);
+                if (add_failure(r, i, err->msg, err)) return -1;
+                hit = 0;
+            } else if (hit < 0) {
+                return rl_err_prefix(err, "reward %s: completion %d: ", r->spec, i);
+            }
             break;
         case R_CMD: break;
         }
         rewards[i] = hit ? 1.0f : 0.0f;
     }
     return 0;
+}
+
+int rl_reward_failures(const rl_reward *r, const rl_reward_failure **list)
+{
+    *list = r->failures;
+    return r->n_failures;
 }
 
 const char *rl_reward_spec(const rl_reward *r) { return r->spec; }
@@ -88,6 +128,7 @@ void rl_reward_free(rl_reward *r)
     if (!r) return;
     rl_regex_free(r->regex);
     rl_reward_proc_close(r->proc);
+    free(r->failures);
     free(r->spec);
     free(r);
 }

@@ -249,6 +249,6 @@ int rl_checkpoint_load_optim(const char *dir, rl_optim *o, rl_err *err)
     }
     free(host);
     rl_safetensors_close(st);
-    if (rc == 0) o->step = (int)opt_step;
+    if (rc == 0) o->step = o->begun = (int)opt_step;
     return rc;
 }

@@ -10,6 +10,7 @@
 #include "backend/ops.h"
 #include "core/timer.h"
 #include "train/dp.h"
+#include "train/runlog.h"
 
 enum { D_LOGP, D_OLD, D_REF, D_ADV, D_W, D_DLOGP, N_DEV };
 
@@ -214,7 +215,7 @@ static void lay_out(rl_grpo *t, int *mb, int *n_mb)
 
 /* Rewards, advantages and loss weights of this rank's sequences; reward and length statistics
  * of the whole step (all ranks). */
-static int score(rl_grpo *t, double *mean, double *std, double *mean_len, rl_err *err)
+static int score(rl_grpo *t, double *mean, double *std, double *mean_len, double *n_errors, rl_err *err)
 {
     int n = t->n_seqs;
     for (int s = 0; s < n; s++) {
@@ -229,9 +230,11 @@ static int score(rl_grpo *t, double *mean, double *std, double *mean_len, rl_err
     for (int s = 0; s < n; s++) sq += (t->rewards[s] - local_mean) * (t->rewards[s] - local_mean);
     /* across ranks: count, sum, squared deviations and len; the deviations combine as
      * M2 = sum of M2_r + sum of n_r mean_r^2 - n mean^2 (Chan et al. 1979) */
-    double st[5] = {n, sum, sq, n * local_mean * local_mean, len};
+    const rl_reward_failure *failures;
+    double st[6] = {n, sum, sq, n * local_mean * local_mean, len, rl_reward_failures(t->reward, &failures)};
     rl_dp *dp = t->cfg.optim.dp;
-    if (rl_dp_sum(dp, st, 5, err) != 0) return -1;
+    if (rl_dp_sum(dp, st, 6, err) != 0) return -1;
+    *n_errors = st[5];
     *mean = st[1] / st[0];
     double m2 = dp ? st[2] + st[3] - st[0] * *mean * *mean : st[2];
     *std = sqrt((m2 > 0 ? m2 : 0) / st[0]);
@@ -321,12 +324,17 @@ static int update(rl_grpo *t, int pass, const int *mb, int n_mb, update_acc *a, 
         a->wsum += wsum;
         if (rl_model_backward(t->model, t->acts, dev(t, D_DLOGP), err) != 0) return -1;
     }
+    if (!isfinite(a->loss))
+        return rl_err_set(err, "the loss is %g (non-finite) in update %d of %d; weights left unchanged", a->loss,
+                          pass + 1, t->cfg.mu);
     return rl_optim_step(&t->optim, t->model->master, rl_model_working_copy(t->model), t->model->grads, 1.0, os, err);
 }
 
 int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
 {
     double t0 = rl_time_now();
+    t->before = t->state;
+    t->optim_before = t->optim.step;
     int n = t->n_seqs, G = t->cfg.group_size, P = t->cfg.prompts_per_step;
     /* Every rank walks the step's prompts for all ranks (prompts_per_step each) and keeps its
      * own block, so groups stay whole and the data order is the same for any rank count. */
@@ -347,11 +355,11 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
     rl_engine_reset_prefix_cache(t->engine); /* the last update changed the weights */
     int rc = rl_engine_generate(t->engine, t->gen_prompts, n, &gen, t->results, NULL, NULL, err);
     double t_gen = rl_time_now() - t0;
-    double r_mean = 0, r_std = 0, mean_len = 0;
+    double r_mean = 0, r_std = 0, mean_len = 0, n_errors = 0;
     update_acc a = {0};
     int mb[n + 1], n_mb = 0;
     rl_optim_stats os = {0};
-    if (rc == 0) rc = score(t, &r_mean, &r_std, &mean_len, err);
+    if (rc == 0) rc = score(t, &r_mean, &r_std, &mean_len, &n_errors, err);
     if (rc == 0) lay_out(t, mb, &n_mb);
     for (int b = 0; rc == 0 && b < n_mb; b++) {
         if (t->ref) rc = forward_slice(t, t->ref, t->ref_acts, mb[b], mb[b + 1], t->ref_lp, err);
@@ -362,11 +370,19 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
         for (int i = 0; i < t->cu[n]; i++)
             if (t->tok_w[i] == 0) t->ref_lp[i] = 0;
     for (int it = 0; rc == 0 && it < t->cfg.mu; it++) rc = update(t, it, mb, n_mb, &a, &os, err);
-    for (int s = 0; s < n; s++) rl_gen_result_free(&t->results[s]);
     double tokens = rc == 0 ? t->cu[n] : 0;
     if (rc == 0) rc = reduce_acc(dp, &a, &tokens, err);
+    int logged = rc == 0 ? rl_runlog_rl_step(t->log, &(rl_runlog_rl){t->state.step + 1, t->items, t->rewards, t->adv,
+                                                                      t->comp_len, n, G, t->reward}, err)
+                         : 0;
+    for (int s = 0; s < n; s++) rl_gen_result_free(&t->results[s]);
     if (rc != 0) return rl_err_prefix(err, "grpo step %lld: ", (long long)t->state.step + 1);
     t->state.step++;
+    if (logged != 0) { /* the step itself is done: a rescue keeps it */
+        t->before = t->state;
+        t->optim_before = t->optim.step;
+        return rl_err_prefix(err, "grpo step %lld: ", (long long)t->state.step);
+    }
     double dt = rl_time_now() - t0, mu = t->cfg.mu;
     memset(stats, 0, sizeof *stats);
     stats->step = t->state.step;
@@ -382,12 +398,20 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
     stats->reward_mean = r_mean;
     stats->reward_std = r_std;
     stats->completion_len = mean_len;
+    stats->reward_errors = n_errors;
     stats->lr = os.lr;
     stats->grad_norm = os.grad_norm;
     stats->tokens = tokens * mu;
     stats->seconds = dt;
     stats->gen_seconds = t_gen;
     stats->tokens_per_s = dt > 0 ? tokens / dt : 0;
+    return 0;
+}
+
+int rl_grpo_rescue(rl_grpo *t)
+{
+    if (t->optim.begun > t->optim_before) return -1;
+    t->state = t->before;
     return 0;
 }
 

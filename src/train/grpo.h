@@ -84,6 +84,8 @@ typedef struct rl_grpo {
     rl_optim optim;
     rl_order order;
     rl_train_state state;
+    rl_train_state before;   /* state at the start of the current step (rescue) */
+    int optim_before;        /* optim.step then */
     /* per step, host, sized for prompts_per_step * group_size sequences */
     int n_seqs, max_seq_tokens;
     rl_gen_result *results;
@@ -96,6 +98,8 @@ typedef struct rl_grpo {
     float *rollout_lp, *train_lp;  /* the sampler's and the first update's log-probs, per token */
     unsigned char *completion;     /* per token: 1 on completion tokens */
     float *dev;                    /* backend: logp, old, ref, adv, weight, dlogp [max_tokens] */
+    struct rl_runlog *log;         /* samples and broken reward answers (train/runlog.h); not
+                                      owned, NULL: none. Set after rl_grpo_create */
 } rl_grpo;
 
 rl_grpo_config rl_grpo_defaults(void);
@@ -120,6 +124,10 @@ void rl_grpo_free(rl_grpo *t);
  * updates), rewards, mean completion length, lr and grad norm of the last update, times,
  * the train-vs-rollout log-prob mismatch and the mean importance weight (tis_cap > 0). */
 int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err);
+/* After rl_grpo_step failed: the data position and RNG of the last completed step come back.
+ * 0 when t again holds exactly that step (rl_grpo_save may follow), -1 when the failed step had
+ * already changed the weights (an update after the first of mu; train/loop.h: rescue hook). */
+int rl_grpo_rescue(rl_grpo *t);
 
 int rl_grpo_save(const rl_grpo *t, const char *dir, const cJSON *options, const char *tokenizer_dir,
                  rl_err *err);

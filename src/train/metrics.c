@@ -6,6 +6,7 @@
 
 int rl_metrics_open(rl_metrics *m, const char *path, int append, rl_err *err)
 {
+    snprintf(m->path, sizeof m->path, "%s", path);
     m->fp = fopen(path, append ? "a" : "w");
     if (!m->fp) return rl_err_set(err, "%s: cannot open for writing: %s", path, strerror(errno));
     return 0;
@@ -19,13 +20,13 @@ int rl_metrics_write(rl_metrics *m, const rl_step_stats *s, rl_err *err)
     if (s->has_rewards)
         fprintf(m->fp, ", \"reward_mean\": %.6g, \"reward_std\": %.6g, \"kl\": %.6g, \"clip_frac\": %.6g, "
                        "\"ratio_mean\": %.6g, \"completion_len\": %.4g, \"gen_seconds\": %.4g, "
-                       "\"rollout_logp_diff_mean\": %.6g, \"rollout_logp_diff_max\": %.6g",
+                       "\"rollout_logp_diff_mean\": %.6g, \"rollout_logp_diff_max\": %.6g, \"reward_errors\": %.0f",
                 s->reward_mean, s->reward_std, s->kl, s->clip_frac, s->ratio_mean, s->completion_len,
-                s->gen_seconds, s->logp_diff_mean, s->logp_diff_max);
+                s->gen_seconds, s->logp_diff_mean, s->logp_diff_max, s->reward_errors);
     if (s->has_tis) fprintf(m->fp, ", \"tis_weight_mean\": %.6g", s->tis_mean);
     fprintf(m->fp, ", \"tokens\": %.0f, \"tokens_per_s\": %.1f, \"time\": %.4g}\n", s->tokens, s->tokens_per_s,
             s->seconds);
-    if (fflush(m->fp) != 0) return rl_err_set(err, "metrics: write failed: %s", strerror(errno));
+    if (fflush(m->fp) != 0 || ferror(m->fp)) return rl_err_set(err, "%s: write failed: %s", m->path, strerror(errno));
     return 0;
 }
 

@@ -24,10 +24,12 @@ typedef struct rl_step_stats {
     double logp_diff_mean, logp_diff_max; /* GRPO: |trainer - sampler| log-prob, completion tokens */
     int has_tis;              /* GRPO with truncated importance sampling: */
     double tis_mean;          /* its mean weight min(exp(old - rollout), cap) */
+    double reward_errors;     /* RL (with the rewards): broken reward answers scored 0 (--reward-errors zero) */
 } rl_step_stats;
 
 typedef struct rl_metrics {
     FILE *fp;
+    char path[4096]; /* for messages */
 } rl_metrics;
 
 /* append: keep earlier lines (resume); else truncate. */

@@ -95,6 +95,7 @@ int rl_optim_apply(rl_optim *o, float *master, void *working, const float *grads
 {
     rl_ctx *ctx = o->ctx;
     size_t wsize = rl_dtype_size(ctx->act_dtype);
+    o->begun = o->step + 1;
     for (int r = 0; r < o->n_runs; r++) {
         const rl_optim_run *run = &o->runs[r];
         size_t a = run->offset > o->lo ? run->offset : o->lo;

@@ -50,6 +50,9 @@ typedef struct rl_optim {
     rl_optim_run *runs;
     int n_runs;
     int step;                /* updates taken so far */
+    int begun;               /* updates that started changing the weights: step, or step + 1
+                                while (or after) one fails half-way. A trainer whose step failed
+                                compares it with step taken before (rescue, train/loop.h) */
 } rl_optim;
 
 typedef struct rl_optim_stats {

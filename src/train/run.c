@@ -9,6 +9,7 @@
 #include "train/data.h"
 #include "train/dp.h"
 #include "train/mem_plan.h"
+#include "train/runlog.h"
 
 typedef struct run {
     const rl_run_config *c;
@@ -34,6 +35,9 @@ static int sft_save(void *r, const char *dir, rl_err *e)
     run *x = r;
     return rl_sft_save(&x->t.sft, dir, x->c->options, x->tok_dir, e);
 }
+
+static int sft_rescue(void *r) { return rl_sft_rescue(&((run *)r)->t.sft); }
+static int grpo_rescue(void *r) { return rl_grpo_rescue(&((run *)r)->t.grpo); }
 
 static int grpo_step(void *r, rl_step_stats *s, rl_err *e) { return rl_grpo_step(&((run *)r)->t.grpo, s, e); }
 static int64_t grpo_done(void *r) { return ((run *)r)->t.grpo.state.step; }
@@ -108,7 +112,7 @@ static int make_trainer(run *r, const rl_loop_watch *watch, rl_train_hooks *hook
         if (rl_sft_create(&r->t.sft, &r->model, r->data.sft, r->data.n, &sc, err)) return -1;
         r->have_trainer = 1;
         if (c->resume && rl_sft_resume(&r->t.sft, c->resume, err)) return -1;
-        *hooks = (rl_train_hooks){r, sft_step, sft_save, sft_done};
+        *hooks = (rl_train_hooks){r, sft_step, sft_save, sft_done, sft_rescue};
         rl_loop_note(r->lead, "%s, %d examples, %.1fM parameters, %lld steps from step %lld (%s%s)", c->data,
                      r->data.n, (double)r->model.n_elems / 1e6, (long long)*steps, (long long)r->t.sft.state.step,
                      rl_backend_name(r->model.ctx), ranks_text(r, ranks));
@@ -131,7 +135,7 @@ static int make_trainer(run *r, const rl_loop_watch *watch, rl_train_hooks *hook
         return -1;
     r->have_trainer = 1;
     if (c->resume && rl_grpo_resume(&r->t.grpo, c->resume, err)) return -1;
-    *hooks = (rl_train_hooks){r, grpo_step, grpo_save, grpo_done};
+    *hooks = (rl_train_hooks){r, grpo_step, grpo_save, grpo_done, grpo_rescue};
     rl_loop_note(r->lead, "%s, %d prompts, reward %s, %s loss, %lld steps from step %lld (%s%s)", c->data, r->data.n,
                  c->reward, rl_loss_norm_names[gc.loss_norm], (long long)*steps, (long long)r->t.grpo.state.step,
                  rl_backend_name(r->model.ctx), ranks_text(r, ranks));
@@ -170,6 +174,7 @@ int rl_train_run(rl_ctx *ctx, const rl_run_config *c, const rl_loop_watch *watch
     r.tok_dir = c->tokenizer ? NULL : load_dir;
     r.lead = watch;
     rl_metrics met = {0};
+    rl_runlog log = {0};
     rl_train_hooks hooks;
     int64_t steps = 0;
     int rc = -1;
@@ -181,8 +186,13 @@ int rl_train_run(rl_ctx *ctx, const rl_run_config *c, const rl_loop_watch *watch
     r.have_model = 1;
     if (rl_tok_load(&r.tok, tok_path, err) || make_trainer(&r, watch, &hooks, &steps, err)) goto done;
     if (rl_mkdir_p(c->out, err) ||
-        (rl_dp_rank(r.dp) == 0 && rl_metrics_open(&met, metrics_path, c->resume != NULL, err)))
+        (rl_dp_rank(r.dp) == 0 && (rl_metrics_open(&met, metrics_path, c->resume != NULL, err) ||
+                                   rl_runlog_open(&log, c->out, "", c->log_samples, c->resume != NULL, r.tok, err))))
         goto done;
+    if (rl_dp_rank(r.dp) == 0) {
+        if (c->kind == RL_RUN_SFT) r.t.sft.log = &log;
+        else r.t.grpo.log = &log;
+    }
     rl_loop_config lc = {c->kind == RL_RUN_SFT ? "sft" : "grpo", steps, c->save_every, c->no_save ? NULL : ckpt,
                          &met, watch, r.dp};
     rc = rl_train_loop(&hooks, &lc, err);
@@ -191,6 +201,7 @@ int rl_train_run(rl_ctx *ctx, const rl_run_config *c, const rl_loop_watch *watch
     if (rc >= 0) note_memory(&r, ctx, watch);
 done:
     rl_metrics_close(&met);
+    rl_runlog_close(&log);
     run_free(&r);
     return rc;
 }

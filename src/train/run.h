@@ -5,9 +5,16 @@
  * tokenizer (tokenizer, else the loaded directory's tokenizer.json), the data (train/data.h) and,
  * for RL, the reward and the frozen KL reference (model_dir, only when kl_beta > 0); creates the
  * trainer, continues it from resume when given, and runs the step loop (train/loop.h) with
- * checkpoints in OUT/model and one metrics line per step in OUT/metrics.jsonl (appended to on
- * resume). The one-line messages a user wants (what is being trained, truncated examples, where
+ * checkpoints in OUT/model, one metrics line per step in OUT/metrics.jsonl, a few samples per
+ * step in OUT/samples.jsonl and every broken reward answer in OUT/reward_errors.jsonl
+ * (train/runlog.h; all appended to on resume). The one-line messages a user wants (what is being trained, truncated examples, where
  * the result went) go through the watcher's note.
+ *
+ * A trainer kind added here plugs into the same pieces: its hooks for the step loop, rescue
+ * included (train/loop.h: a fatal error mid-run then saves its last completed step), and the
+ * run's rl_runlog (set the trainer's `log` after creating it on rank 0, as sft and grpo do; an
+ * RL trainer then writes samples and broken reward answers with one rl_runlog_rl_step call per
+ * step, train/runlog.h).
  *
  * Before loading anything the run checks its memory plan (train/mem_plan.h) against the device
  * and refuses a run that cannot fit. With a communicator (a rank of a data-parallel run,
@@ -50,6 +57,7 @@ typedef struct rl_run_config {
     rl_comm *comm;           /* this rank's communicator (not owned); NULL: a single process */
     int zero;                /* ZeRO stage 0, 1 or 2 (train/dp.h), with a communicator */
     int no_save;             /* write no checkpoint (benchmarks) */
+    int log_samples;         /* samples per step in OUT/samples.jsonl (0: no file) */
 } rl_run_config;
 
 /* 0 when the run finished, 1 when it stopped on the watcher's request (checkpoint saved),

@@ -1,12 +1,14 @@
 /* sft.c — see sft.h. */
 #include "train/sft.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/ops.h"
 #include "core/timer.h"
 #include "train/dp.h"
+#include "train/runlog.h"
 
 rl_sft_config rl_sft_defaults(void)
 {
@@ -30,6 +32,7 @@ void rl_sft_free(rl_sft *t)
     free(t->cu_seqlens);
     free(t->host_f);
     free(t->batch_items);
+    free(t->item_loss);
     memset(t, 0, sizeof *t);
 }
 
@@ -65,8 +68,9 @@ int rl_sft_create(rl_sft *t, rl_model *m, const rl_sft_example *data, int n_data
     /* a step plans the micro-batches of every rank (dp.h) */
     size_t n_micro = (size_t)cfg->grad_accum * (size_t)rl_dp_world(cfg->optim.dp);
     t->batch_items = malloc((size_t)mt * n_micro * sizeof *t->batch_items);
+    t->item_loss = malloc((size_t)mt * sizeof *t->item_loss);
     t->logp = rl_alloc(m->ctx, 2 * (size_t)mt * sizeof(float));
-    if (!t->tokens || !t->cu_seqlens || !t->host_f || !t->batch_items || !t->logp) {
+    if (!t->tokens || !t->cu_seqlens || !t->host_f || !t->batch_items || !t->item_loss || !t->logp) {
         rl_sft_free(t);
         return rl_err_oom(err, "sft buffers", (size_t)mt * 16);
     }
@@ -99,9 +103,10 @@ static int pack(rl_sft *t, const rl_sft_example *ex, const int *items, int n_ite
 }
 
 /* Forward (and backward when train) of one packed micro-batch; adds sum of -logp over its
- * completion tokens to *nll. dscale: d loss / d (sum of logp) for the backward. */
+ * completion tokens to *nll, and when item_loss is not NULL sets each example's mean.
+ * dscale: d loss / d (sum of logp) for the backward. */
 static int run_micro(rl_sft *t, const rl_sft_example *ex, const int *items, int n_items, int train,
-                     float dscale, double *nll, rl_err *err)
+                     float dscale, double *nll, double *item_loss, rl_err *err)
 {
     rl_ctx *ctx = t->model->ctx;
     int n = pack(t, ex, items, n_items);
@@ -114,7 +119,10 @@ static int run_micro(rl_sft *t, const rl_sft_example *ex, const int *items, int 
     double sum = 0;
     for (int i = 0; i < n_items; i++) {
         const rl_sft_example *e = &ex[items[i]];
-        for (int k = first_loss_token(e); k < e->n_ids; k++) sum -= t->host_f[t->cu_seqlens[i] + k];
+        double item = 0;
+        for (int k = first_loss_token(e); k < e->n_ids; k++) item -= t->host_f[t->cu_seqlens[i] + k];
+        if (item_loss) item_loss[i] = item / (e->n_ids - first_loss_token(e));
+        sum += item;
     }
     *nll += sum;
     if (!train) return 0;
@@ -133,6 +141,8 @@ static int run_micro(rl_sft *t, const rl_sft_example *ex, const int *items, int 
 int rl_sft_step(rl_sft *t, rl_step_stats *stats, rl_err *err)
 {
     double t0 = rl_time_now();
+    t->before = t->state;
+    t->optim_before = t->optim.step;
     /* plan: which examples go into each micro-batch, and the step's completion-token count.
      * With data parallelism every rank plans the whole step (grad_accum micro-batches per
      * rank) and runs its own grad_accum of them, so the loss normaliser is the global one. */
@@ -161,13 +171,22 @@ int rl_sft_step(rl_sft *t, rl_step_stats *stats, rl_err *err)
     if (rl_dp_begin_update(dp, t->cfg.grad_accum, err) != 0) return -1;
     for (int mb = first_mb; mb < first_mb + t->cfg.grad_accum; mb++)
         if (run_micro(t, t->data, t->batch_items + starts[mb], starts[mb + 1] - starts[mb], 1,
-                      (float)(-1.0 / n_loss_tokens), &nll, err) != 0)
+                      (float)(-1.0 / n_loss_tokens), &nll, mb == first_mb ? t->item_loss : NULL, err) != 0)
             return rl_err_prefix(err, "sft step %lld: ", (long long)t->state.step + 1);
     if (rl_dp_sum(dp, &nll, 1, err) != 0) return rl_err_prefix(err, "sft step %lld: ", (long long)t->state.step + 1);
+    if (!isfinite(nll))
+        return rl_err_set(err, "sft step %lld: the loss is %g (non-finite); weights left unchanged",
+                          (long long)t->state.step + 1, nll / n_loss_tokens);
     rl_optim_stats os;
     if (rl_optim_step(&t->optim, t->model->master, rl_model_working_copy(t->model), t->model->grads, 1.0, &os, err) != 0)
         return -1;
     t->state.step++;
+    if (rl_runlog_sft_step(t->log, t->state.step, t->data, t->batch_items + starts[first_mb], t->item_loss,
+                           starts[first_mb + 1] - starts[first_mb], err)) {
+        t->before = t->state; /* the step itself is done: a rescue keeps it */
+        t->optim_before = t->optim.step;
+        return -1;
+    }
     double dt = rl_time_now() - t0;
     memset(stats, 0, sizeof *stats);
     stats->step = t->state.step;
@@ -177,6 +196,13 @@ int rl_sft_step(rl_sft *t, rl_step_stats *stats, rl_err *err)
     stats->tokens = n_tokens;
     stats->seconds = dt;
     stats->tokens_per_s = dt > 0 ? n_tokens / dt : 0;
+    return 0;
+}
+
+int rl_sft_rescue(rl_sft *t)
+{
+    if (t->optim.begun > t->optim_before) return -1;
+    t->state = t->before;
     return 0;
 }
 
@@ -194,7 +220,7 @@ int rl_sft_eval_loss(rl_sft *t, const rl_sft_example *ex, int n, double *loss, r
             count += ex[i].n_ids - first_loss_token(&ex[i]);
             items[k++] = i++;
         }
-        if (run_micro(t, ex, items, k, 0, 0, &nll, err) != 0) return -1;
+        if (run_micro(t, ex, items, k, 0, 0, &nll, NULL, err) != 0) return -1;
     }
     *loss = count > 0 ? nll / count : 0;
     return 0;

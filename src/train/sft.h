@@ -46,10 +46,16 @@ typedef struct rl_sft {
     rl_optim optim;
     rl_order order;
     rl_train_state state;
+    rl_train_state before;        /* state at the start of the current step (rescue) */
+    int optim_before;             /* optim.step then */
     int32_t *tokens, *cu_seqlens; /* host [max_tokens], [max_tokens + 1] */
     float *logp, *dlogp;          /* backend [max_tokens] each (one allocation) */
     float *host_f;                /* host [max_tokens] */
     int *batch_items;             /* host: example indices of the step being planned */
+    double *item_loss;            /* host [max_tokens]: mean loss of each example of this rank's
+                                     first micro-batch (samples.jsonl) */
+    struct rl_runlog *log;        /* samples (train/runlog.h); not owned, NULL: none. Set after
+                                     rl_sft_create */
 } rl_sft;
 
 rl_sft_config rl_sft_defaults(void);
@@ -60,8 +66,13 @@ int rl_sft_create(rl_sft *t, rl_model *m, const rl_sft_example *data, int n_data
                   const rl_sft_config *cfg, rl_err *err);
 void rl_sft_free(rl_sft *t);
 
-/* One optimizer step; fills stats (step number after it, loss, lr, grad norm, tokens, time). */
+/* One optimizer step; fills stats (step number after it, loss, lr, grad norm, tokens, time).
+ * A non-finite loss fails the step before the weights change. */
 int rl_sft_step(rl_sft *t, rl_step_stats *stats, rl_err *err);
+/* After rl_sft_step failed: the data position and RNG of the last completed step come back.
+ * 0 when t again holds exactly that step (rl_sft_save may follow), -1 when the failed step had
+ * already changed the weights (train/loop.h: the rescue hook). */
+int rl_sft_rescue(rl_sft *t);
 
 /* Saves a checkpoint of t (checkpoint.h) into dir. */
 int rl_sft_save(const rl_sft *t, const char *dir, const cJSON *options, const char *tokenizer_dir,

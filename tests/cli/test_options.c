@@ -76,6 +76,10 @@ Test(options, usage_errors_have_one_format)
          "rlc grpo: --schedule must be constant, linear or cosine, got 'cosin'"},
         {"kernel-eval --gpus 17", "rlc kernel-eval: --gpus must be 0 or an integer in [1, 16], got '17'"},
         {"demo --held-out 0", "rlc demo: --held-out must be an integer in [1, 1073741824], got '0'"},
+        {"report", "rlc report: RUN_DIR is required (see --help)"},
+        {"report a -o", "rlc report: -o needs a value"},
+        {"report a -x y", "rlc report: unknown option '-x' (see --help)"},
+        {"report a -o b --reward-errors zero", "rlc report: unknown option '--reward-errors' (see --help)"},
         {with_config, "--max-tokens must be an integer in [1, 1000000000], got '0'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -103,7 +107,7 @@ Test(options, repeated_values_and_help)
     cr_expect(strstr(err, "at most 16 --stop values"), "%s", err);
     free(out), free(err);
     /* every command's help comes from its table: each option with its default and range */
-    const char *commands[] = {"generate", "logprobs", "tokenize", "info", "demo", "kernel-eval", "sft", "grpo"};
+    const char *commands[] = {"generate", "logprobs", "tokenize", "info", "demo", "kernel-eval", "sft", "grpo", "report"};
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         char cmd[64];
         snprintf(cmd, sizeof cmd, "%s --help", commands[i]);
@@ -126,5 +130,17 @@ Test(options, repeated_values_and_help)
     cr_expect_eq(rlc("sft --help", "", &out, &err), 0);
     cr_expect(strstr(out, "--schedule constant|linear|cosine") && strstr(out, "[cosine]"), "%s", out);
     cr_expect(strstr(out, "--grad-accum N") && strstr(out, "[1; [1, 1048576]]"), "%s", out);
+    free(out), free(err);
+    /* a positional that takes the rest (at most 16) and a one-letter alias */
+    cr_expect_eq(rlc("report --help", "", &out, &err), 0);
+    cr_expect(strstr(out, "RUN_DIR ...") && strstr(out, "-o, --out FILE") && strstr(out, "[report.html]"), "%s", out);
+    free(out), free(err);
+    char many[256] = "report";
+    for (int i = 0; i < 17; i++) strcat(many, " d");
+    cr_expect_eq(rlc(many, "", &out, &err), 2);
+    cr_expect(strstr(err, "at most 16 RUN_DIR values"), "%s", err);
+    free(out), free(err);
+    cr_expect_eq(rlc("report /nonexistent/a -o /nonexistent/r.html /nonexistent/b", "", &out, &err), 1);
+    cr_expect(strstr(err, "rlc report: /nonexistent/a: no such run directory"), "positionals around -o: %s", err);
     free(out), free(err);
 }

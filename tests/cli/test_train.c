@@ -1,7 +1,10 @@
 /* test_train.c — `rlc sft` and `rlc grpo` end to end on the tiny fixture architecture with
  * the demo tokenizer: a run writes an HF checkpoint and metrics, --resume continues and appends,
- * Ctrl-C (SIGINT) stops after the current step with a checkpoint and exit status 130, and bad
- * options are refused with a message naming them. Runs $BUILD/rlc (tests/run.sh sets BUILD). */
+ * Ctrl-C (SIGINT) stops after the current step with a checkpoint and exit status 130, a reward
+ * program that breaks in the middle of a run stops it with the last completed step saved (and
+ * --resume then ends bit-identical to a run that never broke), --reward-errors zero scores
+ * broken answers 0 and logs them, samples.jsonl gets a few samples per step, and bad options are
+ * refused with a message naming them. Runs $BUILD/rlc (tests/run.sh sets BUILD). */
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,6 +23,9 @@ Test(cli_train, sft_run_and_resume)
     cr_assert(strstr(out, "model saved to"), "%s", out);
     snprintf(path, sizeof path, "%s/sft/metrics.jsonl", tmp);
     cr_assert_eq(count_lines(path), 3);
+    snprintf(path, sizeof path, "%s/sft/samples.jsonl", tmp);
+    cr_assert_eq(count_lines(path), 3 * 4, "4 samples a step by default");
+    snprintf(path, sizeof path, "%s/sft/metrics.jsonl", tmp);
     const char *files[] = {"config.json", "model.safetensors", "tokenizer.json", "optimizer.safetensors", "trainer_state.json"};
     for (int i = 0; i < 5; i++) {
         char p[300];
@@ -59,6 +65,110 @@ Test(cli_train, grpo_interrupted_saves_and_exits_130)
     cr_assert_eq(rl_checkpoint_load_state(ckpt, &s, NULL, &err), 0, "%s", err.msg);
     cr_assert(s.step >= 1 && s.step == count_lines(metrics), "checkpoint step %lld, %d metric lines",
               (long long)s.step, count_lines(metrics));
+}
+
+static int same_file(const char *a, const char *b)
+{
+    char out[256];
+    return sh(out, sizeof out, "cmp %s %s", a, b) == 0;
+}
+
+/* A user's reward program answers garbage from step 3 of 5 on: rlc stops naming the program and
+ * the answer, step 2 is on disk, and resuming with a fixed program gives exactly the model an
+ * unbroken run gives. */
+Test(cli_train, grpo_broken_reward_saves_the_last_step_and_resumes)
+{
+    char out[8192], path[256], a[256], b[256];
+    const char *common = "--steps 5 --prompts-per-step 2 --group-size 2 --max-new-tokens 3 --device cpu --lr 1e-2 "
+                         "--temperature 2";
+    int rc = sh(out, sizeof out, "%s grpo --model %s --data %s --out %s/broken %s --reward "
+                "'cmd:sh tests/reward/fake_reward.sh garbage_after 8'", rlc, model, rl_data, tmp, common);
+    cr_assert_eq(rc, 1, "%s", out);
+    cr_assert(strstr(out, "grpo step 3: reward program 'sh tests/reward/fake_reward.sh garbage_after 8': completion 0: "
+                          "printed a line that is not one JSON object: 'hello there'"), "%s", out);
+    snprintf(path, sizeof path, "%s/broken/model", tmp);
+    char want[1024];
+    snprintf(want, sizeof want, "step 2, the last completed, was saved to %s; once the cause is fixed, continue with: "
+             "rlc grpo --resume %s", path, path);
+    cr_assert(strstr(out, want), "%s", out);
+    rl_train_state s;
+    rl_err err;
+    cr_assert_eq(rl_checkpoint_load_state(path, &s, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(s.step, 2);
+    snprintf(a, sizeof a, "%s/broken/metrics.jsonl", tmp);
+    cr_assert_eq(count_lines(a), 2);
+    rc = sh(out, sizeof out, "%s grpo --resume %s --reward 'cmd:sh tests/reward/fake_reward.sh len'", rlc, path);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "from step 2"), "%s", out);
+    cr_assert_eq(count_lines(a), 5);
+    snprintf(a, sizeof a, "%s/broken/samples.jsonl", tmp);
+    cr_assert_eq(count_lines(a), 5 * 4, "4 samples a step, the failed step's not among them");
+    rc = sh(out, sizeof out, "%s grpo --model %s --data %s --out %s/whole %s --reward 'cmd:sh tests/reward/fake_reward.sh len'",
+            rlc, model, rl_data, tmp, common);
+    cr_assert_eq(rc, 0, "%s", out);
+    snprintf(a, sizeof a, "%s/broken/model/model.safetensors", tmp);
+    snprintf(b, sizeof b, "%s/whole/model/model.safetensors", tmp);
+    cr_assert(same_file(a, b), "the resumed run's weights differ from the unbroken run's");
+    snprintf(b, sizeof b, "%s/model.safetensors", model);
+    cr_assert(!same_file(a, b), "the weights did not change at all: the comparison proves nothing");
+}
+
+/* A full disk (metrics.jsonl on /dev/full): the step that could not be recorded is complete, so it
+ * is saved, and the message names the file. */
+Test(cli_train, full_disk_saves_the_finished_step)
+{
+    char out[8192], dir[256];
+    snprintf(dir, sizeof dir, "%s/full", tmp);
+    cr_assert_eq(sh(out, sizeof out, "mkdir -p %s && ln -s /dev/full %s/metrics.jsonl", dir, dir), 0, "%s", out);
+    int rc = sh(out, sizeof out, "%s sft --model %s --data %s --out %s --steps 3 --max-tokens 64 --device cpu", rlc,
+                model, sft_data, dir);
+    cr_assert_eq(rc, 1, "%s", out);
+    char want[512];
+    snprintf(want, sizeof want, "%s/metrics.jsonl: write failed: No space left on device", dir);
+    cr_assert(strstr(out, want), "%s", out);
+    cr_assert(strstr(out, "step 1, the last completed, was saved to"), "%s", out);
+    snprintf(want, sizeof want, "%s/model", dir);
+    rl_train_state s;
+    rl_err err;
+    cr_assert_eq(rl_checkpoint_load_state(want, &s, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(s.step, 1);
+}
+
+/* --reward-errors zero: broken answers (garbage, infinite, a crash) score 0, are counted per
+ * step in metrics.jsonl and logged whole in reward_errors.jsonl; the run goes on. */
+Test(cli_train, grpo_reward_errors_zero_counts_and_logs)
+{
+    char out[8192], path[256];
+    int rc = sh(out, sizeof out, "%s grpo --model %s --data %s --out %s/zero --steps 2 --prompts-per-step 2 --group-size 3 "
+                "--max-new-tokens 3 --device cpu --reward 'cmd:sh tests/reward/fake_reward.sh broken_every 4' "
+                "--reward-errors zero --log-samples 2", rlc, model, rl_data, tmp);
+    cr_assert_eq(rc, 0, "%s", out);
+    /* 6 answers a step: garbage, inf, crash (restart), garbage, inf, crash */
+    snprintf(path, sizeof path, "%s/zero/reward_errors.jsonl", tmp);
+    cr_assert_eq(count_lines(path), 12);
+    char *text;
+    size_t len;
+    rl_err err;
+    cr_assert_eq(rl_file_read_all(path, &text, &len, &err), 0, "%s", err.msg);
+    cJSON *first = rl_json_parse(text, strcspn(text, "\n"), path, &err);
+    cr_assert(first, "%s", err.msg);
+    cr_expect(strstr(cJSON_GetObjectItem(first, "error")->valuestring, "not one JSON object"));
+    cr_expect(cJSON_IsString(cJSON_GetObjectItem(first, "completion")));
+    cr_expect(strstr(cJSON_GetObjectItem(first, "prompt")->valuestring, "+"));
+    cJSON_Delete(first);
+    free(text);
+    snprintf(path, sizeof path, "%s/zero/metrics.jsonl", tmp);
+    cr_assert_eq(rl_file_read_all(path, &text, &len, &err), 0, "%s", err.msg);
+    cr_expect(strstr(text, "\"reward_errors\": 6"), "%s", text);
+    free(text);
+    snprintf(path, sizeof path, "%s/zero/samples.jsonl", tmp);
+    cr_assert_eq(count_lines(path), 2 * 2);
+    /* the same program stops a run in the default mode, before any step */
+    rc = sh(out, sizeof out, "%s grpo --model %s --data %s --out %s/stop --steps 2 --prompts-per-step 2 --group-size 3 "
+            "--max-new-tokens 3 --device cpu --reward 'cmd:sh tests/reward/fake_reward.sh broken_every 4'",
+            rlc, model, rl_data, tmp);
+    cr_assert_eq(rc, 1, "%s", out);
+    cr_expect(strstr(out, "grpo step 1: reward program") && !strstr(out, "was saved"), "%s", out);
 }
 
 /* --deterministic: every step's train-vs-rollout mismatch is exactly 0; --tis-cap adds the
@@ -108,5 +218,8 @@ Test(cli_train, bad_options)
     cr_assert_eq(sh(out, sizeof out, "%s sft --model %s --data %s/none.jsonl --out %s/x", rlc, model, tmp, tmp), 1);
     cr_assert(strstr(out, "none.jsonl"), "%s", out);
     cr_assert_eq(sh(out, sizeof out, "%s grpo --help", rlc), 0);
-    cr_assert(strstr(out, "--kl-beta") && strstr(out, "--variant"), "%s", out);
+    cr_assert(strstr(out, "--kl-beta") && strstr(out, "--variant") && strstr(out, "--reward-errors"), "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "%s grpo --model %s --data %s --out %s/x --reward math --reward-errors skip", rlc,
+                    model, rl_data, tmp), 2);
+    cr_assert(strstr(out, "--reward-errors must be stop or zero, got 'skip'"), "%s", out);
 }

@@ -1,6 +1,8 @@
 /* test_external.c — the external reward program: the protocol, the extra dataset fields, and
  * every way a program can misbehave (tests/reward/fake_reward.sh MODE), each of which must be
- * an error naming the completion and what happened, never a silent zero. */
+ * an error naming the completion and what happened, never a silent zero; with
+ * --reward-errors zero, a broken answer scores 0 and is listed (rl_reward_failures), a crashed
+ * program is restarted, and one that can never answer still fails. */
 #include <string.h>
 
 #include "core/timer.h"
@@ -11,13 +13,24 @@
 static const rl_reward_item items[3] = {
     {"p0", "good", "a", NULL}, {"p1", "bad", "b", NULL}, {"p2", "other", NULL, NULL}};
 
+static rl_reward *start_with(const char *mode, double timeout, rl_reward_errors on_error)
+{
+    char spec[256];
+    snprintf(spec, sizeof spec, "cmd:sh tests/reward/fake_reward.sh %s", mode);
+    rl_reward *r;
+    rl_err err;
+    rl_reward_options opt = {timeout, on_error};
+    cr_assert_eq(rl_reward_create(&r, spec, &opt, &err), 0, "%s", err.msg);
+    return r;
+}
+
 static rl_reward *start(const char *mode, double timeout)
 {
     char spec[256];
     snprintf(spec, sizeof spec, "cmd:sh tests/reward/fake_reward.sh %s", mode);
     rl_reward *r;
     rl_err err;
-    rl_reward_options opt = {timeout};
+    rl_reward_options opt = {timeout, RL_REWARD_ERRORS_STOP};
     cr_assert_eq(rl_reward_create(&r, spec, &opt, &err), 0, "%s", err.msg);
     return r;
 }
@@ -174,4 +187,54 @@ Test(external, answer_lines)
     float v;
     cr_assert_eq(rl_reward_parse_answer(long_line, &v, why, sizeof why), -1);
     cr_expect(strstr(why, "...'") && strlen(why) < 200, "%s", why);
+}
+
+/* broken_every 4: answer k (from 1 after each start) is garbage when k % 4 == 1, infinite when
+ * 2, a crash when 3, else 0.5 + k / 1000; the crash restarts the program, whose count restarts. */
+Test(external, zero_mode_scores_broken_answers_zero_and_goes_on)
+{
+    rl_reward *r = start_with("broken_every 4", 10, RL_REWARD_ERRORS_ZERO);
+    rl_reward_item its[6];
+    for (int i = 0; i < 6; i++) its[i] = items[i % 3];
+    float v[6];
+    tu_poison(v, 6);
+    rl_err err;
+    cr_assert_eq(rl_reward_score(r, its, 6, v, &err), 0, "%s", err.msg);
+    const rl_reward_failure *f;
+    int n = rl_reward_failures(r, &f);
+    /* answers 1 garbage, 2 inf, 3 crash; restarted: 1 garbage, 2 inf, 3 crash */
+    cr_assert_eq(n, 6, "%d failures", n);
+    for (int i = 0; i < 6; i++) {
+        cr_expect_eq(v[i], 0.0f, "completion %d scored %g", i, v[i]);
+        cr_expect_eq(f[i].index, i);
+        cr_expect(strstr(f[i].why, "fake_reward.sh"), "%s", f[i].why);
+    }
+    cr_expect(strstr(f[0].why, "not one JSON object"), "%s", f[0].why);
+    cr_expect(strstr(f[1].why, "not finite"), "%s", f[1].why);
+    cr_expect(strstr(f[2].why, "exited with status 5"), "%s", f[2].why);
+    rl_reward_free(r);
+
+    /* garbage_after 2: two good answers, then garbage lines: the program stays in step */
+    r = start_with("garbage_after 2", 10, RL_REWARD_ERRORS_ZERO);
+    tu_poison(v, 6);
+    cr_assert_eq(rl_reward_score(r, its, 4, v, &err), 0, "%s", err.msg);
+    cr_expect(v[0] > 10 && v[1] > 10 && v[2] == 0 && v[3] == 0, "%g %g %g %g", v[0], v[1], v[2], v[3]);
+    n = rl_reward_failures(r, &f);
+    cr_assert_eq(n, 2);
+    cr_expect(f[0].index == 2 && f[1].index == 3);
+    cr_assert_eq(rl_reward_score(r, its, 1, v, &err), 0, "%s", err.msg);
+    cr_expect(rl_reward_failures(r, &f) == 1 && f[0].index == 0, "failures are the last call's");
+    rl_reward_free(r);
+}
+
+Test(external, zero_mode_still_fails_a_program_that_never_answers)
+{
+    rl_reward *r = start_with("segv", 10, RL_REWARD_ERRORS_ZERO);
+    float v[6];
+    rl_reward_item its[6];
+    for (int i = 0; i < 6; i++) its[i] = items[i % 3];
+    rl_err err;
+    cr_assert_eq(rl_reward_score(r, its, 6, v, &err), -1);
+    cr_expect(strstr(err.msg, "failed again after 3 restarts in a row") && strstr(err.msg, "signal 11"), "%s", err.msg);
+    rl_reward_free(r);
 }

@@ -14,6 +14,8 @@
 #include "train/data.h"
 #include "train/demo/arith.h"
 #include "train/grpo.h"
+#include "train/report.h"
+#include "train/runlog.h"
 #include "train/sft.h"
 
 rl_demo_config rl_demo_defaults(void)
@@ -85,18 +87,42 @@ static int evaluate(rl_model *m, const rl_tokenizer *tok, rl_reward *reward, con
     return rc;
 }
 
-/* One phase's step loop with its metrics file; 0, 1 (stopped) or -1. */
+/* One phase's step loop with its metrics file; log gets the phase's samples file. 0, 1 (stopped)
+ * or -1. */
 static int run_phase(const rl_train_hooks *h, const char *label, int steps, const char *out, const char *ckpt,
-                     const rl_loop_watch *watch, rl_err *err)
+                     rl_runlog *log, const rl_tokenizer *tok, const rl_loop_watch *watch, rl_err *err)
 {
-    char path[4096];
+    char path[4096], prefix[32];
     snprintf(path, sizeof path, "%s/%s_metrics.jsonl", out, label);
+    snprintf(prefix, sizeof prefix, "%s_", label);
     rl_metrics met;
     if (rl_metrics_open(&met, path, 0, err)) return -1;
+    if (rl_runlog_open(log, out, prefix, RL_RUNLOG_DEFAULT_SAMPLES, 0, tok, err)) {
+        rl_metrics_close(&met);
+        return -1;
+    }
     rl_loop_config lc = {label, steps, 0, ckpt, &met, watch, NULL};
     int rc = rl_train_loop(h, &lc, err);
     rl_metrics_close(&met);
+    rl_runlog_close(log);
     return rc;
+}
+
+/* out/report.html: the plots and samples of the phases that ran. */
+static int write_report(const rl_demo_config *c, rl_demo_result *r, rl_err *err)
+{
+    static const char *const labels[] = {"sft", "grpo"};
+    char metrics[2][4096], samples[2][4096];
+    rl_report_run runs[2];
+    int n = 0;
+    for (int i = 0; i < 2; i++) {
+        if ((i == 0 ? c->sft_steps : c->grpo_steps) < 1) continue;
+        snprintf(metrics[i], sizeof metrics[i], "%s/%s_metrics.jsonl", c->out, labels[i]);
+        snprintf(samples[i], sizeof samples[i], "%s/%s_samples.jsonl", c->out, labels[i]);
+        runs[n++] = (rl_report_run){labels[i], metrics[i], samples[i]};
+    }
+    if (rl_path_join(r->report, sizeof r->report, c->out, "report.html")) return rl_err_set(err, "%s: path too long", c->out);
+    return rl_report_write(runs, n, r->report, err);
 }
 
 /* Writes the split and reads it back: SFT examples of the training problems, RL prompts of
@@ -175,10 +201,12 @@ int rl_demo_run(const rl_demo_config *c, rl_ctx *ctx, const rl_loop_watch *watch
     sc.optim.schedule = (rl_lr_schedule){RL_LR_COSINE, c->sft_lr, c->sft_steps / 20, c->sft_steps, 0.1};
     sc.optim.weight_decay = 0.01;
     rl_sft sft;
+    rl_runlog log;
     if (rl_sft_create(&sft, &model, sft_data.sft, sft_data.n, &sc, err)) goto done;
+    sft.log = &log;
     phase ph = {&sft, NULL, tok_dir};
-    rl_train_hooks hs = {&ph, sft_step, sft_save, sft_done};
-    rc = run_phase(&hs, "sft", c->sft_steps, c->out, r->sft_dir, watch, err);
+    rl_train_hooks hs = {&ph, sft_step, sft_save, sft_done, NULL};
+    rc = run_phase(&hs, "sft", c->sft_steps, c->out, r->sft_dir, &log, tok, watch, err);
     rl_sft_free(&sft);
     if (rc != 0) goto done;
     rc = -1;
@@ -196,15 +224,17 @@ int rl_demo_run(const rl_demo_config *c, rl_ctx *ctx, const rl_loop_watch *watch
     gc.optim.schedule = (rl_lr_schedule){RL_LR_COSINE, c->grpo_lr, c->grpo_steps / 20, c->grpo_steps, 0.1};
     rl_grpo grpo;
     if (rl_grpo_create(&grpo, &model, NULL, tok, reward, train.prompts, train.n, &gc, err)) goto done;
+    grpo.log = &log;
     ph.grpo = &grpo;
-    rl_train_hooks hg = {&ph, grpo_step, grpo_save, grpo_done};
-    rc = run_phase(&hg, "grpo", c->grpo_steps, c->out, r->grpo_dir, watch, err);
+    rl_train_hooks hg = {&ph, grpo_step, grpo_save, grpo_done, NULL};
+    rc = run_phase(&hg, "grpo", c->grpo_steps, c->out, r->grpo_dir, &log, tok, watch, err);
     rl_grpo_free(&grpo);
     if (rc != 0) goto done;
     rc = -1;
     if (evaluate(&model, tok, reward, &held, c->max_new, &r->grpo_correct, err)) goto done;
     rl_loop_note(watch, "after GRPO: held-out accuracy %d/%d = %.1f%%", r->grpo_correct, r->n_held,
                  100.0 * r->grpo_correct / r->n_held);
+    if (write_report(c, r, err)) goto done;
     rc = 0;
 done:
     rl_train_data_free(&sft_data);

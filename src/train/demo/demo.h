@@ -11,7 +11,9 @@
  * 4. GRPO on the training prompts with the math reward;
  * 5. greedy accuracy on the held-out problems after SFT and after GRPO.
  * Both checkpoints (out/sft, out/grpo) are Hugging Face model directories with the tokenizer
- * files of the tokenizer's directory; metrics go to out/{sft,grpo}_metrics.jsonl;
+ * files of the tokenizer's directory; metrics go to out/{sft,grpo}_metrics.jsonl, a few samples
+ * per step to out/{sft,grpo}_samples.jsonl (train/runlog.h), and both phases' plots and samples
+ * to out/report.html (train/report.h);
  * tools/check_demo.py re-scores the result with transformers. Progress and the one-line notes
  * (sizes, accuracy after each phase) go to the watcher. */
 #ifndef RL_TRAIN_DEMO_DEMO_H
@@ -39,6 +41,7 @@ typedef struct rl_demo_result {
     int sft_correct, grpo_correct; /* held-out problems answered right after each phase */
     char example[48];              /* the first held-out prompt, "What is 23+58?" */
     char sft_dir[4096], grpo_dir[4096];
+    char report[4096];             /* the HTML report, written at the end */
 } rl_demo_result;
 
 /* Runs the demo on ctx. Returns 0 when done, 1 when stopped through the watcher (after saving
