@@ -128,8 +128,13 @@ int rl_train_data_sft(rl_train_data *d, const char *path, const rl_tokenizer *to
     return 0;
 }
 
-int rl_train_data_rl(rl_train_data *d, const char *path, const rl_tokenizer *tok, int max_len, int enable_thinking,
-                     rl_err *err)
+int rl_train_data_rl(rl_train_data *d, const char *path, const rl_tokenizer *tok, int max_len, rl_err *err)
+{
+    return rl_train_data_rl_chat(d, path, tok, max_len, 1, err);
+}
+
+int rl_train_data_rl_chat(rl_train_data *d, const char *path, const rl_tokenizer *tok, int max_len, int enable_thinking,
+                          rl_err *err)
 {
     memset(d, 0, sizeof *d);
     if (rl_dataset_load(&d->ds, path, RL_DS_RL, RL_DS_STOP, err)) return -1;

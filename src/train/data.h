@@ -35,8 +35,10 @@ typedef struct rl_train_data {
 /* cfg gives the eos id when the tokenizer has no end-of-turn token (may be NULL). */
 int rl_train_data_sft(rl_train_data *d, const char *path, const rl_tokenizer *tok, const rl_model_config *cfg,
                       int max_len, rl_err *err);
-int rl_train_data_rl(rl_train_data *d, const char *path, const rl_tokenizer *tok, int max_len, int enable_thinking,
-                     rl_err *err);
+/* Chat prompts with the template's default (enable_thinking on); _chat says which. */
+int rl_train_data_rl(rl_train_data *d, const char *path, const rl_tokenizer *tok, int max_len, rl_err *err);
+int rl_train_data_rl_chat(rl_train_data *d, const char *path, const rl_tokenizer *tok, int max_len, int enable_thinking,
+                          rl_err *err);
 void rl_train_data_free(rl_train_data *d);
 
 #endif

@@ -127,7 +127,7 @@ static int make_trainer(run *r, const rl_loop_watch *watch, rl_train_hooks *hook
         if (rl_model_load(&r->ref, r->model.ctx, c->model_dir, err)) return -1;
         r->have_ref = 1;
     }
-    if (rl_train_data_rl(&r->data, c->data, r->tok, c->max_len, !c->thinking_off, err) ||
+    if (rl_train_data_rl_chat(&r->data, c->data, r->tok, c->max_len, !c->thinking_off, err) ||
         rl_reward_create(&r->reward, c->reward, &c->reward_options, err))
         return -1;
     if (rl_grpo_create(&r->t.grpo, &r->model, r->have_ref ? &r->ref : NULL, r->tok, r->reward, r->data.prompts,

@@ -108,10 +108,10 @@ Test(data, long_examples_are_cut_or_refused_by_line)
     rl_train_data_free(&d);
     /* GRPO prompts: kept whole or refused */
     write_lines("{\"prompt\": \"What is 1+2?\", \"answer\": 3}\n{\"prompt\": \"What is 11+22? What is 11+22?\", \"answer\": 33}\n");
-    cr_assert_eq(rl_train_data_rl(&d, path, tok, np, 1, &err), -1);
+    cr_assert_eq(rl_train_data_rl(&d, path, tok, np, &err), -1);
     snprintf(want, sizeof want, "%s:2: prompt has", path);
     cr_expect(strstr(err.msg, want), "%s", err.msg);
-    cr_assert_eq(rl_train_data_rl(&d, path, tok, 64, 1, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_train_data_rl(&d, path, tok, 64, &err), 0, "%s", err.msg);
     cr_expect_eq(d.n, 2);
     cr_expect_eq(d.prompts[0].n_ids, np);
     cr_expect_str_eq(d.prompts[0].answer, "3");
@@ -194,10 +194,10 @@ Test(data, qwen3_template_targets)
     cr_expect(strstr(err.msg, want), "%s", err.msg);
 
     write_lines("{\"prompt\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"answer\": 1}\n");
-    cr_assert_eq(rl_train_data_rl(&d, path, q3, 64, 1, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_train_data_rl(&d, path, q3, 64, &err), 0, "%s", err.msg);
     cr_expect_str_eq(d.prompts[0].text, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
     rl_train_data_free(&d);
-    cr_assert_eq(rl_train_data_rl(&d, path, q3, 64, 0, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_train_data_rl_chat(&d, path, q3, 64, 0, &err), 0, "%s", err.msg);
     cr_expect_str_eq(d.prompts[0].text, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
     rl_train_data_free(&d);
     rl_tok_free(q3);

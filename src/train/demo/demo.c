@@ -149,7 +149,7 @@ static int prepare_data(const rl_demo_config *c, const rl_tokenizer *tok, rl_tra
     rl_train_data held_sft = {0};
     if (rl_train_data_sft(sft, train_path, tok, NULL, 1 << 30, err) ||
         rl_train_data_sft(&held_sft, held_path, tok, NULL, 1 << 30, err) ||
-        rl_train_data_rl(train, train_path, tok, 1 << 30, 1, err) || rl_train_data_rl(held, held_path, tok, 1 << 30, 1, err))
+        rl_train_data_rl(train, train_path, tok, 1 << 30, err) || rl_train_data_rl(held, held_path, tok, 1 << 30, err))
         goto done;
     *max_ids = sft->max_ids > held_sft.max_ids ? sft->max_ids : held_sft.max_ids;
     rl_train_data_free(&held_sft);
