@@ -71,10 +71,14 @@ static int plan_build(rl_ctx *ctx, rl_cuda_matmul_plan *p)
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                             &st->workspace_bytes, sizeof st->workspace_bytes);
-    /* Activation products (bf16 out): no split-K at all. A separate reduction kernel costs a
-     * decode step a whole launch, and the in-place scheme sums the partial products in the bf16
-     * output (several roundings: 3x the error of one fp32 sum, seen in test_matmul). */
-    uint32_t reduction = p->d_type == CUDA_R_16BF ? CUBLASLT_REDUCTION_SCHEME_NONE : CUBLASLT_REDUCTION_SCHEME_MASK;
+    /* Activation products (bf16 out): split-K only with fp32 partials. The in-place and
+     * output-type schemes sum the partial products in bf16 (one rounding per split: 3x the error
+     * of one fp32 sum, seen in test_matmul's odd_accumulate); the compute-type scheme keeps them
+     * in the fp32 workspace and rounds once, in its reduction kernel. Split-K itself cannot go:
+     * a decode step's 64-row products have a handful of output tiles, and without splits they
+     * fill a few of the 132 SMs (the GRPO step went from 0.97 s to 1.73 s). */
+    uint32_t fp32_partials = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    uint32_t reduction = p->d_type == CUDA_R_16BF ? fp32_partials : CUBLASLT_REDUCTION_SCHEME_MASK;
     const struct { cublasLtMatmulPreferenceAttributes_t attr; uint32_t value; } aligns[] = {
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, p->align_a},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, p->align_b},
