@@ -78,7 +78,7 @@ static int plan_build(rl_ctx *ctx, rl_cuda_matmul_plan *p)
      * a decode step's 64-row products have a handful of output tiles, and without splits they
      * fill a few of the 132 SMs (the GRPO step went from 0.97 s to 1.73 s). */
     uint32_t fp32_partials = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-    uint32_t reduction = p->d_type == CUDA_R_16BF ? fp32_partials : CUBLASLT_REDUCTION_SCHEME_MASK;
+    uint32_t reduction = p->d_type == CUDA_R_16BF ? fp32_partials : (uint32_t)CUBLASLT_REDUCTION_SCHEME_MASK;
     const struct { cublasLtMatmulPreferenceAttributes_t attr; uint32_t value; } aligns[] = {
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, p->align_a},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, p->align_b},
