@@ -104,7 +104,7 @@ int rl_cmd_grpo(int argc, char **argv)
         RL_OPT_F("deterministic", &o.ranks.deterministic,
                  "batch-invariant kernels: the sampler's log-probs equal the trainer's exactly (slower)"),
         RL_OPT_D("gpu-memory-utilization", &o.c.engine.gpu_memory_utilization, 0, 1,
-                 "fraction of the free memory the generation KV cache takes", .range.above_lo = 1),
+                 "at most this fraction of the free memory for the generation KV cache (sized by what a step uses)", .range.above_lo = 1),
         RL_OPT_I("max-num-seqs", &o.c.engine.max_num_seqs, 1, 65536, "sequences the engine generates at once"),
         RL_OPT_I("max-num-batched-tokens", &o.c.engine.max_num_batched_tokens, 1, 1 << 24,
                  "tokens per engine step, >= --max-num-seqs"),

@@ -1,11 +1,13 @@
 /* engine.c — the engine's life: options, creation, the end-of-sequence ids, and the KV pool.
  *
- * Pool size: opt.n_blocks when set. Otherwise on CUDA, once, gpu_memory_utilization of the
- * device memory free after the runner's buffers are made (vLLM's rule: weights, a trainer's
- * state and activations were made before, so the pool takes what they leave), kept for every
- * later call. On the CPU, where memory is shared with everything else, the pool holds what the
- * call's requests need at their full lengths (within the same fraction of MemAvailable) and is
- * remade larger when a later call needs more. */
+ * Pool size: opt.n_blocks when set. A trainer's engine (opt.pool_seqs > 0,
+ * rl_engine_options_for_training) holds what one step can use, rl_engine_pool_blocks, within
+ * gpu_memory_utilization of the free memory, on both backends. Otherwise on CUDA, once,
+ * gpu_memory_utilization of the device memory free after the runner's buffers are made (vLLM's
+ * rule: weights, a trainer's state and activations were made before, so the pool takes what
+ * they leave), kept for every later call. On the CPU, where memory is shared with everything
+ * else, the pool holds what the call's requests need at their full lengths (within the same
+ * fraction of MemAvailable) and is remade larger when a later call needs more. */
 #include "engine/engine_internal.h"
 
 #include <stdlib.h>
@@ -22,6 +24,21 @@ rl_engine_options rl_engine_options_default(void)
 {
     return (rl_engine_options){.max_num_seqs = 256, .max_num_batched_tokens = 8192, .gpu_memory_utilization = 0.9,
                                .block_size = 16, .prefix_sharing = 1, .graphs = 1};
+}
+
+rl_engine_options rl_engine_options_for_training(const rl_engine_options *base, int n_seqs, int seq_len)
+{
+    rl_engine_options o = base ? *base : rl_engine_options_default();
+    o.pool_seqs = n_seqs > 0 ? n_seqs : 1;
+    o.pool_seq_len = seq_len > 0 ? seq_len : 1;
+    return o;
+}
+
+long rl_engine_pool_blocks(const rl_engine_options *opt)
+{
+    if (opt->pool_seqs < 1 || opt->pool_seq_len < 1 || opt->block_size < 1) return 0;
+    long per_seq = ((long)opt->pool_seq_len + opt->block_size - 1) / opt->block_size + 1;
+    return (long)opt->pool_seqs * per_seq;
 }
 
 const char *rl_finish_name(rl_finish_reason finish)
@@ -57,6 +74,9 @@ static int check_options(const rl_engine_options *o, const rl_model_config *c, r
     if (o->block_size < 1 || o->block_size > 1024)
         return rl_err_set(err, "engine: block_size = %d, must be in [1, 1024]", o->block_size);
     if (o->n_blocks < 0) return rl_err_set(err, "engine: n_blocks = %d, must be >= 0", o->n_blocks);
+    if (o->pool_seqs < 0 || o->pool_seq_len < 0 || (o->pool_seqs > 0) != (o->pool_seq_len > 0))
+        return rl_err_set(err, "engine: pool_seqs = %d and pool_seq_len = %d must both be > 0 (a trainer's pool) or "
+                               "both 0", o->pool_seqs, o->pool_seq_len);
     if (o->max_model_len < 0 || o->max_model_len > c->max_position_embeddings)
         return rl_err_set(err, "engine: max_model_len = %d, must be in [1, max_position_embeddings = %d] (0: that)",
                           o->max_model_len, c->max_position_embeddings);
@@ -125,11 +145,13 @@ int rl_engine_prepare(rl_engine *e, long need_blocks, rl_err *err)
         if (rl_runner_create(&e->runner, e->model, &rc, err)) return -1;
     }
     if (e->opt.n_blocks > 0) return e->pool.view.base ? 0 : make_pool(e, e->opt.n_blocks, err);
-    if (ctx->kind == RL_BACKEND_CUDA && e->pool.view.base) return 0;
+    long by_step = rl_engine_pool_blocks(&e->opt);
+    if ((ctx->kind == RL_BACKEND_CUDA || by_step > 0) && e->pool.view.base) return 0;
     size_t block_bytes = rl_kv_pool_block_bytes(&e->model->config, e->opt.block_size, ctx->act_dtype);
     long budget = 0;
     if (rl_kv_pool_budget_blocks(ctx, block_bytes, e->opt.gpu_memory_utilization, &budget, err)) return -1;
-    long want = ctx->kind == RL_BACKEND_CUDA ? budget : (need_blocks < budget ? need_blocks : budget);
+    long want = by_step > 0 ? by_step : ctx->kind == RL_BACKEND_CUDA ? budget : need_blocks;
+    if (want > budget) want = budget;
     if (e->pool.view.base && e->pool.view.n_blocks >= want) return 0;
     if (want < 1)
         return rl_err_set(err, "engine: no memory for the KV pool (%.2f of %s memory free is less than one block of "

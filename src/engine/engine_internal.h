@@ -22,7 +22,8 @@ struct rl_engine {
 };
 
 /* Makes the runner and a pool of at least need_blocks blocks when the budget allows (CPU), or
- * the budget's pool (CUDA), or opt.n_blocks. */
+ * the budget's pool (CUDA), or a trainer's pool (rl_engine_pool_blocks, within the budget, on
+ * both), or opt.n_blocks. */
 int rl_engine_prepare(rl_engine *e, long need_blocks, rl_err *err);
 
 #endif

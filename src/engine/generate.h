@@ -93,9 +93,24 @@ typedef struct rl_engine_options {
     int prefix_sharing;            /* group forks and the prefix cache (default 1) */
     int graphs;                    /* capture decode steps as graphs where the backend can (default 1) */
     int pad_decode;                /* pad decode steps to graph bucket sizes without graphs too (tests) */
+    int pool_seqs, pool_seq_len;   /* > 0 (training): the pool holds what pool_seqs sequences of
+                                      pool_seq_len tokens can use (rl_engine_pool_blocks), the memory
+                                      fraction only capping it; 0: the fraction's pool (CUDA) */
 } rl_engine_options;
 
 rl_engine_options rl_engine_options_default(void);
+
+/* A trainer's engine options: base (NULL: the defaults) with the pool sized by what one step can
+ * use, n_seqs sequences (prompts x group) of at most seq_len tokens (longest prompt + max new
+ * tokens), instead of a fraction of the free memory: a GRPO step of 64 x 400 tokens needs about
+ * 3 GB of KV cache, not the 55 GB that 0.9 of an H100's free memory gives, and the rest stays
+ * free for the update. `rlc generate` keeps the fraction (vLLM's rule). */
+rl_engine_options rl_engine_options_for_training(const rl_engine_options *base, int n_seqs, int seq_len);
+
+/* The blocks of a pool sized by need (opt->pool_seqs > 0): every sequence's tokens rounded up to
+ * whole blocks, plus one block per sequence of headroom (the copy-on-write of a shared partial
+ * prompt block and the prefix cache's blocks); 0 when opt sizes by the memory fraction. */
+long rl_engine_pool_blocks(const rl_engine_options *opt);
 
 typedef struct rl_engine rl_engine;
 

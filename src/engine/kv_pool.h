@@ -5,8 +5,8 @@
  *
  * How many blocks: on CUDA, a fraction of the device memory that is free when the pool is made
  * (after weights, training state, activations), like vLLM's --gpu-memory-utilization; on the
- * CPU the engine asks for what its requests need, within the same fraction of MemAvailable
- * (engine.c). The pool does not know which block belongs to whom: block_manager.h does. */
+ * CPU the engine asks for what its requests need, within the same fraction of MemAvailable; a
+ * trainer's engine, on both, what one step can use (engine.c). The pool does not know which block belongs to whom: block_manager.h does. */
 #ifndef RL_ENGINE_KV_POOL_H
 #define RL_ENGINE_KV_POOL_H
 

@@ -148,8 +148,11 @@ int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *t
     }
     rl_rng_init(&t->state.rng, cfg->seed);
     rl_acts_mode mode = cfg->recompute ? RL_ACTS_TRAIN_CHECKPOINT : RL_ACTS_TRAIN;
+    /* the KV pool holds this rank's step (n sequences of at most max_seq_tokens), not a fraction
+     * of the free memory: the update needs the rest */
+    rl_engine_options eng = rl_engine_options_for_training(&cfg->engine, n, t->max_seq_tokens);
     if (rl_order_create(&t->order, n_data, cfg->seed, cfg->shuffle, err) ||
-        rl_engine_create(&t->engine, m, tok, &cfg->engine, err) || rl_dp_prepare(cfg->optim.dp, m, err) ||
+        rl_engine_create(&t->engine, m, tok, &eng, err) || rl_dp_prepare(cfg->optim.dp, m, err) ||
         rl_acts_create(&t->acts, m, cfg->max_tokens, mode, err) ||
         (t->ref && rl_acts_create(&t->ref_acts, t->ref, cfg->max_tokens, RL_ACTS_INFER, err)) ||
         rl_optim_create(&t->optim, m->ctx, m->params, m->n_params, m->n_elems, &cfg->optim, err)) {

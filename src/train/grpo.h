@@ -17,8 +17,9 @@
  * advantages; loss normalisers, rewards and every statistic are the whole step's
  * (the mismatch below too). Each rank has its own engine over its own KV pool.
  *
- * The engine is made once and kept (its KV pool too: made at the first rollout, after the
- * trainer's own memory, and reused every step); it reads the working weights the optimizer
+ * The engine is made once and kept (its KV pool too: made at the first rollout and reused
+ * every step, sized by what a step can use, rl_engine_options_for_training, with
+ * engine.gpu_memory_utilization only capping it); it reads the working weights the optimizer
  * updates, so nothing is copied or reloaded between steps.
  *
  * Train-vs-rollout mismatch: the first update's forward (no extra one) gives the trainer's

@@ -308,6 +308,62 @@ Test(engine_batching, the_pool_is_kept_across_calls)
     close_gen(&g);
 }
 
+/* A trainer's engine (rl_engine_options_for_training) holds what its step can use, n_seqs x
+ * (seq_len in whole blocks + 1), whatever a call asks for: not the call's need (the CPU's rule)
+ * nor the memory fraction (CUDA's); a call that needs more than the pool queues and preempts in
+ * it; the fraction still caps it. */
+Test(engine_batching, a_trainers_pool_is_sized_by_its_step)
+{
+    rl_engine_options opt = rl_engine_options_for_training(NULL, 6, 40);
+    cr_assert_eq(opt.max_num_seqs, rl_engine_options_default().max_num_seqs, "the other options stay the defaults");
+    cr_assert_eq(rl_engine_pool_blocks(&opt), 6 * (3 + 1), "6 sequences of 40 tokens in blocks of 16, + 1 each");
+    rl_engine_options base = rl_engine_options_default();
+    cr_assert_eq(rl_engine_pool_blocks(&base), 0, "the fraction's pool has no size by need");
+    base.block_size = 4;
+    rl_engine_options small = rl_engine_options_for_training(&base, 3, 10);
+    cr_assert_eq(small.block_size, 4);
+    cr_assert_eq(rl_engine_pool_blocks(&small), 3 * (3 + 1), "10 tokens are 3 blocks of 4");
+
+    gen_setup g;
+    open_gen_with(&g, "qwen3-tiny-tied", NULL, &opt);
+    rl_gen_prompt prompts[8];
+    int32_t *ids[8];
+    random_prompts(prompts, ids, 8, 30, 30, g.m.config.vocab_size, 5);
+    rl_gen_params p = rl_gen_params_default();
+    p.max_new_tokens = 10;
+    p.ignore_eos = 1;
+    rl_gen_result r[8];
+    rl_engine_stats a, b;
+    generate(&g, prompts, 2, &p, r); /* needs 2 x 3 blocks */
+    rl_engine_stats_get(g.engine, &a);
+    free_results(r, 2);
+    cr_assert_eq(a.n_blocks, 24, "the pool holds the step's 24 blocks, not the call's 6");
+    p.max_new_tokens = 34;
+    generate(&g, prompts, 8, &p, r); /* 8 x 4 blocks: more than the pool */
+    rl_engine_stats_get(g.engine, &b);
+    for (int i = 0; i < 8; i++) cr_assert_eq(r[i].n_ids, 34, "request %d: %d tokens", i, r[i].n_ids);
+    free_results(r, 8);
+    cr_assert_eq(b.n_blocks, 24, "kept, not remade for a larger call");
+    cr_assert_leq(b.peak_blocks, 24);
+
+    rl_engine_options capped = opt;
+    capped.gpu_memory_utilization = 1e-12;
+    reopen_engine(&g, &capped);
+    rl_err err = {{0}};
+    cr_assert_eq(rl_engine_generate(g.engine, prompts, 1, &p, r, NULL, NULL, &err), -1);
+    free_results(r, 1);
+    cr_assert(strstr(err.msg, "no memory for the KV pool"), "%s", err.msg);
+
+    rl_engine_options bad = opt;
+    bad.pool_seq_len = 0;
+    rl_engine_free(g.engine);
+    g.engine = NULL;
+    cr_assert_eq(rl_engine_create(&g.engine, &g.m, NULL, &bad, &err), -1);
+    cr_assert(strstr(err.msg, "pool_seqs = 6 and pool_seq_len = 0"), "%s", err.msg);
+    for (int i = 0; i < 8; i++) free(ids[i]);
+    close_gen(&g);
+}
+
 /* After the weights change, rl_engine_reset_prefix_cache makes the engine recompute what it had
  * cached: the results are a fresh engine's. */
 Test(engine_batching, reset_prefix_cache_after_new_weights)

@@ -88,6 +88,29 @@ Test(grpo, sampler_logprobs_line_up_with_training)
     teardown(&f, 0);
 }
 
+/* The engine's KV pool holds one step (prompts x group sequences of the longest prompt + max
+ * new tokens, whole blocks, + 1 block each), not a fraction of the free memory. */
+Test(grpo, the_kv_pool_is_sized_by_the_step)
+{
+    fixture f;
+    setup(&f, NULL, "regex:^[a-z]", 0);
+    rl_grpo_config c = config();
+    c.gen.max_new_tokens = 12;
+    c.engine.block_size = 4;
+    rl_grpo t;
+    rl_err err;
+    cr_assert_eq(rl_grpo_create(&t, &f.model, NULL, f.tok, f.reward, f.prompts, 4, &c, &err), 0, "%s", err.msg);
+    rl_step_stats st;
+    cr_assert_eq(rl_grpo_step(&t, &st, &err), 0, "%s", err.msg);
+    rl_engine_stats es;
+    rl_engine_stats_get(t.engine, &es);
+    /* longest prompt 6 + 12 new = 18 tokens: 5 blocks of 4, + 1 */
+    cr_assert_eq(es.n_blocks, 2 * 4 * (5 + 1), "pool of %d blocks", es.n_blocks);
+    cr_assert_eq(es.block_size, 4);
+    rl_grpo_free(&t);
+    teardown(&f, 0);
+}
+
 Test(grpo, constant_reward_gives_zero_gradient)
 {
     fixture f;

@@ -89,6 +89,37 @@ static inline unsigned rl_cuda_blocks(size_t n, unsigned threads, unsigned cap)
  * allocated until the last graph is freed. */
 void *rl_cuda_scratch(rl_ctx *ctx, size_t bytes);
 
+/* Programmatic dependent launch (sm_90; CUDA graphs keep it as a programmatic edge): a kernel
+ * launched with rl_launch_pdl may be scheduled while the kernel before it in the stream is
+ * still finishing, so its launch and block set-up overlap that kernel's tail instead of
+ * following it (a decode step is hundreds of short kernels, and these gaps were a large part of
+ * it). Such a kernel calls rl_pdl_begin() before it touches global memory: the wait returns
+ * once the previous kernel has completed and its writes are visible (so nothing changes in
+ * what it reads or when it writes), and the trigger lets the next kernel start setting up. In a
+ * kernel launched plainly both are no-ops. */
+__device__ __forceinline__ void rl_pdl_begin()
+{
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+
+template <typename... Params, typename... Args>
+static inline cudaError_t rl_launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                                        cudaStream_t stream, Args... args)
+{
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
 __device__ __forceinline__ float rl_b2f(bf16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ bf16 rl_f2b(float x) { return __float2bfloat16_rn(x); }
 

@@ -13,6 +13,7 @@
 template <typename T>
 __global__ void gather_rows_kernel(T *out, const T *in, const int32_t *rows, int n_rows, int row_units)
 {
+    rl_pdl_begin();
     size_t n = (size_t)n_rows * row_units;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         int r = (int)(i / row_units), u = (int)(i % row_units);
@@ -27,7 +28,8 @@ extern "C" int rl_cuda_gather_rows(rl_ctx *ctx, void *out, const void *in, const
     if (dim % 8 == 0 && (((uintptr_t)out | (uintptr_t)in) & 15) == 0) {
         int units = dim / 8;
         unsigned blocks = rl_cuda_blocks((size_t)n_rows * units, 256, 4096);
-        gather_rows_kernel<uint4><<<blocks, 256, 0, st>>>((uint4 *)out, (const uint4 *)in, rows, n_rows, units);
+        CUDA_CHECK(rl_launch_pdl(gather_rows_kernel<uint4>, dim3(blocks), dim3(256), 0, st, (uint4 *)out,
+                                 (const uint4 *)in, rows, n_rows, units));
     } else {
         unsigned blocks = rl_cuda_blocks((size_t)n_rows * dim, 256, 4096);
         gather_rows_kernel<bf16><<<blocks, 256, 0, st>>>((bf16 *)out, (const bf16 *)in, rows, n_rows, dim);
@@ -40,6 +42,7 @@ __global__ void decode_advance_kernel(int32_t *tokens, int32_t *positions, int32
                                       rl_sample_row *rows, const int32_t *sampled, const int32_t *block_tables,
                                       int max_blocks, int block_size, int n_rows)
 {
+    rl_pdl_begin();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n_rows || seqlens_k[i] <= 0) return;
     int p = positions[i] + 1, b = p / block_size;
@@ -55,8 +58,9 @@ extern "C" int rl_cuda_decode_advance(rl_ctx *ctx, int32_t *tokens, int32_t *pos
                                       const int32_t *block_tables, int max_blocks, int block_size, int n_rows)
 {
     if (n_rows == 0) return 0;
-    decode_advance_kernel<<<(n_rows + 127) / 128, 128, 0, rl_cuda_st(ctx)->stream>>>(
-        tokens, positions, seqlens_k, slots, rows, sampled, block_tables, max_blocks, block_size, n_rows);
+    CUDA_CHECK(rl_launch_pdl(decode_advance_kernel, dim3((unsigned)(n_rows + 127) / 128), dim3(128), 0,
+                             rl_cuda_st(ctx)->stream, tokens, positions, seqlens_k, slots, rows, sampled, block_tables,
+                             max_blocks, block_size, n_rows));
     LAUNCH_CHECK();
     return 0;
 }

@@ -9,6 +9,7 @@
 
 __global__ void embedding_fwd_kernel(bf16 *out, const int32_t *ids, const bf16 *table, int dim)
 {
+    rl_pdl_begin();
     int t = blockIdx.x;
     int id = ids[t];
     bf16 *o = out + (size_t)t * dim;
@@ -40,7 +41,8 @@ extern "C" int rl_cuda_embedding_fwd(rl_ctx *ctx, void *out, const int32_t *ids,
                                      int n_tokens, int dim)
 {
     if (n_tokens == 0) return 0;
-    embedding_fwd_kernel<<<n_tokens, 128, 0, rl_cuda_st(ctx)->stream>>>((bf16 *)out, ids, (const bf16 *)table, dim);
+    CUDA_CHECK(rl_launch_pdl(embedding_fwd_kernel, dim3((unsigned)n_tokens), dim3(128), 0, rl_cuda_st(ctx)->stream,
+                             (bf16 *)out, ids, (const bf16 *)table, dim));
     LAUNCH_CHECK();
     return 0;
 }

@@ -71,10 +71,14 @@ static int plan_build(rl_ctx *ctx, rl_cuda_matmul_plan *p)
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                             &st->workspace_bytes, sizeof st->workspace_bytes);
-    /* Activation products (bf16 out): no split-K at all. A separate reduction kernel costs a
-     * decode step a whole launch, and the in-place scheme sums the partial products in the bf16
-     * output (several roundings: 3x the error of one fp32 sum, seen in test_matmul). */
-    uint32_t reduction = p->d_type == CUDA_R_16BF ? CUBLASLT_REDUCTION_SCHEME_NONE : CUBLASLT_REDUCTION_SCHEME_MASK;
+    /* Activation products (bf16 out): split-K only with fp32 partials. The in-place and
+     * output-type schemes sum the partial products in bf16 (one rounding per split: 3x the error
+     * of one fp32 sum, seen in test_matmul's odd_accumulate); the compute-type scheme keeps them
+     * in the fp32 workspace and rounds once, in its reduction kernel. Split-K itself cannot go:
+     * a decode step's 64-row products have a handful of output tiles, and without splits they
+     * fill a few of the 132 SMs (the GRPO step went from 0.97 s to 1.73 s). */
+    uint32_t fp32_partials = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    uint32_t reduction = p->d_type == CUDA_R_16BF ? fp32_partials : (uint32_t)CUBLASLT_REDUCTION_SCHEME_MASK;
     const struct { cublasLtMatmulPreferenceAttributes_t attr; uint32_t value; } aligns[] = {
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, p->align_a},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, p->align_b},
@@ -196,6 +200,7 @@ template <int M>
 __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(bf16 *out, const bf16 *in, const bf16 *weight,
                                                                const bf16 *bias, const bf16 *residual, int n, int k)
 {
+    rl_pdl_begin();
     int j = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (j >= n) return;
     const uint4 *wr = (const uint4 *)(weight + (size_t)j * k);
@@ -247,16 +252,19 @@ static int gemv(rl_ctx *ctx, void *out, const void *residual, const void *in, co
     cudaStream_t st = rl_cuda_st(ctx)->stream;
     bf16 *o = (bf16 *)out;
     const bf16 *x = (const bf16 *)in, *w = (const bf16 *)weight, *b = (const bf16 *)bias, *res = (const bf16 *)residual;
+    dim3 block(GEMV_WARPS * 32);
+    cudaError_t e;
     switch (m) {
-    case 1: gemv_kernel<1><<<grid, GEMV_WARPS * 32, 0, st>>>(o, x, w, b, res, n, k); break;
-    case 2: gemv_kernel<2><<<grid, GEMV_WARPS * 32, 0, st>>>(o, x, w, b, res, n, k); break;
-    case 3: gemv_kernel<3><<<grid, GEMV_WARPS * 32, 0, st>>>(o, x, w, b, res, n, k); break;
-    case 4: gemv_kernel<4><<<grid, GEMV_WARPS * 32, 0, st>>>(o, x, w, b, res, n, k); break;
-    case 5: gemv_kernel<5><<<grid, GEMV_WARPS * 32, 0, st>>>(o, x, w, b, res, n, k); break;
-    case 6: gemv_kernel<6><<<grid, GEMV_WARPS * 32, 0, st>>>(o, x, w, b, res, n, k); break;
-    case 7: gemv_kernel<7><<<grid, GEMV_WARPS * 32, 0, st>>>(o, x, w, b, res, n, k); break;
-    default: gemv_kernel<8><<<grid, GEMV_WARPS * 32, 0, st>>>(o, x, w, b, res, n, k); break;
+    case 1: e = rl_launch_pdl(gemv_kernel<1>, grid, block, 0, st, o, x, w, b, res, n, k); break;
+    case 2: e = rl_launch_pdl(gemv_kernel<2>, grid, block, 0, st, o, x, w, b, res, n, k); break;
+    case 3: e = rl_launch_pdl(gemv_kernel<3>, grid, block, 0, st, o, x, w, b, res, n, k); break;
+    case 4: e = rl_launch_pdl(gemv_kernel<4>, grid, block, 0, st, o, x, w, b, res, n, k); break;
+    case 5: e = rl_launch_pdl(gemv_kernel<5>, grid, block, 0, st, o, x, w, b, res, n, k); break;
+    case 6: e = rl_launch_pdl(gemv_kernel<6>, grid, block, 0, st, o, x, w, b, res, n, k); break;
+    case 7: e = rl_launch_pdl(gemv_kernel<7>, grid, block, 0, st, o, x, w, b, res, n, k); break;
+    default: e = rl_launch_pdl(gemv_kernel<8>, grid, block, 0, st, o, x, w, b, res, n, k); break;
     }
+    CUDA_CHECK(e);
     LAUNCH_CHECK();
     *ran = 1;
     return 0;

@@ -55,6 +55,7 @@ __device__ __forceinline__ void dec_load(bf16 *ks, bf16 *vs, const pa_args &a, c
 template <int D>
 __global__ void __launch_bounds__(DEC_THREADS) paged_decode_mma_kernel(pa_args a)
 {
+    rl_pdl_begin();
     extern __shared__ __align__(128) unsigned char smem_raw[];
     dec_smem<D> &sm = *(dec_smem<D> *)smem_raw;
     int s = blockIdx.x / a.n_qtiles, qt = blockIdx.x % a.n_qtiles, g = blockIdx.y, sp = blockIdx.z;
@@ -223,12 +224,12 @@ int rl_cuda_paged_decode_mma(rl_ctx *ctx, const pa_args *a, int n_seqs)
         size_t smem = sizeof(dec_smem<64>);
         CUDA_CHECK(cudaFuncSetAttribute(paged_decode_mma_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)smem));
-        paged_decode_mma_kernel<64><<<grid, DEC_THREADS, smem, st>>>(*a);
+        CUDA_CHECK(rl_launch_pdl(paged_decode_mma_kernel<64>, grid, dim3(DEC_THREADS), smem, st, *a));
     } else {
         size_t smem = sizeof(dec_smem<128>);
         CUDA_CHECK(cudaFuncSetAttribute(paged_decode_mma_kernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)smem));
-        paged_decode_mma_kernel<128><<<grid, DEC_THREADS, smem, st>>>(*a);
+        CUDA_CHECK(rl_launch_pdl(paged_decode_mma_kernel<128>, grid, dim3(DEC_THREADS), smem, st, *a));
     }
     LAUNCH_CHECK();
     return 0;

@@ -26,6 +26,7 @@ struct qk_args {
 
 __global__ void __launch_bounds__(QK_WARPS * 32) qk_norm_rope_cache_kernel(qk_args a)
 {
+    rl_pdl_begin();
     __shared__ float rows[QK_WARPS][QK_MAX_D];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, per = a.n_heads + 2 * a.n_kv_heads;
     size_t item = (size_t)blockIdx.x * QK_WARPS + warp;
@@ -104,8 +105,8 @@ extern "C" int rl_cuda_qk_norm_rope_cache_fwd(rl_ctx *ctx, void *q_out, const rl
     a.n_kv_heads = n_kv_heads;
     a.head_dim = head_dim;
     size_t rows = (size_t)n_tokens * (n_heads + 2 * n_kv_heads);
-    qk_norm_rope_cache_kernel<<<(unsigned)((rows + QK_WARPS - 1) / QK_WARPS), QK_WARPS * 32, 0,
-                                rl_cuda_st(ctx)->stream>>>(a);
+    CUDA_CHECK(rl_launch_pdl(qk_norm_rope_cache_kernel, dim3((unsigned)((rows + QK_WARPS - 1) / QK_WARPS)),
+                             dim3(QK_WARPS * 32), 0, rl_cuda_st(ctx)->stream, a));
     LAUNCH_CHECK();
     return 0;
 }

@@ -45,6 +45,7 @@ template <int C>
 __global__ void rmsnorm_fwd_vec_kernel(bf16 *out, float *rstd, const bf16 *x, const bf16 *weight, int n_rows,
                                        int dim, float eps)
 {
+    rl_pdl_begin();
     int row = blockIdx.x * VEC_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= n_rows) return;
     int n_chunks = dim >> 3;
@@ -210,13 +211,15 @@ extern "C" int rl_cuda_rmsnorm_fwd(rl_ctx *ctx, void *out, float *rstd, const vo
     unsigned blocks = (unsigned)((n_rows + VEC_WARPS - 1) / VEC_WARPS);
     bf16 *o = (bf16 *)out;
     const bf16 *xi = (const bf16 *)x, *w = (const bf16 *)weight;
+    cudaError_t e = cudaSuccess;
     switch (chunks) {
-    case 1: rmsnorm_fwd_vec_kernel<1><<<blocks, 32 * VEC_WARPS, 0, st>>>(o, rstd, xi, w, n_rows, dim, eps); break;
-    case 2: rmsnorm_fwd_vec_kernel<2><<<blocks, 32 * VEC_WARPS, 0, st>>>(o, rstd, xi, w, n_rows, dim, eps); break;
-    case 4: rmsnorm_fwd_vec_kernel<4><<<blocks, 32 * VEC_WARPS, 0, st>>>(o, rstd, xi, w, n_rows, dim, eps); break;
-    case 8: rmsnorm_fwd_vec_kernel<8><<<blocks, 32 * VEC_WARPS, 0, st>>>(o, rstd, xi, w, n_rows, dim, eps); break;
+    case 1: e = rl_launch_pdl(rmsnorm_fwd_vec_kernel<1>, dim3(blocks), dim3(32 * VEC_WARPS), 0, st, o, rstd, xi, w, n_rows, dim, eps); break;
+    case 2: e = rl_launch_pdl(rmsnorm_fwd_vec_kernel<2>, dim3(blocks), dim3(32 * VEC_WARPS), 0, st, o, rstd, xi, w, n_rows, dim, eps); break;
+    case 4: e = rl_launch_pdl(rmsnorm_fwd_vec_kernel<4>, dim3(blocks), dim3(32 * VEC_WARPS), 0, st, o, rstd, xi, w, n_rows, dim, eps); break;
+    case 8: e = rl_launch_pdl(rmsnorm_fwd_vec_kernel<8>, dim3(blocks), dim3(32 * VEC_WARPS), 0, st, o, rstd, xi, w, n_rows, dim, eps); break;
     default: rmsnorm_fwd_kernel<<<n_rows, THREADS, 0, st>>>(o, rstd, xi, w, dim, eps);
     }
+    CUDA_CHECK(e);
     LAUNCH_CHECK();
     return 0;
 }

@@ -127,6 +127,7 @@ __global__ void __launch_bounds__(STATS_THREADS) sample_stats_kernel(chunk_stat 
                                                                      const rl_sample_row *rows, int vocab,
                                                                      int n_chunks)
 {
+    rl_pdl_begin();
     __shared__ float sh_z[STATS_THREADS / 32];
     __shared__ int sh_i[STATS_THREADS / 32];
     int c = blockIdx.x, row = blockIdx.y, tid = threadIdx.x;
@@ -356,6 +357,7 @@ __global__ void __launch_bounds__(PICK_THREADS) sample_pick_kernel(int32_t *toke
                                                                    const rl_sample_row *rows, int vocab,
                                                                    int n_chunks)
 {
+    rl_pdl_begin();
     __shared__ double wsum[PICK_WARPS];
     __shared__ float sh_zmax;
     __shared__ int sh_arg, sh_chunk;
@@ -468,10 +470,11 @@ extern "C" int rl_cuda_sample(rl_ctx *ctx, int32_t *tokens, float *logp, float *
     chunk_stat *stats = (chunk_stat *)rl_cuda_scratch(ctx, (size_t)n_rows * n_chunks * sizeof(chunk_stat));
     if (!stats) return -1;
     cudaStream_t st = rl_cuda_st(ctx)->stream;
-    sample_stats_kernel<<<dim3((unsigned)n_chunks, (unsigned)n_rows), STATS_THREADS, 0, st>>>(stats, logits, rows,
-                                                                                             vocab, n_chunks);
+    CUDA_CHECK(rl_launch_pdl(sample_stats_kernel, dim3((unsigned)n_chunks, (unsigned)n_rows), dim3(STATS_THREADS), 0, st,
+                             stats, (const float *)logits, rows, vocab, n_chunks));
     LAUNCH_CHECK();
-    sample_pick_kernel<<<n_rows, PICK_THREADS, 0, st>>>(tokens, logp, logits, stats, rows, vocab, n_chunks);
+    CUDA_CHECK(rl_launch_pdl(sample_pick_kernel, dim3((unsigned)n_rows), dim3(PICK_THREADS), 0, st, tokens, logp,
+                             (const float *)logits, (const chunk_stat *)stats, rows, vocab, n_chunks));
     LAUNCH_CHECK();
     return 0;
 }

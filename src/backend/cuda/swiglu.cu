@@ -15,6 +15,7 @@ __device__ __forceinline__ float silu_sigmoid(float g) { return 1.0f / (1.0f + e
 __global__ void swiglu_fwd_vec_kernel(uint4 *out, const uint4 *gate, const uint4 *up, unsigned n_chunks,
                                       unsigned row_chunks, unsigned stride_chunks)
 {
+    rl_pdl_begin();
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n_chunks; i += gridDim.x * blockDim.x) {
         unsigned row = i / row_chunks, in = row * stride_chunks + (i - row * row_chunks);
         uint4 gu = gate[in], uu = up[in], ou;
@@ -93,8 +94,9 @@ extern "C" int rl_cuda_swiglu_fwd(rl_ctx *ctx, void *out, const void *gate, cons
     if (n == 0) return 0;
     if (vec_ok(n, dim, in_stride, out, gate, up, up, up)) {
         unsigned chunks = (unsigned)(n / 8);
-        swiglu_fwd_vec_kernel<<<rl_cuda_blocks(chunks, 256, 65535), 256, 0, rl_cuda_st(ctx)->stream>>>(
-            (uint4 *)out, (const uint4 *)gate, (const uint4 *)up, chunks, (unsigned)dim / 8, (unsigned)in_stride / 8);
+        CUDA_CHECK(rl_launch_pdl(swiglu_fwd_vec_kernel, dim3(rl_cuda_blocks(chunks, 256, 65535)), dim3(256), 0,
+                                 rl_cuda_st(ctx)->stream, (uint4 *)out, (const uint4 *)gate, (const uint4 *)up, chunks,
+                                 (unsigned)dim / 8, (unsigned)in_stride / 8));
         LAUNCH_CHECK();
         return 0;
     }

@@ -77,7 +77,9 @@ static int evaluate(rl_model *m, const rl_tokenizer *tok, rl_reward *reward, con
                     int *correct, rl_err *err)
 {
     rl_engine *e;
-    if (rl_engine_create(&e, m, tok, NULL, err) != 0) return -1;
+    /* an engine for this evaluation alone: its pool holds the held-out prompts, nothing more */
+    rl_engine_options eo = rl_engine_options_for_training(NULL, held->n, held->max_ids + max_new);
+    if (rl_engine_create(&e, m, tok, &eo, err) != 0) return -1;
     rl_gen_params g = rl_gen_params_default();
     g.sample.temperature = 0;
     g.max_new_tokens = max_new;
