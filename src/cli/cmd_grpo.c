@@ -12,8 +12,10 @@ static const char usage[] =
     "usage: rlc grpo --model DIR --data FILE.jsonl --reward SPEC --out DIR [options]\n\n"
     "GRPO: sample --group-size completions per prompt, score them, group-normalised advantages,\n"
     "clipped policy-gradient updates. Data lines: {\"prompt\": text or messages, \"answer\": ..., ...}.\n"
-    "Rewards: math | exact | exact:strict | regex:PATTERN | format | format:boxed | cmd:\"COMMAND\"\n"
-    "(cmd: a program reading one JSON object per completion on stdin and printing {\"reward\": x}).\n"
+    "Rewards: math | exact | exact:strict | regex:PATTERN | format | format:boxed | cmd:\"COMMAND\" | kernel\n"
+    "(cmd: a program reading one JSON object per completion on stdin and printing {\"reward\": x};\n"
+    "kernel: data lines {\"task\": DIR | PROBLEM.py}, prompts built each step from OUT/attempts.jsonl,\n"
+    "the answer's kernel evaluated on the GPU, docs/kernel-env.md \"Training on the kernel reward\").\n"
     "--variant dapo: clip-higher 0.28, token-level loss; dr_grpo: no std scaling, constant\n"
     "normaliser. metrics.jsonl has each step's train-vs-rollout log-prob mismatch (0 with\n"
     "--deterministic). Writes OUT/model and OUT/metrics.jsonl; Ctrl-C saves after the current step;\n"
@@ -26,6 +28,7 @@ typedef struct options {
     rl_cli_ranks ranks;
     double temperature, top_p, clip_low, clip_high, kl_beta, reward_timeout, tis_cap;
     rl_opt_list stop;
+    rl_kreward_opts kernel;
     rl_grpo_config c;
 } options;
 
@@ -33,7 +36,7 @@ static int run(options *o, const cJSON *saved_options, char **argv)
 {
     rl_run_config c = {.kind = RL_RUN_GRPO, .model_dir = o->model_dir, .resume = o->resume, .data = o->data,
                        .out = o->out, .tokenizer = o->tokenizer, .steps = o->steps, .max_len = o->max_prompt,
-                       .save_every = o->save_every, .reward = o->reward, .reward_options = {o->reward_timeout},
+                       .save_every = o->save_every, .reward = o->reward, .reward_options = {.timeout_s = o->reward_timeout, .kernel = o->kernel},
                        .grpo = o->c, .options = saved_options,
                        .no_save = !o->save};
     return rl_cli_train("grpo", &o->ranks, &c, argv);
@@ -87,6 +90,13 @@ int rl_cmd_grpo(int argc, char **argv)
         RL_OPT_I("top-k", &o.c.gen.sample.top_k, 0, 1000000000, "top-k sampling (0 = off)"),
         RL_OPT_LST("stop", &o.stop, "STR", "stop string, besides end-of-sequence (repeatable)"),
         RL_OPT_D("reward-timeout", &o.reward_timeout, 0, 1e6, "cmd rewards: seconds per completion", .range.above_lo = 1),
+        RL_OPT_S("kernel-worker", &o.kernel.worker, "PATH", "kernel reward: rlc-kernel-worker (default: beside rlc)"),
+        RL_OPT_S("kernel-nvcc", &o.kernel.nvcc, "PATH", "kernel reward: nvcc (default: $CUDA_HOME/bin/nvcc or PATH)"),
+        RL_OPT_S("kernel-python", &o.kernel.python, "PATH", "kernel reward: Python with torch for KernelBench tasks"),
+        RL_OPT_S("kernel-cache", &o.kernel.cache_dir, "DIR", "kernel reward: compiled modules (default ~/.cache/rlc/kernels)"),
+        RL_OPT_S("kernel-protocol", &o.kernel.protocol, "FILE", "kernel reward: protocol.json"),
+        RL_OPT_I("kernel-gpus", &o.kernel.gpus, 0, 16, "kernel reward: GPUs timing candidates (0 = all the worker sees)"),
+        RL_OPT_I("kernel-jobs", &o.kernel.jobs, 0, 64, "kernel reward: evaluations in flight (0 = two per GPU)"),
         RL_OPT_D("clip-low", &o.clip_low, 0, 1, "ratio clipped below at 1 - clip-low"),
         RL_OPT_D("clip-high", &o.clip_high, 0, 100, "ratio clipped above at 1 + clip-high"),
         RL_OPT_D("kl-beta", &o.kl_beta, 0, 1e6, "k3 KL penalty to --model (0 = off, no reference loaded)"),

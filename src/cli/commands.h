@@ -23,6 +23,7 @@ int rl_cmd_tokenize(int argc, char **argv);
 int rl_cmd_logprobs(int argc, char **argv);
 int rl_cmd_generate(int argc, char **argv);
 int rl_cmd_kernel_eval(int argc, char **argv);
+int rl_cmd_kernel_db(int argc, char **argv);
 int rl_cmd_info(int argc, char **argv);
 int rl_cmd_demo(int argc, char **argv);
 int rl_cmd_sft(int argc, char **argv);

@@ -9,14 +9,18 @@
  *   format          1 if the completion is "<think>...</think>" followed by a non-empty answer
  *   format:boxed    1 if the completion holds a complete \boxed{...}
  *   cmd:COMMAND     an external program (external.h), started once with /bin/sh -c COMMAND
+ *   kernel          the kernel environment (kernel_env/kreward.h): the line's "task", the
+ *                   answer's code evaluated on the GPU; options in rl_reward_options.kernel
  * Built-in rewards never fail on a completion; the external one fails loudly (never a silent
  * zero) when the program misbehaves. */
 #ifndef RL_REWARD_REWARD_H
 #define RL_REWARD_REWARD_H
 
 #include <cjson/cJSON.h>
+#include <stdint.h>
 
 #include "core/error.h"
+#include "reward/kernel_env/kreward.h"
 
 typedef struct rl_reward_item {
     const char *prompt;
@@ -30,6 +34,7 @@ typedef struct rl_reward rl_reward;
 
 typedef struct rl_reward_options {
     double timeout_s; /* external programs: time limit per completion (0 = default 60 s) */
+    rl_kreward_opts kernel; /* the kernel reward's evaluator and attempt database */
 } rl_reward_options;
 
 /* Parses spec, compiles a pattern or starts the program. opt may be NULL. */
@@ -37,6 +42,9 @@ int rl_reward_create(rl_reward **out, const char *spec, const rl_reward_options 
 /* Scores n items into rewards[n]. Fails (with the item index in the message) only for
  * external programs or a missing reference answer that the reward needs. */
 int rl_reward_score(rl_reward *r, const rl_reward_item *items, int n, float *rewards, rl_err *err);
+/* The training step the next rl_reward_score belongs to (the kernel reward's attempt database
+ * records it); other rewards ignore it. */
+void rl_reward_set_step(rl_reward *r, int64_t step);
 /* The spec it was made from. */
 const char *rl_reward_spec(const rl_reward *r);
 void rl_reward_free(rl_reward *r);

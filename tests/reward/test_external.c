@@ -17,7 +17,7 @@ static rl_reward *start(const char *mode, double timeout)
     snprintf(spec, sizeof spec, "cmd:sh tests/reward/fake_reward.sh %s", mode);
     rl_reward *r;
     rl_err err;
-    rl_reward_options opt = {timeout};
+    rl_reward_options opt = {.timeout_s = timeout};
     cr_assert_eq(rl_reward_create(&r, spec, &opt, &err), 0, "%s", err.msg);
     return r;
 }

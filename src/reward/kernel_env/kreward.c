@@ -1,0 +1,244 @@
+/* kreward.c — see kreward.h. A step's candidates are prepared (task check, code extraction) on
+ * the calling thread, evaluated through the pool's feed (rl_kenv_pool_run), then appended to
+ * the database in their order, so the file reads the same whatever finished first. */
+#include "reward/kernel_env/kreward.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/file.h"
+#include "core/log.h"
+#include "reward/kernel_env/attempts.h"
+#include "reward/kernel_env/extract.h"
+#include "reward/kernel_env/kenv.h"
+#include "reward/kernel_env/kpool.h"
+
+struct rl_kreward {
+    rl_kenv_paths paths;
+    rl_kenv_opts opts;
+    rl_kenv_pool *pool;
+    int jobs;
+    rl_kattempts db;
+    int have_db;
+    int64_t step;
+};
+
+/* One candidate of a step. */
+typedef struct cand {
+    const char *task;
+    char *code;      /* malloc'd: what is evaluated, or NULL when there is nothing to evaluate */
+    size_t code_len;
+    char status[24];
+    char *reason;    /* malloc'd or NULL */
+    int timed, has_reward;
+    double speedup, reward;
+} cand;
+
+typedef struct feed {
+    cand *c;
+    int n, next;
+} feed;
+
+int rl_kreward_create(rl_kreward **out, const rl_kreward_opts *o, rl_err *err)
+{
+    *out = NULL;
+    rl_kreward *k = calloc(1, sizeof *k);
+    if (!k) return rl_err_oom(err, "kernel reward", sizeof *k);
+    rl_kenv_opts_default(&k->opts, &k->paths);
+    if (o->nvcc) k->opts.nvcc = o->nvcc;
+    if (o->worker) k->opts.worker = o->worker;
+    if (o->python) k->opts.python = o->python;
+    if (o->cache_dir) k->opts.cache_dir = o->cache_dir;
+    if (o->protocol) k->opts.protocol_path = o->protocol;
+    k->jobs = o->jobs;
+    if (rl_kenv_load_protocol(&k->opts, err) || rl_kenv_pool_create(&k->pool, &k->opts, o->gpus, err)) {
+        rl_kreward_free(k);
+        return rl_err_prefix(err, "reward kernel: ");
+    }
+    if (o->attempts) {
+        if (rl_kattempts_open(&k->db, o->attempts, o->keep_upto, err)) {
+            rl_kreward_free(k);
+            return -1;
+        }
+        k->have_db = 1;
+        if (k->db.n_dropped)
+            rl_log_info("%s: %lld attempts after step %lld (or torn) dropped on resume", o->attempts,
+                        (long long)k->db.n_dropped, (long long)o->keep_upto);
+    }
+    *out = k;
+    return 0;
+}
+
+void rl_kreward_free(rl_kreward *k)
+{
+    if (!k) return;
+    rl_kenv_pool_free(k->pool);
+    if (k->have_db) rl_kattempts_close(&k->db);
+    free(k);
+}
+
+void rl_kreward_set_step(rl_kreward *k, int64_t step) { k->step = step; }
+
+int rl_kreward_check_task(const char *task, rl_err *err)
+{
+    char path[4200];
+    if (!rl_kenv_is_kernelbench(task)) {
+        if (rl_path_join(path, sizeof path, task, "spec.json")) return rl_err_set(err, "%s: path too long", task);
+        if (!rl_file_exists(path))
+            return rl_err_set(err, "task '%s' does not exist (no %s; a task is a directory with spec.json, "
+                                   "reference.cu and prompt.md, or a KernelBench problem file *.py)", task, path);
+        return 0;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    rl_err e;
+    if (rl_file_read_all(task, &text, &len, &e))
+        return rl_err_set(err, "KernelBench task '%s' cannot be read: %s", task, e.msg);
+    int has_model = strstr(text, "class Model") != NULL, has_inputs = strstr(text, "def get_inputs") != NULL;
+    free(text);
+    if (!has_model || !has_inputs)
+        return rl_err_set(err, "KernelBench task '%s' defines no %s", task,
+                          !has_model && !has_inputs ? "Model class and no get_inputs()" : !has_model ? "Model class" : "get_inputs()");
+    return 0;
+}
+
+static int line_starts_fence(const char *s, size_t at, size_t len)
+{
+    while (at < len && (s[at] == ' ' || s[at] == '\t')) at++;
+    return at + 3 <= len && !memcmp(s + at, "```", 3);
+}
+
+int rl_kreward_extract_python(const char *s, size_t len, const char **code, size_t *code_len, rl_err *err)
+{
+    const char *best = NULL;
+    size_t best_len = 0;
+    int in = 0, py = 0;
+    size_t start = 0;
+    for (size_t pos = 0; pos <= len;) {
+        size_t eol = pos;
+        while (eol < len && s[eol] != '\n') eol++;
+        int fence = pos < len && line_starts_fence(s, pos, len);
+        if (fence && !in) {
+            size_t w = pos;
+            while (s[w] != '`') w++;
+            w += 3;
+            while (w < eol && s[w] == '`') w++;
+            size_t wl = 0;
+            while (w + wl < eol && s[w + wl] != ' ' && s[w + wl] != '\r') wl++;
+            py = wl == 0 || (wl == 6 && !strncasecmp(s + w, "python", 6)) || (wl == 2 && !strncasecmp(s + w, "py", 2));
+            in = 1;
+            start = eol < len ? eol + 1 : len;
+        } else if ((fence || eol >= len) && in) { /* a closing fence, or the end of an unclosed block */
+            size_t end = fence ? pos : len;
+            if (py && end > start && memmem(s + start, end - start, "class ModelNew", 14))
+                best = s + start, best_len = end - start;
+            in = 0;
+        }
+        if (eol >= len) break;
+        pos = eol + 1;
+    }
+    if (!best && memmem(s, len, "class ModelNew", 14)) best = s, best_len = len;
+    if (!best) return rl_err_set(err, "no python code block defines class ModelNew");
+    *code = best;
+    *code_len = best_len;
+    return 0;
+}
+
+/* The task and code of one completion; on a problem, status and reason say what. */
+static int prepare(cand *c, const cJSON *fields, const char *completion)
+{
+    const cJSON *task = cJSON_IsObject(fields) ? cJSON_GetObjectItemCaseSensitive(fields, "task") : NULL;
+    rl_err e;
+    c->task = cJSON_IsString(task) ? task->valuestring : "";
+    if (!cJSON_IsString(task)) {
+        snprintf(c->status, sizeof c->status, "bad_task");
+        c->reason = strdup("the dataset line has no \"task\" string");
+        return -1;
+    }
+    if (rl_kreward_check_task(c->task, &e)) {
+        snprintf(c->status, sizeof c->status, "bad_task");
+        c->reason = strdup(e.msg);
+        return -1;
+    }
+    size_t len = strlen(completion);
+    if (rl_kenv_is_kernelbench(c->task)) {
+        const char *code;
+        size_t n;
+        if (rl_kreward_extract_python(completion, len, &code, &n, &e) == 0 && (c->code = malloc(n + 1))) {
+            memcpy(c->code, code, n);
+            c->code[n] = '\0';
+            c->code_len = n;
+        }
+    } else {
+        rl_kextract x;
+        if (rl_kextract_code(completion, len, "rl_kernel", &x, &e) == 0) {
+            c->code = x.code, c->code_len = x.len;
+            x.code = NULL;
+            rl_kextract_free(&x);
+        }
+    }
+    if (!c->code) {
+        snprintf(c->status, sizeof c->status, "no_code");
+        c->reason = strdup(e.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* The pool calls this from one thread at a time. */
+static void *next_cand(void *user)
+{
+    feed *f = user;
+    while (f->next < f->n && !f->c[f->next].code) f->next++;
+    return f->next < f->n ? &f->c[f->next++] : NULL;
+}
+
+static void run_cand(void *user, rl_kenv_pool *pool, void *work)
+{
+    (void)user;
+    cand *c = work;
+    rl_kenv_result r;
+    rl_err e;
+    if (rl_kenv_pool_eval(pool, c->task, c->code, c->code_len, &r, &e)) {
+        snprintf(c->status, sizeof c->status, "error");
+        c->reason = strdup(e.msg);
+        return;
+    }
+    snprintf(c->status, sizeof c->status, "%s", rl_kenv_status_names[r.status]);
+    c->reason = r.failure ? strdup(r.failure) : NULL;
+    c->timed = r.timed;
+    c->speedup = r.speedup;
+    c->has_reward = r.has_reward;
+    c->reward = r.reward;
+    rl_kenv_result_free(&r);
+}
+
+int rl_kreward_score(rl_kreward *k, const cJSON *const *fields, const char *const *completions, int n,
+                     float *rewards, rl_err *err)
+{
+    cand *c = calloc((size_t)(n > 0 ? n : 1), sizeof *c);
+    if (!c) return rl_err_oom(err, "kernel candidates", (size_t)n * sizeof *c);
+    for (int i = 0; i < n; i++) prepare(&c[i], fields[i], completions[i] ? completions[i] : "");
+    feed f = {c, n, 0};
+    rl_kenv_feed kf = {&f, next_cand, run_cand};
+    rl_kenv_pool_run(k->pool, k->jobs, &kf);
+    int rc = 0, n_logged = 0, n_no_code = 0;
+    for (int i = 0; i < n; i++) {
+        rewards[i] = (float)(c[i].has_reward ? c[i].reward : RL_KREWARD_FAIL);
+        n_no_code += !strcmp(c[i].status, "no_code");
+        /* a bad task or an evaluator error is the run's problem, not the policy's: said each
+         * time (a few a step); answers without code are counted */
+        if (!c[i].has_reward && strcmp(c[i].status, "no_code") && n_logged++ < 4)
+            rl_log_warn("reward kernel: step %lld, completion %d (%s): %s: %s; reward %g", (long long)k->step, i,
+                        c[i].task, c[i].status, c[i].reason ? c[i].reason : "", RL_KREWARD_FAIL);
+        rl_kattempt a = {k->step, c[i].task, c[i].status, c[i].timed, c[i].speedup, 1, rewards[i], c[i].reason,
+                         c[i].code, c[i].code_len};
+        if (rc == 0 && k->have_db && rl_kattempts_append(&k->db, &a, err)) rc = -1;
+    }
+    if (n_no_code)
+        rl_log_info("reward kernel: step %lld: %d of %d answers hold no code to evaluate (reward %g)", (long long)k->step,
+                    n_no_code, n, RL_KREWARD_FAIL);
+    for (int i = 0; i < n; i++) free(c[i].code), free(c[i].reason);
+    free(c);
+    return rc;
+}
