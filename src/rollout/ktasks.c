@@ -29,6 +29,16 @@ static int render(rl_ktasks *kt, int i, const rl_kprompt_opts *o, const char *st
     *text = NULL;
     *ids = NULL;
     if (rl_kprompt_build(kt->task[i], store, o, &body, &len, err)) return -1;
+    if (kt->suffix) {
+        size_t n = strlen(kt->suffix);
+        char *g = realloc(body, len + n + 1);
+        if (!g) {
+            free(body);
+            return rl_err_oom(err, "prompt", len + n);
+        }
+        memcpy(g + len, kt->suffix, n + 1);
+        body = g;
+    }
     rl_chat_message m = {"user", body};
     int rc = rl_tok_chat_format(&m, 1, 1, text, err);
     free(body);
@@ -74,10 +84,11 @@ static int fit(rl_ktasks *kt, int i, const char *store, uint64_t seed, rl_err *e
 }
 
 int rl_ktasks_load(rl_ktasks *kt, const char *data, const rl_tokenizer *tok, const char *attempts, int max_prompt,
-                   rl_err *err)
+                   const char *suffix, rl_err *err)
 {
     memset(kt, 0, sizeof *kt);
     kt->tok = tok;
+    kt->suffix = suffix;
     kt->max_prompt = max_prompt;
     rl_kprompt_opts_default(&kt->popts);
     kt->popts.n_best = 1;

@@ -34,11 +34,13 @@ typedef struct rl_ktasks {
     char *attempts;     /* the attempt database the prompts read (NULL: none) */
     rl_kprompt_opts popts;
     int max_prompt;
+    const char *suffix; /* appended to every prompt (the episode tools), or NULL */
 } rl_ktasks;
 
-/* Loads the tasks of data (JSON lines) and builds their first prompts (no exemplars). */
+/* Loads the tasks of data (JSON lines) and builds their first prompts (no exemplars); suffix
+ * (static text, e.g. the kernel environment's tools) is appended to each, or NULL. */
 int rl_ktasks_load(rl_ktasks *kt, const char *data, const rl_tokenizer *tok, const char *attempts, int max_prompt,
-                   rl_err *err);
+                   const char *suffix, rl_err *err);
 
 /* Rebuilds the prompts of the tasks in which[0 .. n) (repeats allowed) from the attempts so far;
  * step seeds the draw within the speed buckets. */

@@ -100,6 +100,7 @@ int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *t
     memset(t, 0, sizeof *t);
     if (check_config(cfg, ref, err) != 0) return -1;
     if (!tok) return rl_err_set(err, "grpo: a tokenizer is needed (rewards read completion text)");
+    if (!reward && !cfg->hooks.episode) return rl_err_set(err, "grpo: a reward is needed (or episodes that score themselves)");
     t->model = m;
     t->ref = cfg->kl_beta > 0 ? ref : NULL;
     t->reward = reward;
@@ -243,7 +244,7 @@ static int score(rl_grpo *t, double *mean, double *std, double *mean_len, rl_err
             for (int k = 0; k < t->results[s].n_ids; k++) t->comp_len[s] += own[k];
         }
     }
-    rl_reward_set_step(t->reward, t->state.step + 1);
+    if (t->reward) rl_reward_set_step(t->reward, t->state.step + 1);
     if (!t->cfg.hooks.episode && rl_reward_score(t->reward, t->items, n, t->rewards, err) != 0) return -1;
     double sum = 0, sq = 0, len = 0;
     for (int s = 0; s < n; s++) sum += t->rewards[s], len += t->comp_len[s];
@@ -374,7 +375,7 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
     gen.seed = rl_rng_u64(&t->state.rng) ^ ((uint64_t)rank * 0x9e3779b97f4a7c15ull);
     memset(t->results, 0, (size_t)n * sizeof *t->results);
     rl_engine_reset_prefix_cache(t->engine); /* the last update changed the weights */
-    int rc = hk->episode ? hk->episode(hk->user, t->engine, t->gen_prompts, t->prompt_of, n, &gen, t->results, t->own,
+    int rc = hk->episode ? hk->episode(hk->user, t->engine, t->state.step + 1, t->gen_prompts, t->prompt_of, n, &gen, t->results, t->own,
                                        episode_stride(t), t->rewards, err)
                          : rl_engine_generate(t->engine, t->gen_prompts, n, &gen, t->results, NULL, NULL, err);
     double t_gen = rl_time_now() - t0;

@@ -63,7 +63,7 @@ typedef struct rl_grpo_prompt {
 typedef struct rl_grpo_hooks {
     void *user;
     int (*prepare)(void *user, int64_t step, const int *prompt_of, int n, rl_err *err);
-    int (*episode)(void *user, rl_engine *e, const rl_gen_prompt *prompts, const int *prompt_of, int n,
+    int (*episode)(void *user, rl_engine *e, int64_t step, const rl_gen_prompt *prompts, const int *prompt_of, int n,
                    const rl_gen_params *gen, rl_gen_result *results, unsigned char *own, int stride, float *rewards,
                    rl_err *err);
 } rl_grpo_hooks;
@@ -93,7 +93,7 @@ typedef struct rl_grpo_config {
 
 typedef struct rl_grpo {
     rl_model *model, *ref;   /* not owned; ref only when kl_beta > 0 */
-    rl_reward *reward;       /* not owned */
+    rl_reward *reward;       /* not owned; NULL with hooks.episode (episodes score themselves) */
     const rl_grpo_prompt *data;
     int n_data;
     rl_grpo_config cfg;

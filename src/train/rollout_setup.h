@@ -4,18 +4,28 @@
  *   --reward kernel: the data name kernel tasks (rollout/ktasks.h); every step's prompts are
  *   built afresh from OUT/attempts.jsonl, the run's attempt database, which the kernel reward
  *   (reward/kernel_env/kreward.h) appends to. On resume the database keeps the attempts of the
- *   steps up to the checkpoint's. */
+ *   steps up to the checkpoint's.
+ *   --env SPEC: multi-turn episodes (rollout/episodes.h) replace generation and scoring; the
+ *   data are plain prompts for a program environment, kernel tasks (with the tools described)
+ *   for --env kernel, whose evaluations go to OUT/attempts.jsonl likewise. */
 #ifndef RL_TRAIN_ROLLOUT_SETUP_H
 #define RL_TRAIN_ROLLOUT_SETUP_H
 
 #include "io/tokenizer.h"
+#include "rollout/episodes.h"
 #include "rollout/ktasks.h"
+#include "train/data.h"
 #include "train/grpo.h"
 #include "train/run.h"
 
 typedef struct rl_rollout_setup {
     int kernel;              /* 1: kernel tasks */
     rl_ktasks kt;
+    rl_train_data data;      /* a program environment's prompts */
+    int have_data;
+    rl_env *env;
+    rl_episodes episodes;
+    int have_episodes;
     rl_grpo_prompt *prompts; /* the trainer's data, [n] */
     int n;
     char attempts[4200];

@@ -128,7 +128,7 @@ static int make_trainer(run *r, const rl_loop_watch *watch, rl_train_hooks *hook
     rl_reward_options ro = c->reward_options;
     int custom = rl_rollout_setup_make(&r->rollout, c, r->tok, &ro, &gc, err);
     if (custom < 0 || (!custom && rl_train_data_rl(&r->data, c->data, r->tok, c->max_len, err)) ||
-        rl_reward_create(&r->reward, c->reward, &ro, err))
+        (c->reward && rl_reward_create(&r->reward, c->reward, &ro, err)))
         return -1;
     const rl_grpo_prompt *prompts = custom ? r->rollout.prompts : r->data.prompts;
     int n_prompts = custom ? r->rollout.n : r->data.n;
@@ -138,8 +138,8 @@ static int make_trainer(run *r, const rl_loop_watch *watch, rl_train_hooks *hook
     r->have_trainer = 1;
     if (c->resume && rl_grpo_resume(&r->t.grpo, c->resume, err)) return -1;
     *hooks = (rl_train_hooks){r, grpo_step, grpo_save, grpo_done};
-    rl_loop_note(r->lead, "%s, %d prompts, reward %s, %s loss, %lld steps from step %lld (%s%s)", c->data, n_prompts,
-                 c->reward, rl_loss_norm_names[gc.loss_norm], (long long)*steps, (long long)r->t.grpo.state.step,
+    rl_loop_note(r->lead, "%s, %d prompts, %s %s, %s loss, %lld steps from step %lld (%s%s)", c->data, n_prompts,
+                 c->env ? "environment" : "reward", c->env ? c->env : c->reward, rl_loss_norm_names[gc.loss_norm], (long long)*steps, (long long)r->t.grpo.state.step,
                  rl_backend_name(r->model.ctx), ranks_text(r, ranks));
     return 0;
 }

@@ -31,7 +31,8 @@ typedef struct cand {
     char status[24];
     char *reason;    /* malloc'd or NULL */
     int timed, has_reward;
-    double speedup, reward;
+    double speedup, reward, ref_ms, cand_ms;
+    char *compile_log; /* malloc'd or NULL */
 } cand;
 
 typedef struct feed {
@@ -208,9 +209,43 @@ static void run_cand(void *user, rl_kenv_pool *pool, void *work)
     c->reason = r.failure ? strdup(r.failure) : NULL;
     c->timed = r.timed;
     c->speedup = r.speedup;
+    c->ref_ms = r.ref_ms;
+    c->cand_ms = r.cand_ms;
+    c->compile_log = r.compile_log ? strdup(r.compile_log) : NULL;
     c->has_reward = r.has_reward;
     c->reward = r.reward;
     rl_kenv_result_free(&r);
+}
+
+/* Evaluates the candidates that have code, then records all of them in order; rewards set. */
+static int evaluate(rl_kreward *k, cand *c, int n, rl_err *err)
+{
+    feed f = {c, n, 0};
+    rl_kenv_feed kf = {&f, next_cand, run_cand};
+    rl_kenv_pool_run(k->pool, k->jobs, &kf);
+    int rc = 0, n_logged = 0, n_no_code = 0;
+    for (int i = 0; i < n; i++) {
+        if (!c[i].has_reward) c[i].reward = RL_KREWARD_FAIL;
+        n_no_code += !strcmp(c[i].status, "no_code");
+        /* a bad task or an evaluator error is the run's problem, not the policy's: said each
+         * time (a few a step); answers without code are counted */
+        if (!c[i].has_reward && strcmp(c[i].status, "no_code") && n_logged++ < 4)
+            rl_log_warn("reward kernel: step %lld, completion %d (%s): %s: %s; reward %g", (long long)k->step, i,
+                        c[i].task, c[i].status, c[i].reason ? c[i].reason : "", RL_KREWARD_FAIL);
+        rl_kattempt a = {k->step, c[i].task, c[i].status, c[i].timed, c[i].speedup, 1, c[i].reward, c[i].reason,
+                         c[i].code, c[i].code_len};
+        if (rc == 0 && k->have_db && rl_kattempts_append(&k->db, &a, err)) rc = -1;
+    }
+    if (n_no_code)
+        rl_log_info("reward kernel: step %lld: %d of %d answers hold no code to evaluate (reward %g)", (long long)k->step,
+                    n_no_code, n, RL_KREWARD_FAIL);
+    return rc;
+}
+
+static void free_cands(cand *c, int n)
+{
+    for (int i = 0; i < n; i++) free(c[i].code), free(c[i].reason), free(c[i].compile_log);
+    free(c);
 }
 
 int rl_kreward_score(rl_kreward *k, const cJSON *const *fields, const char *const *completions, int n,
@@ -219,26 +254,50 @@ int rl_kreward_score(rl_kreward *k, const cJSON *const *fields, const char *cons
     cand *c = calloc((size_t)(n > 0 ? n : 1), sizeof *c);
     if (!c) return rl_err_oom(err, "kernel candidates", (size_t)n * sizeof *c);
     for (int i = 0; i < n; i++) prepare(&c[i], fields[i], completions[i] ? completions[i] : "");
-    feed f = {c, n, 0};
-    rl_kenv_feed kf = {&f, next_cand, run_cand};
-    rl_kenv_pool_run(k->pool, k->jobs, &kf);
-    int rc = 0, n_logged = 0, n_no_code = 0;
-    for (int i = 0; i < n; i++) {
-        rewards[i] = (float)(c[i].has_reward ? c[i].reward : RL_KREWARD_FAIL);
-        n_no_code += !strcmp(c[i].status, "no_code");
-        /* a bad task or an evaluator error is the run's problem, not the policy's: said each
-         * time (a few a step); answers without code are counted */
-        if (!c[i].has_reward && strcmp(c[i].status, "no_code") && n_logged++ < 4)
-            rl_log_warn("reward kernel: step %lld, completion %d (%s): %s: %s; reward %g", (long long)k->step, i,
-                        c[i].task, c[i].status, c[i].reason ? c[i].reason : "", RL_KREWARD_FAIL);
-        rl_kattempt a = {k->step, c[i].task, c[i].status, c[i].timed, c[i].speedup, 1, rewards[i], c[i].reason,
-                         c[i].code, c[i].code_len};
-        if (rc == 0 && k->have_db && rl_kattempts_append(&k->db, &a, err)) rc = -1;
-    }
-    if (n_no_code)
-        rl_log_info("reward kernel: step %lld: %d of %d answers hold no code to evaluate (reward %g)", (long long)k->step,
-                    n_no_code, n, RL_KREWARD_FAIL);
-    for (int i = 0; i < n; i++) free(c[i].code), free(c[i].reason);
-    free(c);
+    int rc = evaluate(k, c, n, err);
+    for (int i = 0; i < n; i++) rewards[i] = (float)c[i].reward;
+    free_cands(c, n);
     return rc;
+}
+
+int rl_kreward_eval_many(rl_kreward *k, const char *const *tasks, const char *const *codes, const size_t *lens, int n,
+                         rl_kreward_eval *out, rl_err *err)
+{
+    cand *c = calloc((size_t)(n > 0 ? n : 1), sizeof *c);
+    if (!c) return rl_err_oom(err, "kernel candidates", (size_t)n * sizeof *c);
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        rl_err e;
+        c[i].task = tasks[i];
+        if (rl_kreward_check_task(tasks[i], &e)) {
+            snprintf(c[i].status, sizeof c[i].status, "bad_task");
+            c[i].reason = strdup(e.msg);
+        } else if (!(c[i].code = malloc(lens[i] + 1))) {
+            rc = rl_err_oom(err, "kernel candidate", lens[i]);
+        } else {
+            memcpy(c[i].code, codes[i], lens[i]);
+            c[i].code[lens[i]] = '\0';
+            c[i].code_len = lens[i];
+        }
+    }
+    if (rc == 0) rc = evaluate(k, c, n, err);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        rl_kreward_eval *o = &out[i];
+        memset(o, 0, sizeof *o);
+        snprintf(o->status, sizeof o->status, "%s", c[i].status);
+        o->reason = c[i].reason, c[i].reason = NULL;
+        o->compile_log = c[i].compile_log, c[i].compile_log = NULL;
+        o->timed = c[i].timed;
+        o->speedup = c[i].speedup, o->ref_ms = c[i].ref_ms, o->cand_ms = c[i].cand_ms;
+        o->reward = c[i].reward;
+    }
+    free_cands(c, n);
+    return rc;
+}
+
+void rl_kreward_eval_free(rl_kreward_eval *e)
+{
+    free(e->reason);
+    free(e->compile_log);
+    memset(e, 0, sizeof *e);
 }

@@ -55,6 +55,22 @@ int rl_kreward_check_task(const char *task, rl_err *err);
 int rl_kreward_score(rl_kreward *k, const cJSON *const *fields, const char *const *completions, int n,
                      float *rewards, rl_err *err);
 
+/* One evaluation as the kernel environment's tools show it (rollout/env_kernel.c). */
+typedef struct rl_kreward_eval {
+    char status[24];       /* the evaluator's status, or "bad_task" */
+    char *reason;          /* malloc'd or NULL */
+    char *compile_log;     /* malloc'd: compile_error's compiler output, else NULL */
+    int timed;
+    double speedup, ref_ms, cand_ms;
+    double reward;         /* the reward of kreward.h (the failure value when the evaluator had none) */
+} rl_kreward_eval;
+
+/* Evaluates n candidates (task i, its code) together through the pool, each recorded in the
+ * database. Fails only like rl_kreward_score. */
+int rl_kreward_eval_many(rl_kreward *k, const char *const *tasks, const char *const *codes, const size_t *lens, int n,
+                         rl_kreward_eval *out, rl_err *err);
+void rl_kreward_eval_free(rl_kreward_eval *e);
+
 /* The code of a KernelBench answer: the last ```python (or ```py, or unlabelled) block that
  * defines ModelNew, else the whole answer when it does. *code points into answer. */
 int rl_kreward_extract_python(const char *answer, size_t len, const char **code, size_t *code_len, rl_err *err);
