@@ -165,6 +165,7 @@ int rl_kattempts_append(rl_kattempts *db, const rl_kattempt *a, rl_err *err)
     else cJSON_AddNullToObject(o, "reward");
     if (a->reason) cJSON_AddStringToObject(o, "reason", a->reason);
     else cJSON_AddNullToObject(o, "reason");
+    if (a->memo) cJSON_AddTrueToObject(o, "memo");
     cJSON_AddStringToObject(o, "source", src);
     free(src);
     char *line = cJSON_PrintUnformatted(o);

@@ -4,7 +4,8 @@
  *   {"step": 3, "task": "kernel_tasks/softmax", "hash": "9f1c03e2a4b5d6e7", "status": "ok",
  *    "speedup": 1.84, "reward": 0.376, "reason": null, "source": "<the extracted code>"}
  *
- * `status` is the evaluator's (docs/kernel-env.md) or "no_code" (nothing to evaluate in the
+ * A line whose verdict was reused from an earlier identical attempt (kreward.h, memo) has
+ * "memo": true. `status` is the evaluator's (docs/kernel-env.md) or "no_code" (nothing to evaluate in the
  * answer) or "bad_task"; `reason` the failure line; `speedup` is null unless the kernel was timed;
  * `hash` is FNV-1a 64 of the source. prompt.c reads the same file (status / speedup at the top
  * level) to show earlier attempts, and `rlc kernel-db` lists the best kernel of each task.
@@ -34,6 +35,7 @@ typedef struct rl_kattempt {
     const char *reason; /* NULL when none */
     const char *source; /* may be NULL (nothing extracted) */
     size_t source_len;
+    int memo;           /* the verdict of an earlier identical attempt, not measured again */
 } rl_kattempt;
 
 typedef struct rl_kattempts {

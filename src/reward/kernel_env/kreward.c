@@ -13,6 +13,16 @@
 #include "reward/kernel_env/kenv.h"
 #include "reward/kernel_env/kpool.h"
 
+/* A finished evaluation kept for the memo. */
+typedef struct memo_entry {
+    char *task;
+    char hash[17];
+    char status[24];
+    char *reason, *compile_log;
+    int timed, has_reward;
+    double speedup, reward, ref_ms, cand_ms;
+} memo_entry;
+
 struct rl_kreward {
     rl_kenv_paths paths;
     rl_kenv_opts opts;
@@ -21,6 +31,10 @@ struct rl_kreward {
     rl_kattempts db;
     int have_db;
     int64_t step;
+    int memo;
+    memo_entry *memos;
+    int n_memos, cap_memos;
+    char *owned[5];    /* copies of the option strings the evaluator's options point to */
 };
 
 /* One candidate of a step. */
@@ -33,6 +47,8 @@ typedef struct cand {
     int timed, has_reward;
     double speedup, reward, ref_ms, cand_ms;
     char *compile_log; /* malloc'd or NULL */
+    char hash[17];
+    int memo;          /* the verdict came from the memo */
 } cand;
 
 typedef struct feed {
@@ -46,12 +62,18 @@ int rl_kreward_create(rl_kreward **out, const rl_kreward_opts *o, rl_err *err)
     rl_kreward *k = calloc(1, sizeof *k);
     if (!k) return rl_err_oom(err, "kernel reward", sizeof *k);
     rl_kenv_opts_default(&k->opts, &k->paths);
-    if (o->nvcc) k->opts.nvcc = o->nvcc;
-    if (o->worker) k->opts.worker = o->worker;
-    if (o->python) k->opts.python = o->python;
-    if (o->cache_dir) k->opts.cache_dir = o->cache_dir;
-    if (o->protocol) k->opts.protocol_path = o->protocol;
+    const char *given[5] = {o->nvcc, o->worker, o->python, o->cache_dir, o->protocol};
+    const char **into[5] = {&k->opts.nvcc, &k->opts.worker, &k->opts.python, &k->opts.cache_dir, &k->opts.protocol_path};
+    for (int i = 0; i < 5; i++) {
+        if (!given[i]) continue;
+        if (!(k->owned[i] = strdup(given[i]))) {
+            rl_kreward_free(k);
+            return rl_err_oom(err, "kernel reward options", 0);
+        }
+        *into[i] = k->owned[i];
+    }
     k->jobs = o->jobs;
+    k->memo = o->memo;
     if (rl_kenv_load_protocol(&k->opts, err) || rl_kenv_pool_create(&k->pool, &k->opts, o->gpus, err)) {
         rl_kreward_free(k);
         return rl_err_prefix(err, "reward kernel: ");
@@ -73,6 +95,9 @@ int rl_kreward_create(rl_kreward **out, const rl_kreward_opts *o, rl_err *err)
 void rl_kreward_free(rl_kreward *k)
 {
     if (!k) return;
+    for (int i = 0; i < k->n_memos; i++) free(k->memos[i].task), free(k->memos[i].reason), free(k->memos[i].compile_log);
+    free(k->memos);
+    for (int i = 0; i < 5; i++) free(k->owned[i]);
     rl_kenv_pool_free(k->pool);
     if (k->have_db) rl_kattempts_close(&k->db);
     free(k);
@@ -190,7 +215,7 @@ static int prepare(cand *c, const cJSON *fields, const char *completion)
 static void *next_cand(void *user)
 {
     feed *f = user;
-    while (f->next < f->n && !f->c[f->next].code) f->next++;
+    while (f->next < f->n && (!f->c[f->next].code || f->c[f->next].memo)) f->next++;
     return f->next < f->n ? &f->c[f->next++] : NULL;
 }
 
@@ -217,12 +242,58 @@ static void run_cand(void *user, rl_kenv_pool *pool, void *work)
     rl_kenv_result_free(&r);
 }
 
+static memo_entry *memo_find(rl_kreward *k, const char *task, const char *hash)
+{
+    for (int i = 0; i < k->n_memos; i++)
+        if (!strcmp(k->memos[i].hash, hash) && !strcmp(k->memos[i].task, task)) return &k->memos[i];
+    return NULL;
+}
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+/* With the memo: candidates whose code was evaluated before get that verdict (their code is
+ * then not evaluated again); after the evaluation, new verdicts are kept. */
+static void memo_apply(rl_kreward *k, cand *c, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!c[i].code) continue;
+        rl_kattempt_hash(c[i].code, c[i].code_len, c[i].hash);
+        const memo_entry *m = k->memo ? memo_find(k, c[i].task, c[i].hash) : NULL;
+        if (!m) continue;
+        snprintf(c[i].status, sizeof c[i].status, "%s", m->status);
+        c[i].reason = dup_or_null(m->reason), c[i].compile_log = dup_or_null(m->compile_log);
+        c[i].timed = m->timed, c[i].has_reward = m->has_reward;
+        c[i].speedup = m->speedup, c[i].reward = m->reward, c[i].ref_ms = m->ref_ms, c[i].cand_ms = m->cand_ms;
+        c[i].memo = 1;
+    }
+}
+
+static void memo_keep(rl_kreward *k, const cand *c)
+{
+    if (!k->memo || !c->code || c->memo || !strcmp(c->status, "error") || memo_find(k, c->task, c->hash)) return;
+    if (k->n_memos == k->cap_memos) {
+        int cap = k->cap_memos ? 2 * k->cap_memos : 64;
+        memo_entry *g = realloc(k->memos, (size_t)cap * sizeof *g);
+        if (!g) return; /* the memo only saves time */
+        k->memos = g, k->cap_memos = cap;
+    }
+    memo_entry *m = &k->memos[k->n_memos];
+    *m = (memo_entry){.task = strdup(c->task), .reason = dup_or_null(c->reason), .compile_log = dup_or_null(c->compile_log),
+                      .timed = c->timed, .has_reward = c->has_reward, .speedup = c->speedup, .reward = c->reward,
+                      .ref_ms = c->ref_ms, .cand_ms = c->cand_ms};
+    snprintf(m->hash, sizeof m->hash, "%s", c->hash);
+    snprintf(m->status, sizeof m->status, "%s", c->status);
+    if (m->task) k->n_memos++;
+}
+
 /* Evaluates the candidates that have code, then records all of them in order; rewards set. */
 static int evaluate(rl_kreward *k, cand *c, int n, rl_err *err)
 {
+    memo_apply(k, c, n);
     feed f = {c, n, 0};
     rl_kenv_feed kf = {&f, next_cand, run_cand};
     rl_kenv_pool_run(k->pool, k->jobs, &kf);
+    for (int i = 0; i < n; i++) memo_keep(k, &c[i]);
     int rc = 0, n_logged = 0, n_no_code = 0;
     for (int i = 0; i < n; i++) {
         if (!c[i].has_reward) c[i].reward = RL_KREWARD_FAIL;
@@ -233,7 +304,7 @@ static int evaluate(rl_kreward *k, cand *c, int n, rl_err *err)
             rl_log_warn("reward kernel: step %lld, completion %d (%s): %s: %s; reward %g", (long long)k->step, i,
                         c[i].task, c[i].status, c[i].reason ? c[i].reason : "", RL_KREWARD_FAIL);
         rl_kattempt a = {k->step, c[i].task, c[i].status, c[i].timed, c[i].speedup, 1, c[i].reward, c[i].reason,
-                         c[i].code, c[i].code_len};
+                         c[i].code, c[i].code_len, c[i].memo};
         if (rc == 0 && k->have_db && rl_kattempts_append(&k->db, &a, err)) rc = -1;
     }
     if (n_no_code)

@@ -18,7 +18,11 @@
  * code ("no_code"), a task that does not exist or a KernelBench file without Model /
  * get_inputs ("bad_task"), an evaluator error ("error": no GPU, a missing tool). The trainer
  * normalises within the group (GRPO's advantages), so only the order and spacing of a group's
- * rewards matter. */
+ * rewards matter.
+ *
+ * With opts.memo, the first evaluation of each (task, code) of the run stands for later copies
+ * of that code (recorded with "memo": true): a policy that has converged on a few kernels then
+ * costs no GPU time per step, at the price of never re-measuring them. */
 #ifndef RL_REWARD_KENV_KREWARD_H
 #define RL_REWARD_KENV_KREWARD_H
 
@@ -35,6 +39,8 @@ typedef struct rl_kreward_opts {
     const char *nvcc, *worker, *python, *cache_dir, *protocol; /* NULL: the evaluator's defaults */
     int gpus;              /* GPUs of the pool (0: all the worker sees) */
     int jobs;              /* evaluations in flight (0: two per GPU) */
+    int memo;              /* 1: a code evaluated before in this run (same task, same bytes) keeps
+                              its first verdict and timing instead of being measured again */
 } rl_kreward_opts;
 
 typedef struct rl_kreward rl_kreward;

@@ -4,6 +4,7 @@
  * failures, answers without code and bad tasks failed with their reason, every attempt in the
  * database; the database on resume (later steps and a torn line dropped); contrastive prompts
  * built from it; task checks; Python extraction. No GPU needed. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,12 +38,15 @@ static void teardown(void)
 
 TestSuite(kreward, .init = setup, .fini = teardown);
 
-static rl_kreward *make(int64_t keep)
+static rl_kreward *make_memo(int64_t keep, int memo);
+static rl_kreward *make(int64_t keep) { return make_memo(keep, 0); }
+
+static rl_kreward *make_memo(int64_t keep, int memo)
 {
     char cache[128];
     snprintf(cache, sizeof cache, "%s/cache", dir);
     rl_kreward_opts o = {.attempts = db_path, .keep_upto = keep, .nvcc = FIX "/fake_nvcc.sh",
-                         .worker = FIX "/fake_worker.sh", .cache_dir = cache, .jobs = 3};
+                         .worker = FIX "/fake_worker.sh", .cache_dir = cache, .jobs = 3, .memo = memo};
     rl_kreward *k;
     rl_err err;
     cr_assert_eq(rl_kreward_create(&k, &o, &err), 0, "%s", err.msg);
@@ -126,7 +130,7 @@ Test(kreward, resume_drops_later_steps_and_a_torn_line)
     cr_assert_eq(rl_kattempts_open(&db, db_path, 2, &err), 0, "%s", err.msg);
     cr_assert_eq(db.n, 2);
     cr_assert_eq(db.n_dropped, 2);
-    rl_kattempt a = {3, "t", "incorrect", 0, 0, 1, -0.5, "wrong", "src", 3};
+    rl_kattempt a = {3, "t", "incorrect", 0, 0, 1, -0.5, "wrong", "src", 3, 0};
     cr_assert_eq(rl_kattempts_append(&db, &a, &err), 0, "%s", err.msg);
     rl_kattempts_close(&db);
     cJSON *arr = lines();
@@ -176,4 +180,31 @@ Test(kreward, python_extraction)
     const char *cuda_only = "```cuda\n__global__ void k() {}\n```\n";
     cr_assert_eq(rl_kreward_extract_python(cuda_only, strlen(cuda_only), &code, &len, &err), -1);
     cr_assert(strstr(err.msg, "ModelNew"), "%s", err.msg);
+}
+
+Test(kreward, memo_reuses_the_first_verdict)
+{
+    rl_kreward *k = make_memo(-1, 1);
+    cJSON *good = cJSON_Parse("{\"task\": \"" TASK "\"}");
+    const cJSON *fields[] = {good, good};
+    const char *answers[] = {KERNEL("FAKE_SPEEDUP=4"), KERNEL("FAKE_INCORRECT")};
+    float r[2];
+    rl_err err;
+    for (int step = 1; step <= 2; step++) {
+        rl_kreward_set_step(k, step);
+        cr_assert_eq(rl_kreward_score(k, fields, answers, 2, r, &err), 0, "%s", err.msg);
+        cr_assert_float_eq(r[0], 0.6, 1e-6);
+        cr_assert_float_eq(r[1], RL_KREWARD_FAIL, 1e-6);
+    }
+    cJSON *arr = lines();
+    cr_assert_eq(cJSON_GetArraySize(arr), 4);
+    for (int i = 0; i < 4; i++) {
+        const cJSON *a = cJSON_GetArrayItem(arr, i);
+        cr_assert_eq(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "memo")), i >= 2, "line %d", i);
+        cr_assert_str_eq(tu_json_str(a, "status"), i % 2 ? "incorrect" : "ok");
+    }
+    cr_assert_float_eq(tu_json_num(cJSON_GetArrayItem(arr, 2), "speedup"), 4, 1e-9);
+    cJSON_Delete(arr);
+    cJSON_Delete(good);
+    rl_kreward_free(k);
 }
