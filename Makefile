@@ -103,6 +103,13 @@ demo: deps-ok
 	@$(MAKE) --no-print-directory $(BUILD)/rlc
 	$(BUILD)/rlc demo --out runs/demo
 
+# GPU: a tiny policy taught kernel variants by SFT, then GRPO on the kernel reward measured on the
+# GPU; the share of near-best samples should rise (src/train/demo/demo_kernel.h).
+.PHONY: demo-kernel
+demo-kernel: deps-ok
+	@$(MAKE) --no-print-directory $(BUILD)/rlc $(BUILD)/rlc-kernel-worker
+	$(BUILD)/rlc demo-kernel --out runs/demo-kernel
+
 gpu-test: $(GPU_TEST_BIN) $(BUILD)/rlc
 	@BUILD=$(BUILD) sh tests/run.sh $(GPU_TEST_BIN)
 

@@ -26,6 +26,7 @@ int rl_cmd_kernel_eval(int argc, char **argv);
 int rl_cmd_kernel_db(int argc, char **argv);
 int rl_cmd_info(int argc, char **argv);
 int rl_cmd_demo(int argc, char **argv);
+int rl_cmd_demo_kernel(int argc, char **argv);
 int rl_cmd_sft(int argc, char **argv);
 int rl_cmd_grpo(int argc, char **argv);
 

@@ -16,7 +16,7 @@ void rl_ktasks_free(rl_ktasks *kt)
         if (kt->text) free(kt->text[i]);
         if (kt->ids) free(kt->ids[i]);
     }
-    free(kt->lines), free(kt->task), free(kt->text), free(kt->ids), free(kt->n_ids), free(kt->attempts);
+    free(kt->lines), free(kt->task), free(kt->fixed), free(kt->text), free(kt->ids), free(kt->n_ids), free(kt->attempts);
     memset(kt, 0, sizeof *kt);
 }
 
@@ -28,7 +28,12 @@ static int render(rl_ktasks *kt, int i, const rl_kprompt_opts *o, const char *st
     size_t len;
     *text = NULL;
     *ids = NULL;
-    if (rl_kprompt_build(kt->task[i], store, o, &body, &len, err)) return -1;
+    if (kt->fixed[i]) {
+        len = strlen(kt->fixed[i]);
+        if (!(body = strdup(kt->fixed[i]))) return rl_err_oom(err, "prompt", len);
+    } else if (rl_kprompt_build(kt->task[i], store, o, &body, &len, err)) {
+        return -1;
+    }
     if (kt->suffix) {
         size_t n = strlen(kt->suffix);
         char *g = realloc(body, len + n + 1);
@@ -113,24 +118,27 @@ int rl_ktasks_load(rl_ktasks *kt, const char *data, const rl_tokenizer *tok, con
             cap = cap ? 2 * cap : 16;
             cJSON **l = realloc(kt->lines, (size_t)cap * sizeof *l);
             const char **t = realloc(kt->task, (size_t)cap * sizeof *t);
+            const char **fx = realloc(kt->fixed, (size_t)cap * sizeof *fx);
             if (l) kt->lines = l;
             if (t) kt->task = t;
-            if (!l || !t) {
+            if (fx) kt->fixed = fx;
+            if (!l || !t || !fx) {
                 rc = rl_err_oom(err, "kernel tasks", (size_t)cap * 16);
                 break;
             }
         }
         cJSON *obj = rl_json_parse(text + a, b - a, what, err);
-        const char *task = NULL;
+        const char *task = NULL, *own = NULL;
         if (!obj) rc = -1;
         else if (!cJSON_IsObject(obj)) rc = rl_err_set(err, "%s: a line must be an object {\"task\": ...}", what);
-        else if (rl_json_string(obj, "task", &task, 1, what, err)) rc = -1;
+        else if (rl_json_string(obj, "task", &task, 1, what, err) || rl_json_string(obj, "prompt", &own, 0, what, err)) rc = -1;
         else if (rl_kreward_check_task(task, err)) rc = rl_err_prefix(err, "%s: ", what);
         if (rc) {
             cJSON_Delete(obj);
             break;
         }
         kt->lines[kt->n] = obj;
+        kt->fixed[kt->n] = own;
         kt->task[kt->n++] = task;
     }
     free(text);
@@ -153,7 +161,7 @@ int rl_ktasks_rebuild(rl_ktasks *kt, int64_t step, const int *which, int n, rl_e
     for (int k = 0; k < n; k++) {
         int i = which[k], seen = 0;
         for (int j = 0; j < k && !seen; j++) seen = which[j] == i;
-        if (seen) continue;
+        if (seen || kt->fixed[i]) continue;
         if (fit(kt, i, store, (uint64_t)step * 1000003u + (uint64_t)i, err)) return -1;
     }
     return 0;

@@ -5,7 +5,9 @@
  *
  * Data lines: {"task": "kernel_tasks/softmax"} (a task directory) or {"task":
  * "KernelBench/level1/23_Softmax.py"} (a KernelBench problem file), paths relative to the working
- * directory; other fields are kept (the reward sees the whole line). Every task is checked when
+ * directory; other fields are kept (the reward sees the whole line). A line's own "prompt"
+ * string is used as its prompt instead (no exemplars, no reference: e.g. the prompt a small
+ * model was taught by SFT). Every task is checked when
  * the file is loaded: a missing task, a KernelBench file without Model / get_inputs, or a prompt
  * that cannot fit max_prompt tokens even without exemplars is an error naming the line.
  *
@@ -26,6 +28,7 @@ typedef struct rl_ktasks {
     int n;
     cJSON **lines;      /* the data lines (owned) */
     const char **task;  /* each line's "task" (points into lines) */
+    const char **fixed; /* each line's own "prompt" (points into lines), or NULL */
     char **text;        /* the current prompt text of each task (chat-formatted) */
     int32_t **ids;      /* and its tokens */
     int *n_ids;
