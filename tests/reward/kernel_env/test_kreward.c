@@ -208,3 +208,32 @@ Test(kreward, memo_reuses_the_first_verdict)
     cJSON_Delete(good);
     rl_kreward_free(k);
 }
+
+/* KernelBench tasks: the answer's ```python block defining ModelNew goes to the Python worker
+ * (here the fake one); an answer without one fails as no_code. */
+Test(kreward, kernelbench_task_through_the_python_worker)
+{
+    char cache[128];
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    rl_kreward_opts o = {.attempts = db_path, .keep_upto = -1, .nvcc = FIX "/fake_nvcc.sh", .worker = FIX "/fake_worker.sh",
+                         .python = FIX "/fake_python.sh", .cache_dir = cache};
+    setenv("FAKE_PY_MODE", "ok", 1);
+    rl_kreward *k;
+    rl_err err;
+    cr_assert_eq(rl_kreward_create(&k, &o, &err), 0, "%s", err.msg);
+    cJSON *kb = cJSON_Parse("{\"task\": \"tests/fixtures/kernelbench/problems/76_Gemm_Add_ReLU.py\"}");
+    const cJSON *fields[] = {kb, kb};
+    const char *answers[] = {"Fuse it.\n```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    pass\n```\n",
+                             "```cuda\n__global__ void k() {}\n```\n"};
+    float r[2];
+    cr_assert_eq(rl_kreward_score(k, fields, answers, 2, r, &err), 0, "%s", err.msg);
+    cr_assert_float_eq(r[0], 0.4, 1e-6, "2x: %g", r[0]);
+    cr_assert_float_eq(r[1], RL_KREWARD_FAIL, 1e-6);
+    cJSON *arr = lines();
+    cr_assert_str_eq(tu_json_str(cJSON_GetArrayItem(arr, 0), "status"), "ok");
+    cr_assert(!strncmp(tu_json_str(cJSON_GetArrayItem(arr, 0), "source"), "import torch", 12));
+    cr_assert_str_eq(tu_json_str(cJSON_GetArrayItem(arr, 1), "status"), "no_code");
+    cJSON_Delete(arr);
+    cJSON_Delete(kb);
+    rl_kreward_free(k);
+}
