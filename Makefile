@@ -103,6 +103,13 @@ demo: deps-ok
 	@$(MAKE) --no-print-directory $(BUILD)/rlc
 	$(BUILD)/rlc demo --out runs/demo
 
+# GPU: a tiny policy taught kernel variants by SFT, then GRPO on the kernel reward measured on the
+# GPU; the share of near-best samples should rise (src/train/demo/demo_kernel.h).
+.PHONY: demo-kernel
+demo-kernel: deps-ok
+	@$(MAKE) --no-print-directory $(BUILD)/rlc $(BUILD)/rlc-kernel-worker
+	$(BUILD)/rlc demo-kernel --out runs/demo-kernel
+
 gpu-test: $(GPU_TEST_BIN) $(BUILD)/rlc
 	@BUILD=$(BUILD) sh tests/run.sh $(GPU_TEST_BIN)
 
@@ -136,11 +143,12 @@ FUZZ_BIN     := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 FUZZ_LIB_SRC := src/core/error.c src/core/dtype.c src/core/file.c src/core/number.c src/io/json.c src/io/config.c \
                 src/io/safetensors.c src/io/dataset.c src/io/chat.c src/io/chat_text.c src/io/chat_qwen.c \
                 src/io/chat_llama.c src/reward/kernel_env/kspec.c \
-                src/reward/kernel_env/kstatic.c src/reward/kernel_env/extract.c src/reward/math.c
+                src/reward/kernel_env/kstatic.c src/reward/kernel_env/extract.c src/reward/math.c \
+                src/rollout/toolcall.c
 FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined \
                 -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(wildcard src/core/*.h src/io/*.h src/reward/*.h src/reward/kernel_env/*.h)
+build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(wildcard src/core/*.h src/io/*.h src/reward/*.h src/reward/kernel_env/*.h src/rollout/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FUZZ_LIB_SRC) -lcjson -lpcre2-8 -lutf8proc -lm -o $@
 

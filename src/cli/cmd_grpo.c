@@ -6,27 +6,37 @@
 #include "cli/device.h"
 #include "cli/options.h"
 #include "cli/train_common.h"
+#include <string.h>
+
 #include "train/grpo.h"
 #include "train/runlog.h"
 
 static const char usage[] =
-    "usage: rlc grpo --model DIR --data FILE.jsonl --reward SPEC --out DIR [options]\n\n"
+    "usage: rlc grpo --model DIR --data FILE.jsonl --reward SPEC --out DIR [options]\n"
+    "       rlc grpo --model DIR --data FILE.jsonl --env ENV --out DIR [options]\n\n"
     "GRPO: sample --group-size completions per prompt, score them, group-normalised advantages,\n"
     "clipped policy-gradient updates. Data lines: {\"prompt\": text or messages, \"answer\": ..., ...}.\n"
-    "Rewards: math | exact | exact:strict | regex:PATTERN | format | format:boxed | cmd:\"COMMAND\"\n"
-    "(cmd: a program reading one JSON object per completion on stdin and printing {\"reward\": x}).\n"
+    "Rewards: math | exact | exact:strict | regex:PATTERN | format | format:boxed | cmd:\"COMMAND\" | kernel\n"
+    "(cmd: a program reading one JSON object per completion on stdin and printing {\"reward\": x};\n"
+    "kernel: data lines {\"task\": DIR | PROBLEM.py}, prompts built each step from OUT/attempts.jsonl,\n"
+    "the answer's kernel evaluated on the GPU, docs/kernel-env.md \"Training on the kernel reward\").\n"
     "--variant dapo: clip-higher 0.28, token-level loss; dr_grpo: no std scaling, constant\n"
     "normaliser. metrics.jsonl has each step's train-vs-rollout log-prob mismatch (0 with\n"
     "--deterministic). Writes OUT/model and OUT/metrics.jsonl; Ctrl-C saves after the current step;\n"
-    "--resume OUT/model continues.\n\n";
+    "--resume OUT/model continues.\n"
+    "--env: multi-turn episodes instead of --reward (docs/episodes.md): ENV is a program speaking JSON\n"
+    "lines (its observations go back to the model as tool messages, masked out of the loss; it ends an\n"
+    "episode with a reward) or `kernel` (tools compile, check, profile, submit on kernel tasks).\n\n";
 
 typedef struct options {
-    const char *model_dir, *data, *out, *resume, *tokenizer, *reward;
+    const char *model_dir, *data, *out, *resume, *tokenizer, *reward, *env;
     int64_t steps;
-    int max_prompt, save_every, save, seed, schedule, loss_norm, variant, reward_errors, log_samples, thinking_off;
+    int max_prompt, save_every, save, seed, schedule, loss_norm, variant, reward_errors, log_samples, max_turns,
+        max_episode_tokens, thinking_off;
     rl_cli_ranks ranks;
-    double temperature, top_p, clip_low, clip_high, kl_beta, reward_timeout, tis_cap;
+    double temperature, top_p, clip_low, clip_high, kl_beta, reward_timeout, tis_cap, env_timeout, env_fail_reward;
     rl_opt_list stop;
+    rl_kreward_opts kernel;
     rl_grpo_config c;
 } options;
 
@@ -35,7 +45,9 @@ static int run(options *o, const cJSON *saved_options, char **argv)
     rl_run_config c = {.kind = RL_RUN_GRPO, .model_dir = o->model_dir, .resume = o->resume, .data = o->data,
                        .out = o->out, .tokenizer = o->tokenizer, .steps = o->steps, .max_len = o->max_prompt,
                        .thinking_off = o->thinking_off, .save_every = o->save_every, .reward = o->reward,
-                       .reward_options = {o->reward_timeout, (rl_reward_errors)o->reward_errors},
+                       .reward_options = {.timeout_s = o->reward_timeout, .on_error = (rl_reward_errors)o->reward_errors, .kernel = o->kernel},
+                       .env = o->env, .max_turns = o->max_turns, .max_episode_tokens = o->max_episode_tokens,
+                       .env_timeout = o->env_timeout, .env_fail_reward = o->env_fail_reward,
                        .grpo = o->c, .options = saved_options,
                        .no_save = !o->save, .log_samples = o->log_samples};
     return rl_cli_train("grpo", &o->ranks, &c, argv);
@@ -70,11 +82,19 @@ int rl_cmd_grpo(int argc, char **argv)
     rl_grpo_config c = rl_grpo_defaults();
     options o = {.ranks = {.device = RL_DEVICE_AUTO, .gpus = 1}, .save = 1, .steps = 100, .max_prompt = 1024, .seed = 1234, .schedule = RL_LR_CONSTANT,
                  .loss_norm = c.loss_norm, .temperature = c.gen.sample.temperature, .top_p = c.gen.sample.top_p,
-                 .clip_low = c.clip_low, .clip_high = c.clip_high, .kl_beta = c.kl_beta, .reward_timeout = 60, .log_samples = RL_RUNLOG_DEFAULT_SAMPLES, .c = c};
+                 .clip_low = c.clip_low, .clip_high = c.clip_high, .kl_beta = c.kl_beta, .reward_timeout = 60,
+                 .log_samples = RL_RUNLOG_DEFAULT_SAMPLES, .max_turns = 4, .env_timeout = 60, .c = c};
     rl_opt list[] = {
         RL_OPT_S("model", &o.model_dir, "DIR", "policy to start from (and the KL reference)"),
         RL_OPT_S("data", &o.data, "FILE", "prompts (JSON lines)", .flags = RL_OPT_REQUIRED),
-        RL_OPT_S("reward", &o.reward, "SPEC", "reward spec (see above)", .flags = RL_OPT_REQUIRED),
+        RL_OPT_S("reward", &o.reward, "SPEC", "reward spec (see above; or --env)"),
+        RL_OPT_S("env", &o.env, "ENV", "multi-turn episodes with this environment: a command, or kernel"),
+        RL_OPT_I("max-turns", &o.max_turns, 1, 1000, "--env: model turns per episode"),
+        RL_OPT_I("max-episode-tokens", &o.max_episode_tokens, 0, 1 << 24,
+                 "--env: tokens after the prompt, the model's and observations (0 = turns x (max-new-tokens + 256))"),
+        RL_OPT_D("env-timeout", &o.env_timeout, 0, 1e6, "--env: a program's seconds per turn", .range.above_lo = 1),
+        RL_OPT_D("env-fail-reward", &o.env_fail_reward, -1e6, 1e6,
+                 "--env: reward of an episode the environment failed (crash, hang, garbage); kernel: -0.5"),
         RL_OPT_S("out", &o.out, "DIR", "output directory", .flags = RL_OPT_REQUIRED),
         RL_OPT_S("resume", &o.resume, "DIR", "continue from a checkpoint (OUT/model of an earlier run)"),
         RL_OPT_S("tokenizer", &o.tokenizer, "FILE", "tokenizer.json (default: the model's)"),
@@ -91,6 +111,14 @@ int rl_cmd_grpo(int argc, char **argv)
         RL_OPT_THINKING(&o.thinking_off),
         RL_OPT_D("reward-timeout", &o.reward_timeout, 0, 1e6, "cmd rewards: seconds per completion", .range.above_lo = 1),
         RL_OPT_REWARD_ERRORS(&o.reward_errors),
+        RL_OPT_S("kernel-worker", &o.kernel.worker, "PATH", "kernel reward: rlc-kernel-worker (default: beside rlc)"),
+        RL_OPT_S("kernel-nvcc", &o.kernel.nvcc, "PATH", "kernel reward: nvcc (default: $CUDA_HOME/bin/nvcc or PATH)"),
+        RL_OPT_S("kernel-python", &o.kernel.python, "PATH", "kernel reward: Python with torch for KernelBench tasks"),
+        RL_OPT_S("kernel-cache", &o.kernel.cache_dir, "DIR", "kernel reward: compiled modules (default ~/.cache/rlc/kernels)"),
+        RL_OPT_S("kernel-protocol", &o.kernel.protocol, "FILE", "kernel reward: protocol.json"),
+        RL_OPT_I("kernel-gpus", &o.kernel.gpus, 0, 16, "kernel reward: GPUs timing candidates (0 = all the worker sees)"),
+        RL_OPT_I("kernel-jobs", &o.kernel.jobs, 0, 64, "kernel reward: evaluations in flight (0 = two per GPU)"),
+        RL_OPT_F("kernel-memo", &o.kernel.memo, "kernel reward: a code seen before in the run keeps its first verdict (not re-timed)"),
         RL_OPT_D("clip-low", &o.clip_low, 0, 1, "ratio clipped below at 1 - clip-low"),
         RL_OPT_D("clip-high", &o.clip_high, 0, 100, "ratio clipped above at 1 + clip-high"),
         RL_OPT_D("kl-beta", &o.kl_beta, 0, 1e6, "k3 KL penalty to --model (0 = off, no reference loaded)"),
@@ -116,6 +144,11 @@ int rl_cmd_grpo(int argc, char **argv)
     int status = rl_cli_parse_resumable(&cli, argc, argv);
     if (status == RL_OPTS_CONTINUE && !o.model_dir && !o.resume)
         status = rl_opts_fail(&cli, "--model (or --resume) is required (see --help)");
+    if (status == RL_OPTS_CONTINUE && !o.reward == !o.env)
+        status = rl_opts_fail(&cli, o.env ? "--reward and --env exclude each other (an episode's reward comes from its environment)"
+                                          : "--reward (or --env) is required (see --help)");
+    if (status == RL_OPTS_CONTINUE && o.env && !strcmp(o.env, "kernel") && !rl_opts_find(&cli, "env-fail-reward")->set)
+        o.env_fail_reward = -0.5; /* the kernel reward's failure value (kreward.h) */
     if (status == RL_OPTS_CONTINUE && o.kl_beta > 0 && !o.model_dir)
         status = rl_opts_fail(&cli, "--kl-beta needs --model (the reference)");
     if (status == RL_OPTS_CONTINUE && o.c.engine.max_num_batched_tokens < o.c.engine.max_num_seqs)

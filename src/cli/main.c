@@ -9,11 +9,13 @@ const rl_command rl_commands[] = {
     {"logprobs", rl_cmd_logprobs, "per-token log-probs of token sequences (JSON lines) under a model"},
     {"generate", rl_cmd_generate, "sample completions for prompts (JSON lines) with a model"},
     {"kernel-eval", rl_cmd_kernel_eval, "score CUDA kernel candidates against a task (docs/kernel-env.md)"},
+    {"kernel-db", rl_cmd_kernel_db, "the best kernel per task of a kernel-writing run (docs/kernel-env.md)"},
     {"info", rl_cmd_info, "check a Hugging Face model directory and show its size and memory needs"},
     {"sft", rl_cmd_sft, "supervised fine-tuning on JSON lines (prompt/completion or messages)"},
     {"grpo", rl_cmd_grpo, "GRPO / DAPO / Dr. GRPO with a reward (math, exact, regex, format, cmd)"},
     {"report", rl_cmd_report, "an HTML page with the plots and sample completions of training runs"},
     {"demo", rl_cmd_demo, "train a tiny model on CPU: SFT then GRPO on addition (the README's demo)"},
+    {"demo-kernel", rl_cmd_demo_kernel, "GPU: a tiny policy learns which of its kernels is fastest (kernel reward)"},
     {NULL, NULL, NULL},
 };
 

@@ -33,6 +33,7 @@ struct rl_reward_proc {
     int dead;      /* stopped after a failure: every later call fails */
     double timeout_s;
     char *command;
+    const char *kind, *unit; /* "reward program", "completion": what messages call it and an item */
     char *buf;     /* bytes read and not yet consumed */
     size_t len, cap;
     int restarts_in_a_row;  /* zero mode: restarts without an answer since */
@@ -94,7 +95,7 @@ static int spawn(rl_reward_proc *p, rl_err *err)
 {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-        return rl_err_set(err, "reward program '%s': cannot create pipes: %s", p->command, strerror(errno));
+        return rl_err_set(err, "%s '%s': cannot create pipes: %s", p->kind, p->command, strerror(errno));
     size_t n_env = 0;
     while (environ[n_env]) n_env++;
     char **envp = malloc((n_env + 2) * sizeof *envp);
@@ -128,7 +129,7 @@ static int spawn(rl_reward_proc *p, rl_err *err)
     if (rc != 0) {
         close(sv[0]);
         p->pid = 0;
-        return rl_err_set(err, "reward program '%s': cannot start: %s", p->command, strerror(rc));
+        return rl_err_set(err, "%s '%s': cannot start: %s", p->kind, p->command, strerror(rc));
     }
     p->fd = sv[0];
     fcntl(p->fd, F_SETFL, fcntl(p->fd, F_GETFL) | O_NONBLOCK);
@@ -139,12 +140,20 @@ static int spawn(rl_reward_proc *p, rl_err *err)
 
 int rl_reward_proc_start(rl_reward_proc **out, const char *command, double timeout_s, rl_err *err)
 {
+    return rl_line_proc_start(out, command, timeout_s, "reward program", "completion", err);
+}
+
+int rl_line_proc_start(rl_reward_proc **out, const char *command, double timeout_s, const char *kind,
+                       const char *unit, rl_err *err)
+{
     *out = NULL;
-    if (!command || !*command) return rl_err_set(err, "reward cmd: empty command");
-    if (!(timeout_s > 0)) return rl_err_set(err, "reward cmd: time limit must be > 0, got %g", timeout_s);
+    if (!command || !*command) return rl_err_set(err, "%s: empty command", kind);
+    if (!(timeout_s > 0)) return rl_err_set(err, "%s: time limit must be > 0, got %g", kind, timeout_s);
     rl_reward_proc *p = calloc(1, sizeof *p);
     if (!p) return rl_err_oom(err, "reward process", sizeof *p);
     p->timeout_s = timeout_s;
+    p->kind = kind;
+    p->unit = unit;
     p->command = strdup(command);
     p->fd = -1;
     if (!p->command) {
@@ -173,7 +182,7 @@ static int fail(rl_reward_proc *p, rl_err *err, int index, const char *fmt, cons
     char what[512];
     snprintf(what, sizeof what, fmt, detail);
     stop(p);
-    return rl_err_set(err, "reward program '%s': completion %d: %s", p->command, index, what);
+    return rl_err_set(err, "%s '%s': %s %d: %s", p->kind, p->command, p->unit, index, what);
 }
 
 static int send_all(rl_reward_proc *p, const char *data, size_t len, double deadline, int index,
@@ -367,6 +376,23 @@ int rl_reward_proc_score(rl_reward_proc *p, const rl_reward_item *items, int n, 
     }
     return 0;
 }
+
+int rl_line_proc_exchange(rl_reward_proc *p, const char *request, size_t len, int index, char **answer, rl_err *err)
+{
+    *answer = NULL;
+    if (p->dead) return rl_err_set(err, "%s '%s' was stopped after an earlier failure", p->kind, p->command);
+    double deadline = rl_time_now() + p->timeout_s;
+    char *line = NULL;
+    size_t consumed = 0;
+    if (send_all(p, request, len, deadline, index, err) || read_line(p, &line, &consumed, deadline, index, err))
+        return -1;
+    *answer = strdup(line);
+    memmove(p->buf, p->buf + consumed, p->len - consumed);
+    p->len -= consumed;
+    return *answer ? 0 : fail(p, err, index, "out of memory reading its answer%s", "");
+}
+
+int rl_line_proc_dead(const rl_reward_proc *p) { return p->dead; }
 
 void rl_reward_proc_close(rl_reward_proc *p)
 {

@@ -36,6 +36,16 @@ int rl_reward_proc_score(rl_reward_proc *p, const rl_reward_item *items, int n, 
 /* Closes its stdin, waits up to 2 s for it to exit, then kills its process group. */
 void rl_reward_proc_close(rl_reward_proc *p);
 
+/* The line protocol underneath, for other programs that speak JSON lines (rollout/env_proc.c):
+ * started as above, messages naming it `kind` ("environment program") and an item `unit`
+ * ("episode"). exchange sends one request line (ending in a newline) and reads one answer line
+ * (malloc'd, without the newline) within the time limit; on any failure the program is stopped
+ * (rl_line_proc_dead) and err says what it did. Close with rl_reward_proc_close. */
+int rl_line_proc_start(rl_reward_proc **out, const char *command, double timeout_s, const char *kind,
+                       const char *unit, rl_err *err);
+int rl_line_proc_exchange(rl_reward_proc *p, const char *request, size_t len, int index, char **answer, rl_err *err);
+int rl_line_proc_dead(const rl_reward_proc *p);
+
 /* Reads one answer line: a single JSON object whose "reward" is a number that fits a float
  * (other keys ignored). 0 and *reward set, or -1 with what is wrong, the line quoted (cut at 120
  * bytes), in why. */

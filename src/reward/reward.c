@@ -9,7 +9,7 @@
 #include "reward/match.h"
 #include "reward/math.h"
 
-typedef enum { R_MATH, R_EXACT, R_EXACT_STRICT, R_REGEX, R_FORMAT_THINK, R_FORMAT_BOXED, R_CMD } kind;
+typedef enum { R_MATH, R_EXACT, R_EXACT_STRICT, R_REGEX, R_FORMAT_THINK, R_FORMAT_BOXED, R_CMD, R_KERNEL } kind;
 
 const char *const rl_reward_errors_names[] = {"stop", "zero", NULL};
 
@@ -21,6 +21,7 @@ struct rl_reward {
     rl_reward_errors on_error;
     rl_reward_failure *failures; /* of the last call */
     int n_failures, cap_failures;
+    rl_kreward *kernel;
 };
 
 /* Keeps a failure of completion `index` (zero mode): grows the list as needed. */
@@ -63,9 +64,13 @@ int rl_reward_create(rl_reward **out, const char *spec, const rl_reward_options 
     } else if (!strncmp(spec, "cmd:", 4)) {
         r->kind = R_CMD;
         rc = rl_reward_proc_start(&r->proc, spec + 4, timeout, err);
+    } else if (!strcmp(spec, "kernel")) {
+        r->kind = R_KERNEL;
+        rl_kreward_opts ko = {.keep_upto = -1};
+        rc = rl_kreward_create(&r->kernel, opt ? &opt->kernel : &ko, err);
     } else {
         rc = rl_err_set(err, "unknown reward '%s' (expected math, exact, exact:strict, regex:PATTERN, "
-                             "format, format:boxed or cmd:COMMAND)", spec);
+                             "format, format:boxed, cmd:COMMAND or kernel)", spec);
     }
     if (rc != 0) {
         rl_reward_free(r);
@@ -75,12 +80,30 @@ int rl_reward_create(rl_reward **out, const char *spec, const rl_reward_options 
     return 0;
 }
 
+static int score_kernel(rl_reward *r, const rl_reward_item *items, int n, float *rewards, rl_err *err)
+{
+    const cJSON **fields = malloc((size_t)(n > 0 ? n : 1) * sizeof *fields);
+    const char **texts = malloc((size_t)(n > 0 ? n : 1) * sizeof *texts);
+    int rc = fields && texts ? 0 : rl_err_oom(err, "kernel reward items", (size_t)n * 16);
+    for (int i = 0; rc == 0 && i < n; i++) fields[i] = items[i].fields, texts[i] = items[i].completion;
+    if (rc == 0) rc = rl_kreward_score(r->kernel, fields, texts, n, rewards, err);
+    free(fields);
+    free(texts);
+    return rc;
+}
+
+void rl_reward_set_step(rl_reward *r, int64_t step)
+{
+    if (r->kernel) rl_kreward_set_step(r->kernel, step);
+}
+
 int rl_reward_score(rl_reward *r, const rl_reward_item *items, int n, float *rewards, rl_err *err)
 {
     r->n_failures = 0;
     if (r->kind == R_CMD)
         return rl_reward_proc_score(r->proc, items, n, rewards, r->on_error == RL_REWARD_ERRORS_ZERO ? on_failure : NULL,
                                     r, err);
+    if (r->kind == R_KERNEL) return score_kernel(r, items, n, rewards, err);
     for (int i = 0; i < n; i++) {
         const char *c = items[i].completion ? items[i].completion : "";
         const char *a = items[i].answer;
@@ -108,7 +131,8 @@ int rl_reward_score(rl_reward *r, const rl_reward_item *items, int n, float *rew
                 return rl_err_prefix(err, "reward %s: completion %d: ", r->spec, i);
             }
             break;
-        case R_CMD: break;
+        case R_CMD:
+        case R_KERNEL: break;
         }
         rewards[i] = hit ? 1.0f : 0.0f;
     }
@@ -129,6 +153,7 @@ void rl_reward_free(rl_reward *r)
     rl_regex_free(r->regex);
     rl_reward_proc_close(r->proc);
     free(r->failures);
+    rl_kreward_free(r->kernel);
     free(r->spec);
     free(r);
 }

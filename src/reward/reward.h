@@ -9,6 +9,8 @@
  *   format          1 if the completion is "<think>...</think>" followed by a non-empty answer
  *   format:boxed    1 if the completion holds a complete \boxed{...}
  *   cmd:COMMAND     an external program (external.h), started once with /bin/sh -c COMMAND
+ *   kernel          the kernel environment (kernel_env/kreward.h): the line's "task", the
+ *                   answer's code evaluated on the GPU; options in rl_reward_options.kernel
  * Built-in rewards never fail on a completion; the external one fails loudly (never a silent
  * zero) when the program misbehaves.
  *
@@ -23,8 +25,10 @@
 #define RL_REWARD_REWARD_H
 
 #include <cjson/cJSON.h>
+#include <stdint.h>
 
 #include "core/error.h"
+#include "reward/kernel_env/kreward.h"
 
 typedef struct rl_reward_item {
     const char *prompt;
@@ -42,6 +46,7 @@ extern const char *const rl_reward_errors_names[]; /* "stop", "zero", NULL */
 typedef struct rl_reward_options {
     double timeout_s; /* external programs: time limit per completion (0 = default 60 s) */
     rl_reward_errors on_error;
+    rl_kreward_opts kernel; /* the kernel reward's evaluator and attempt database */
 } rl_reward_options;
 
 /* A completion whose answer was broken (RL_REWARD_ERRORS_ZERO): its index in the call, why. */
@@ -58,6 +63,9 @@ int rl_reward_score(rl_reward *r, const rl_reward_item *items, int n, float *rew
 /* The failures of the last rl_reward_score call (RL_REWARD_ERRORS_ZERO; none with STOP), by
  * index; *list stays valid until the next call. Returns their count. */
 int rl_reward_failures(const rl_reward *r, const rl_reward_failure **list);
+/* The training step the next rl_reward_score belongs to (the kernel reward's attempt database
+ * records it); other rewards ignore it. */
+void rl_reward_set_step(rl_reward *r, int64_t step);
 /* The spec it was made from. */
 const char *rl_reward_spec(const rl_reward *r);
 void rl_reward_free(rl_reward *r);

@@ -75,6 +75,7 @@ void rl_grpo_free(rl_grpo *t)
     free(t->rollout_lp);
     free(t->train_lp);
     free(t->completion);
+    free(t->own);
     memset(t, 0, sizeof *t);
 }
 
@@ -100,6 +101,7 @@ int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *t
     memset(t, 0, sizeof *t);
     if (check_config(cfg, ref, err) != 0) return -1;
     if (!tok) return rl_err_set(err, "grpo: a tokenizer is needed (rewards read completion text)");
+    if (!reward && !cfg->hooks.episode) return rl_err_set(err, "grpo: a reward is needed (or episodes that score themselves)");
     t->model = m;
     t->ref = cfg->kl_beta > 0 ? ref : NULL;
     t->reward = reward;
@@ -115,11 +117,14 @@ int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *t
                                   data[i].ids[k], m->config.vocab_size);
         if (data[i].n_ids > longest) longest = data[i].n_ids;
     }
-    t->max_seq_tokens = longest + cfg->gen.max_new_tokens;
+    if (cfg->max_prompt_tokens > longest) longest = cfg->max_prompt_tokens;
+    int after = cfg->max_completion_tokens > cfg->gen.max_new_tokens ? cfg->max_completion_tokens : cfg->gen.max_new_tokens;
+    t->max_seq_tokens = longest + after;
     if (t->max_seq_tokens > cfg->max_tokens)
-        return rl_err_set(err, "grpo: the longest prompt (%d tokens) + max_new_tokens (%d) exceeds the "
+        return rl_err_set(err, "grpo: the longest prompt (%d tokens) + %s (%d) exceeds the "
                                "micro-batch budget max_tokens = %d",
-                          longest, cfg->gen.max_new_tokens, cfg->max_tokens);
+                          longest, after > cfg->gen.max_new_tokens ? "the episode length" : "max_new_tokens", after,
+                          cfg->max_tokens);
     int n = t->n_seqs = cfg->prompts_per_step * cfg->group_size;
     size_t bt = (size_t)n * t->max_seq_tokens;
     t->results = calloc((size_t)n, sizeof *t->results);
@@ -139,6 +144,10 @@ int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *t
     t->rollout_lp = malloc(bt * sizeof(float));
     t->train_lp = malloc(bt * sizeof(float));
     t->completion = malloc(bt);
+    if (cfg->hooks.episode && !(t->own = malloc((size_t)n * after))) {
+        rl_grpo_free(t);
+        return rl_err_oom(err, "grpo episode masks", (size_t)n * after);
+    }
     t->dev = rl_alloc(m->ctx, (size_t)N_DEV * cfg->max_tokens * sizeof(float));
     if (!t->results || !t->gen_prompts || !t->items || !t->prompt_of || !t->comp_len || !t->rewards ||
         !t->adv || !t->seq_w || !t->tokens || !t->cu || !t->old_lp || !t->ref_lp || !t->tok_adv ||
@@ -181,6 +190,13 @@ static int forward_slice(rl_grpo *t, rl_model *m, rl_acts *a, int s0, int s1, fl
     return 0;
 }
 
+/* Tokens after the prompt an episode may have (the stride of t->own). */
+static int episode_stride(const rl_grpo *t)
+{
+    int after = t->cfg.max_completion_tokens;
+    return after > t->cfg.gen.max_new_tokens ? after : t->cfg.gen.max_new_tokens;
+}
+
 /* Fills cu, tokens and the per-token arrays from the rollout; returns the micro-batch
  * boundaries (sequence indices) in mb[0 .. *n_mb]. */
 static void lay_out(rl_grpo *t, int *mb, int *n_mb)
@@ -197,13 +213,14 @@ static void lay_out(rl_grpo *t, int *mb, int *n_mb)
             t->rollout_lp[pos + k] = 0;
             t->completion[pos + k] = 0;
         }
+        const unsigned char *own = t->own ? t->own + (size_t)s * episode_stride(t) : NULL;
         for (int k = 0; k < r->n_ids; k++) {
-            int i = pos + p->n_ids + k;
-            t->old_lp[i] = t->rollout_lp[i] = r->logprobs[k];
+            int i = pos + p->n_ids + k, mine = !own || own[k];
+            t->old_lp[i] = t->rollout_lp[i] = mine ? r->logprobs[k] : 0;
             t->ref_lp[i] = 0;
-            t->tok_adv[i] = t->adv[s];
-            t->tok_w[i] = t->seq_w[s];
-            t->completion[i] = 1;
+            t->tok_adv[i] = mine ? t->adv[s] : 0;
+            t->tok_w[i] = mine ? t->seq_w[s] : 0;
+            t->completion[i] = (unsigned char)mine;
         }
         pos += p->n_ids + r->n_ids;
         t->cu[s + 1] = pos;
@@ -225,8 +242,14 @@ static int score(rl_grpo *t, double *mean, double *std, double *mean_len, double
         const rl_grpo_prompt *p = &t->data[t->prompt_of[s]];
         t->items[s] = (rl_reward_item){p->text, t->results[s].text, p->answer, p->fields};
         t->comp_len[s] = t->results[s].n_ids;
+        if (t->own) { /* episodes: the loss counts the model's own tokens */
+            const unsigned char *own = t->own + (size_t)s * episode_stride(t);
+            t->comp_len[s] = 0;
+            for (int k = 0; k < t->results[s].n_ids; k++) t->comp_len[s] += own[k];
+        }
     }
-    if (rl_reward_score(t->reward, t->items, n, t->rewards, err) != 0) return -1;
+    if (t->reward) rl_reward_set_step(t->reward, t->state.step + 1);
+    if (!t->cfg.hooks.episode && rl_reward_score(t->reward, t->items, n, t->rewards, err) != 0) return -1;
     double sum = 0, sq = 0, len = 0;
     for (int s = 0; s < n; s++) sum += t->rewards[s], len += t->comp_len[s];
     double local_mean = sum / n;
@@ -234,7 +257,7 @@ static int score(rl_grpo *t, double *mean, double *std, double *mean_len, double
     /* across ranks: count, sum, squared deviations and len; the deviations combine as
      * M2 = sum of M2_r + sum of n_r mean_r^2 - n mean^2 (Chan et al. 1979) */
     const rl_reward_failure *failures;
-    double st[6] = {n, sum, sq, n * local_mean * local_mean, len, rl_reward_failures(t->reward, &failures)};
+    double st[6] = {n, sum, sq, n * local_mean * local_mean, len, t->reward ? rl_reward_failures(t->reward, &failures) : 0};
     rl_dp *dp = t->cfg.optim.dp;
     if (rl_dp_sum(dp, st, 6, err) != 0) return -1;
     *n_errors = st[5];
@@ -345,10 +368,17 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
     int rank = rl_dp_rank(dp);
     for (int i = 0; i < P * rl_dp_world(dp); i++) {
         int p = rl_order_next(&t->order, &t->state), b = i - rank * P;
-        for (int g = 0; b >= 0 && b < P && g < G; g++) {
-            t->prompt_of[b * G + g] = p;
-            t->gen_prompts[b * G + g] = (rl_gen_prompt){.ids = t->data[p].ids, .n_ids = t->data[p].n_ids};
-        }
+        for (int g = 0; b >= 0 && b < P && g < G; g++) t->prompt_of[b * G + g] = p;
+    }
+    const rl_grpo_hooks *hk = &t->cfg.hooks;
+    if (hk->prepare && hk->prepare(hk->user, t->state.step + 1, t->prompt_of, n, err))
+        return rl_err_prefix(err, "grpo step %lld: ", (long long)t->state.step + 1);
+    for (int s = 0; s < n; s++) {
+        const rl_grpo_prompt *q = &t->data[t->prompt_of[s]];
+        if (q->n_ids < 1 || q->n_ids > t->max_seq_tokens - episode_stride(t))
+            return rl_err_set(err, "grpo step %lld: prompt %d has %d tokens (at most %d)", (long long)t->state.step + 1,
+                              t->prompt_of[s], q->n_ids, t->max_seq_tokens - episode_stride(t));
+        t->gen_prompts[s] = (rl_gen_prompt){.ids = q->ids, .n_ids = q->n_ids};
     }
     rl_gen_params gen = t->cfg.gen;
     /* one draw per step on every rank (the RNG state stays the same everywhere); ranks sample
@@ -356,7 +386,9 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
     gen.seed = rl_rng_u64(&t->state.rng) ^ ((uint64_t)rank * 0x9e3779b97f4a7c15ull);
     memset(t->results, 0, (size_t)n * sizeof *t->results);
     rl_engine_reset_prefix_cache(t->engine); /* the last update changed the weights */
-    int rc = rl_engine_generate(t->engine, t->gen_prompts, n, &gen, t->results, NULL, NULL, err);
+    int rc = hk->episode ? hk->episode(hk->user, t->engine, t->state.step + 1, t->gen_prompts, t->prompt_of, n, &gen, t->results, t->own,
+                                       episode_stride(t), t->rewards, err)
+                         : rl_engine_generate(t->engine, t->gen_prompts, n, &gen, t->results, NULL, NULL, err);
     double t_gen = rl_time_now() - t0;
     double r_mean = 0, r_std = 0, mean_len = 0, n_errors = 0;
     update_acc a = {0};

@@ -54,6 +54,21 @@ typedef struct rl_grpo_prompt {
     const cJSON *fields; /* the dataset line or NULL (extra fields for external rewards) */
 } rl_grpo_prompt;
 
+/* Optional rollout hooks (src/rollout/). prepare: before a step's generation, may rewrite the
+ * prompts (data entries) the step uses, e.g. contrastive kernel prompts built from the attempts
+ * so far; it must keep each within max_prompt_tokens. episode: replaces generation and scoring
+ * (multi-turn episodes): for each of the n requests it fills results[i] with the tokens after the
+ * prompt (ids, and logprobs of the model's own tokens), own[i * stride + k] = 1 for the model's
+ * own tokens and 0 for the rest (observations: masked out of the loss), and rewards[i]; at most
+ * stride tokens each. */
+typedef struct rl_grpo_hooks {
+    void *user;
+    int (*prepare)(void *user, int64_t step, const int *prompt_of, int n, rl_err *err);
+    int (*episode)(void *user, rl_engine *e, int64_t step, const rl_gen_prompt *prompts, const int *prompt_of, int n,
+                   const rl_gen_params *gen, rl_gen_result *results, unsigned char *own, int stride, float *rewards,
+                   rl_err *err);
+} rl_grpo_hooks;
+
 typedef struct rl_grpo_config {
     int prompts_per_step;
     int group_size;
@@ -72,11 +87,14 @@ typedef struct rl_grpo_config {
     float tis_cap;           /* > 0: truncated importance sampling of the loss (see above) */
     rl_engine_options engine;
     rl_optim_config optim;
+    rl_grpo_hooks hooks;
+    int max_prompt_tokens;   /* > 0: prompts may grow to this many tokens (hooks.prepare) */
+    int max_completion_tokens; /* > 0: tokens after the prompt, if more than gen.max_new_tokens (episodes) */
 } rl_grpo_config;
 
 typedef struct rl_grpo {
     rl_model *model, *ref;   /* not owned; ref only when kl_beta > 0 */
-    rl_reward *reward;       /* not owned */
+    rl_reward *reward;       /* not owned; NULL with hooks.episode (episodes score themselves) */
     const rl_grpo_prompt *data;
     int n_data;
     rl_grpo_config cfg;
@@ -97,7 +115,8 @@ typedef struct rl_grpo {
     int32_t *tokens, *cu;          /* whole batch, packed */
     float *old_lp, *ref_lp, *tok_adv, *tok_w; /* whole batch, per token */
     float *rollout_lp, *train_lp;  /* the sampler's and the first update's log-probs, per token */
-    unsigned char *completion;     /* per token: 1 on completion tokens */
+    unsigned char *completion;     /* per token: 1 on completion tokens (the model's own) */
+    unsigned char *own;            /* episodes: [n_seqs, max_seq_tokens] 1 on the model's own tokens */
     float *dev;                    /* backend: logp, old, ref, adv, weight, dlogp [max_tokens] */
     struct rl_runlog *log;         /* samples and broken reward answers (train/runlog.h); not
                                       owned, NULL: none. Set after rl_grpo_create */

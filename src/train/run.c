@@ -10,6 +10,7 @@
 #include "train/dp.h"
 #include "train/mem_plan.h"
 #include "train/runlog.h"
+#include "train/rollout_setup.h"
 
 typedef struct run {
     const rl_run_config *c;
@@ -21,6 +22,7 @@ typedef struct run {
     rl_tokenizer *tok;
     rl_reward *reward;
     rl_train_data data;
+    rl_rollout_setup rollout; /* data and hooks of runs that are not plain prompts */
     union {
         rl_sft sft;
         rl_grpo grpo;
@@ -127,17 +129,22 @@ static int make_trainer(run *r, const rl_loop_watch *watch, rl_train_hooks *hook
         if (rl_model_load(&r->ref, r->model.ctx, c->model_dir, err)) return -1;
         r->have_ref = 1;
     }
-    if (rl_train_data_rl_chat(&r->data, c->data, r->tok, c->max_len, !c->thinking_off, err) ||
-        rl_reward_create(&r->reward, c->reward, &c->reward_options, err))
+    rl_reward_options ro = c->reward_options;
+    int custom = rl_rollout_setup_make(&r->rollout, c, r->tok, &ro, &gc, err);
+    if (custom < 0 || (!custom && rl_train_data_rl_chat(&r->data, c->data, r->tok, c->max_len, !c->thinking_off, err)) ||
+        (c->reward && rl_reward_create(&r->reward, c->reward, &ro, err)))
         return -1;
-    if (rl_grpo_create(&r->t.grpo, &r->model, r->have_ref ? &r->ref : NULL, r->tok, r->reward, r->data.prompts,
-                       r->data.n, &gc, err))
+    const rl_grpo_prompt *prompts = custom ? r->rollout.prompts : r->data.prompts;
+    int n_prompts = custom ? r->rollout.n : r->data.n;
+    if (rl_grpo_create(&r->t.grpo, &r->model, r->have_ref ? &r->ref : NULL, r->tok, r->reward, prompts, n_prompts, &gc,
+                       err))
         return -1;
     r->have_trainer = 1;
     if (c->resume && rl_grpo_resume(&r->t.grpo, c->resume, err)) return -1;
     *hooks = (rl_train_hooks){r, grpo_step, grpo_save, grpo_done, grpo_rescue};
-    rl_loop_note(r->lead, "%s, %d prompts, reward %s, %s loss, %lld steps from step %lld (%s%s)", c->data, r->data.n,
-                 c->reward, rl_loss_norm_names[gc.loss_norm], (long long)*steps, (long long)r->t.grpo.state.step,
+    rl_loop_note(r->lead, "%s, %d prompts, %s %s, %s loss, %lld steps from step %lld (%s%s)", c->data, n_prompts,
+                 c->env ? "environment" : "reward", c->env ? c->env : c->reward, rl_loss_norm_names[gc.loss_norm],
+                 (long long)*steps, (long long)r->t.grpo.state.step,
                  rl_backend_name(r->model.ctx), ranks_text(r, ranks));
     return 0;
 }
@@ -151,6 +158,7 @@ static void run_free(run *r)
     rl_dp_free(r->dp);
     rl_reward_free(r->reward);
     rl_train_data_free(&r->data);
+    rl_rollout_setup_free(&r->rollout);
     rl_tok_free(r->tok);
     if (r->have_ref) rl_model_free(&r->ref);
     if (r->have_model) rl_model_free(&r->model);

@@ -49,8 +49,13 @@ typedef struct rl_run_config {
     int max_len;             /* SFT: examples cut to this many tokens; RL: longest prompt */
     int thinking_off;        /* RL: chat prompts with enable_thinking false (io/chat.h) */
     int save_every;          /* checkpoint every N steps (0: at the end only) */
-    const char *reward;      /* RL: reward spec (reward/reward.h) */
+    const char *reward;      /* RL: reward spec (reward/reward.h); NULL with env */
     rl_reward_options reward_options;
+    const char *env;         /* RL: multi-turn episodes with this environment (rollout/env.h), or NULL */
+    int max_turns;           /* env: turns per episode */
+    int max_episode_tokens;  /* env: tokens after the prompt (0: max_turns x (max_new_tokens + 256)) */
+    double env_timeout;      /* env: a program's seconds per turn */
+    double env_fail_reward;  /* env: the reward of an episode the environment failed */
     rl_sft_config sft;       /* the trainer's settings (seed and schedule included) */
     rl_grpo_config grpo;
     const cJSON *options;    /* saved with every checkpoint: the defaults of a resumed run */

@@ -19,7 +19,7 @@ static rl_reward *start_with(const char *mode, double timeout, rl_reward_errors 
     snprintf(spec, sizeof spec, "cmd:sh tests/reward/fake_reward.sh %s", mode);
     rl_reward *r;
     rl_err err;
-    rl_reward_options opt = {timeout, on_error};
+    rl_reward_options opt = {.timeout_s = timeout, .on_error = on_error};
     cr_assert_eq(rl_reward_create(&r, spec, &opt, &err), 0, "%s", err.msg);
     return r;
 }
@@ -30,7 +30,7 @@ static rl_reward *start(const char *mode, double timeout)
     snprintf(spec, sizeof spec, "cmd:sh tests/reward/fake_reward.sh %s", mode);
     rl_reward *r;
     rl_err err;
-    rl_reward_options opt = {timeout, RL_REWARD_ERRORS_STOP};
+    rl_reward_options opt = {.timeout_s = timeout, .on_error = RL_REWARD_ERRORS_STOP};
     cr_assert_eq(rl_reward_create(&r, spec, &opt, &err), 0, "%s", err.msg);
     return r;
 }

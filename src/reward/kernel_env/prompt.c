@@ -1,7 +1,8 @@
 /* prompt.c — see prompt.h. The store is read whole, filtered to this task's correct entries,
  * de-duplicated by source (the best speedup kept), sorted by speedup; the first n_best are
  * shown, then n_diverse more chosen greedily: each time the remaining variant whose smallest
- * distance to those already chosen is largest (ties to the faster one). Distances use sorted
+ * distance to those already chosen is largest (ties to the faster one). With buckets > 0 the
+ * variants are drawn across speed buckets instead (choose_buckets). Distances use sorted
  * arrays of 64-bit token hashes (FNV-1a), so a pair costs one merge. */
 #include "reward/kernel_env/prompt.h"
 
@@ -15,6 +16,7 @@
 
 #include "core/file.h"
 #include "io/json.h"
+#include "reward/kernel_env/kenv.h"
 
 typedef struct variant {
     const char *source; /* points into the parsed store */
@@ -36,6 +38,8 @@ void rl_kprompt_opts_default(rl_kprompt_opts *o)
     o->n_diverse = 2;
     o->max_source = 16384;
     o->show_reference = 1;
+    o->buckets = 0;
+    o->seed = 0;
 }
 
 static void put(strbuf *b, const char *s, size_t n)
@@ -71,7 +75,7 @@ static void putf(strbuf *b, const char *fmt, ...)
 }
 
 /* A fenced block; the fence is longer than any run of backticks inside the code. */
-static void put_code(strbuf *b, const char *code, size_t len)
+static void put_code(strbuf *b, const char *code, size_t len, const char *lang)
 {
     size_t run = 0, longest = 0;
     for (size_t i = 0; i < len; i++) {
@@ -83,7 +87,7 @@ static void put_code(strbuf *b, const char *code, size_t len)
     if (fence >= sizeof ticks) fence = sizeof ticks - 1;
     memset(ticks, '`', fence);
     ticks[fence] = 0;
-    putf(b, "%scuda\n", ticks);
+    putf(b, "%s%s\n", ticks, lang);
     put(b, code, len);
     if (len && code[len - 1] != '\n') puts_(b, "\n");
     putf(b, "%s\n", ticks);
@@ -216,16 +220,26 @@ static int load_store(const char *path, const char *task_dir, const rl_kprompt_o
         if (rl_json_string(obj, "task", &task, 1, what, err) || rl_json_string(obj, "source", &source, 1, what, err))
             goto done;
         const cJSON *res = cJSON_GetObjectItemCaseSensitive(obj, "result");
-        if (!cJSON_IsObject(res)) {
-            rl_err_set(err, "%s: field 'result' must be an object with 'speedup' and 'correct' or 'status'", what);
-            goto done;
-        }
         double speedup = 0;
         int correct = 0;
         const char *status = NULL;
-        if (rl_json_double(res, "speedup", &speedup, 0, what, err) || rl_json_bool(res, "correct", &correct, 0, what, err) ||
-            rl_json_string(res, "status", &status, 0, what, err))
-            goto done;
+        if (res) {
+            if (!cJSON_IsObject(res)) {
+                rl_err_set(err, "%s: field 'result' must be an object with 'speedup' and 'correct' or 'status'", what);
+                goto done;
+            }
+            if (rl_json_double(res, "speedup", &speedup, 0, what, err) || rl_json_bool(res, "correct", &correct, 0, what, err) ||
+                rl_json_string(res, "status", &status, 0, what, err))
+                goto done;
+        } else { /* an attempt database line (attempts.h): status and speedup (null unless timed) at the top */
+            const cJSON *sp = cJSON_GetObjectItemCaseSensitive(obj, "speedup");
+            if (rl_json_string(obj, "status", &status, 1, what, err)) goto done;
+            if (sp && !cJSON_IsNumber(sp) && !cJSON_IsNull(sp)) {
+                rl_err_set(err, "%s: field 'speedup' must be a number or null", what);
+                goto done;
+            }
+            speedup = cJSON_IsNumber(sp) ? sp->valuedouble : 0;
+        }
         if (status && !strcmp(status, "ok")) correct = 1;
         if (!same_task(task, task_dir) || !correct || !(speedup > 0) || !isfinite(speedup)) continue;
         size_t slen = strlen(source);
@@ -300,6 +314,29 @@ static size_t choose(variant *v, size_t n, const rl_kprompt_opts *o, size_t *pic
     return k;
 }
 
+/* The contrastive choice (buckets > 0): one variant drawn at random from each speed bucket,
+ * fastest bucket first. Buckets split [log2 min, log2 max] of the speedups into equal parts. */
+static size_t choose_buckets(variant *v, size_t n, const rl_kprompt_opts *o, size_t *pick, const char **why)
+{
+    qsort(v, n, sizeof *v, cmp_speedup);
+    size_t want = (size_t)(o->n_best > 0 ? o->n_best : 0) + (size_t)(o->n_diverse > 0 ? o->n_diverse : 0), k = 0;
+    double hi = log2(v[0].speedup), lo = log2(v[n - 1].speedup), width = (hi - lo) / o->buckets;
+    uint64_t state = o->seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+    size_t first = 0; /* v[first..] not yet in a bucket (sorted fastest first) */
+    for (int b = 0; b < o->buckets && k < want && first < n; b++) {
+        double floor_ = b == o->buckets - 1 || width <= 0 ? -INFINITY : hi - (b + 1) * width;
+        size_t end = first;
+        while (end < n && log2(v[end].speedup) >= floor_) end++;
+        if (end == first) continue;
+        state ^= state >> 12, state ^= state << 25, state ^= state >> 27; /* xorshift64* */
+        size_t i = first + (size_t)((state * 2685821657736338717ull) % (end - first));
+        pick[k] = i;
+        why[k++] = b == 0 ? "from the fastest group" : "from a slower group";
+        first = end;
+    }
+    return k;
+}
+
 int rl_kprompt_build(const char *task_dir, const char *store_path, const rl_kprompt_opts *o, char **out,
                      size_t *len, rl_err *err)
 {
@@ -313,10 +350,16 @@ int rl_kprompt_build(const char *task_dir, const char *store_path, const rl_kpro
     char path[4200];
     char *task_text = NULL, *ref_text = NULL;
     size_t task_len = 0, ref_len = 0;
-    if (rl_path_join(path, sizeof path, task_dir, "prompt.md"))
-        return rl_err_set(err, "%s: task directory path too long", task_dir);
-    if (rl_file_read_all(path, &task_text, &task_len, err)) return -1;
-    if (o->show_reference) {
+    int kb = rl_kenv_is_kernelbench(task_dir);
+    if (kb) {
+        if (rl_file_read_all(task_dir, &task_text, &task_len, err)) return -1;
+    } else {
+        if (rl_path_join(path, sizeof path, task_dir, "prompt.md"))
+            return rl_err_set(err, "%s: task directory path too long", task_dir);
+        if (rl_file_read_all(path, &task_text, &task_len, err)) return -1;
+    }
+    const char *lang = kb ? "python" : "cuda";
+    if (o->show_reference && !kb) {
         rl_path_join(path, sizeof path, task_dir, "reference.cu"); /* fits: prompt.md's path did */
         if (rl_file_read_all(path, &ref_text, &ref_len, err)) {
             free(task_text);
@@ -337,17 +380,26 @@ int rl_kprompt_build(const char *task_dir, const char *store_path, const rl_kpro
             rl_err_oom(err, "prompt choice", room * sizeof *pick);
             goto done;
         }
-        n_pick = choose(v, n, o, pick, why, err);
+        n_pick = o->buckets > 0 ? choose_buckets(v, n, o, pick, why) : choose(v, n, o, pick, why, err);
         if (n_pick == (size_t)-1) goto done;
     }
     strbuf b = {0};
-    puts_(&b, "You are an expert CUDA performance engineer. Write a faster CUDA implementation of the task below "
-              "for an NVIDIA Hopper GPU (sm_90a). It must stay correct on every input size listed.\n\n");
-    put(&b, task_text, task_len);
-    if (task_len && task_text[task_len - 1] != '\n') puts_(&b, "\n");
+    if (kb) {
+        puts_(&b, "You are an expert CUDA performance engineer. Write a faster implementation of the PyTorch model "
+                  "below for an NVIDIA Hopper GPU (sm_90a): a class ModelNew, constructed with the same arguments as "
+                  "Model, whose forward gives the same outputs, with the work done by your own CUDA kernels "
+                  "(torch.utils.cpp_extension.load_inline). It must stay correct on every input get_inputs() can "
+                  "give.\n\n## Reference (speedup 1.00x)\n\n");
+        put_code(&b, task_text, task_len, "python");
+    } else {
+        puts_(&b, "You are an expert CUDA performance engineer. Write a faster CUDA implementation of the task below "
+                  "for an NVIDIA Hopper GPU (sm_90a). It must stay correct on every input size listed.\n\n");
+        put(&b, task_text, task_len);
+        if (task_len && task_text[task_len - 1] != '\n') puts_(&b, "\n");
+    }
     if (ref_text) {
         puts_(&b, "\n## Reference implementation\n\nThe baseline your kernel is timed against (speedup 1.00x):\n\n");
-        put_code(&b, ref_text, ref_len);
+        put_code(&b, ref_text, ref_len, lang);
     }
     if (n_pick) {
         puts_(&b, "\n## Earlier attempts\n\nWritten for this task before and measured by the same evaluator; all were "
@@ -355,7 +407,7 @@ int rl_kprompt_build(const char *task_dir, const char *store_path, const rl_kpro
         for (size_t i = 0; i < n_pick; i++) {
             const variant *x = &v[pick[i]];
             putf(&b, "\n### Attempt %zu: speedup %.2fx (%s)\n\n", i + 1, x->speedup, why[i]);
-            put_code(&b, x->source, x->len);
+            put_code(&b, x->source, x->len, lang);
         }
     }
     puts_(&b, "\n## Your answer\n\nFirst, a short performance analysis: what bounds the reference");
@@ -363,9 +415,14 @@ int rl_kprompt_build(const char *task_dir, const char *store_path, const rl_kpro
     puts_(&b, " (memory traffic, arithmetic, kernel launches, occupancy, synchronization), and what your kernel "
               "changes to be faster");
     puts_(&b, n_pick ? " than the fastest of them" : "");
-    puts_(&b, ".\nThen the complete new implementation in exactly one ```cuda code block: the whole .cu file, "
-              "defining extern \"C\" int rl_kernel(const rl_kernel_args *args). Only the last ```cuda block of "
-              "your answer is compiled.\n");
+    if (kb)
+        puts_(&b, ".\nThen the complete new implementation in exactly one ```python code block: the whole file, "
+                  "defining class ModelNew (and the CUDA it loads). Only the last ```python block of your answer is "
+                  "run.\n");
+    else
+        puts_(&b, ".\nThen the complete new implementation in exactly one ```cuda code block: the whole .cu file, "
+                  "defining extern \"C\" int rl_kernel(const rl_kernel_args *args). Only the last ```cuda block of "
+                  "your answer is compiled.\n");
     if (b.oom) {
         free(b.data);
         rl_err_oom(err, "prompt text", b.len);

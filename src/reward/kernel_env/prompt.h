@@ -1,15 +1,21 @@
 /* prompt.h — the prompt for one kernel-writing attempt, CUDA-L1 style.
  *
- * From a task directory (prompt.md: the problem; reference.cu: the baseline) and a store of
- * earlier candidates with their measured results (JSONL, one {"task", "source", "result":
- * {"speedup", "correct" or "status"}} a line, as the training loop appends them), build a
- * prompt that shows the fastest correct earlier variants and the ones most unlike them (token-set
- * Jaccard distance of the sources), each with its speedup, and asks first for a performance
- * analysis, then for a new kernel in one ```cuda block (what extract.h takes back out). */
+ * From a task directory (prompt.md: the problem; reference.cu: the baseline) or a KernelBench
+ * problem file (*.py: shown as the reference; the answer is a ModelNew in a ```python block) and
+ * a store of earlier candidates with their measured results (JSONL, one {"task", "source",
+ * "result": {"speedup", "correct" or "status"}} a line, or the attempt database's lines
+ * (attempts.h) with "status" and "speedup" at the top), build a prompt that shows earlier correct
+ * variants, each with its speedup, and asks first for a performance analysis, then for a new
+ * kernel in one ```cuda block (what extract.h takes back out). Which variants: by default the
+ * fastest and the ones most unlike them (token-set Jaccard distance of the sources); with
+ * `buckets` (what the trainers use, the contrastive method) one drawn at random from each of
+ * that many speed buckets, so the model sees fast and slow solutions side by side with their
+ * measured speedups. */
 #ifndef RL_REWARD_KENV_PROMPT_H
 #define RL_REWARD_KENV_PROMPT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/error.h"
 
@@ -18,6 +24,8 @@ typedef struct rl_kprompt_opts {
     int n_diverse;         /* further variants, each the most different from those shown (default 2) */
     size_t max_source;     /* stored sources longer than this many bytes are skipped (default 16384) */
     int show_reference;    /* include reference.cu (default 1) */
+    int buckets;           /* > 0: n_best + n_diverse variants drawn one per speed bucket (default 0) */
+    uint64_t seed;         /* the draw within a bucket */
 } rl_kprompt_opts;
 
 void rl_kprompt_opts_default(rl_kprompt_opts *o);
