@@ -10,10 +10,11 @@
 # checks alone make of each cheat (column "dynamic").
 #
 # KernelBench step: every candidate in tests/fixtures/kernelbench/candidates/ (a ModelNew file
-# whose first line is "# expect: STATUS  (PROBLEM) ...") goes through the same
+# whose first line is "# expect: STATUS [require-kernel] (PROBLEM) ...") goes through the same
 # `rlc kernel-eval --batch --keep-going` against tests/fixtures/kernelbench/problems/PROBLEM.py
-# (kernelbench_worker.py under KENV_PYTHON); a row fails when its status differs from the
-# expected one. A Python that is missing, cannot import torch or sees no GPU is reported on one
+# (kernelbench_worker.py under KENV_PYTHON; with --require-kernel for the files so tagged); a
+# row fails when its status differs from the expected one. STATUS "nogain" means: anything but
+# status ok with a speedup of 1.1 or more (a memoising cheat that must gain nothing). A Python that is missing, cannot import torch or sees no GPU is reported on one
 # line and counted as a failure.
 #
 # Needs build/rlc and build/rlc-kernel-worker (make), nvcc, a GPU, and Python with torch.
@@ -32,9 +33,10 @@ KB_RESULTS=${RESULTS%.jsonl}-kernelbench.jsonl
 PY=${KENV_PYTHON:-python3}
 REQ=$(mktemp)
 KB_REQ=$(mktemp)
+KB_RK_REQ=$(mktemp)
 KB_EXPECT=$(mktemp)
 ROWS=$(mktemp)
-trap 'rm -f "$REQ" "$KB_REQ" "$KB_EXPECT" "$ROWS"' EXIT
+trap 'rm -f "$REQ" "$KB_REQ" "$KB_RK_REQ" "$KB_EXPECT" "$ROWS"' EXIT
 
 for kind in cheats honest; do
     for f in "$FX/$kind"/*.cu; do
@@ -56,13 +58,15 @@ kb_n=0
 for f in "$KB"/candidates/*.py; do
     name=$(basename "$f" .py)
     expect=$(sed -n '1s/^# expect: \([a-z_]*\).*/\1/p' "$f")
-    problem=$(sed -n '1s/^# expect: [a-z_]* *(\([^)]*\)).*/\1/p' "$f")
+    problem=$(sed -n '1s/^# expect: [a-z_]* *\(\[require-kernel\]\)\{0,1\} *(\([^)]*\)).*/\2/p' "$f")
     if [ -z "$expect" ] || [ ! -f "$KB/problems/$problem.py" ]; then
         echo "kernel-env-check: $f: first line must be '# expect: STATUS  (PROBLEM) ...' with $KB/problems/PROBLEM.py"
         kb_bad=$((kb_bad + 1))
         continue
     fi
-    printf '{"id":"kernelbench/%s","task":"%s/problems/%s.py","candidate":"%s"}\n' "$name" "$KB" "$problem" "$f" >>"$KB_REQ"
+    req=$KB_REQ
+    sed -n 1p "$f" | grep -q '\[require-kernel\]' && req=$KB_RK_REQ
+    printf '{"id":"kernelbench/%s","task":"%s/problems/%s.py","candidate":"%s"}\n' "$name" "$KB" "$problem" "$f" >>"$req"
     printf 'kernelbench/%s %s\n' "$name" "$expect" >>"$KB_EXPECT"
     kb_n=$((kb_n + 1))
 done
@@ -78,6 +82,10 @@ elif ! torch_msg=$("$PY" -c 'import sys, torch; ok = torch.cuda.is_available(); 
 else
     "$BUILD/rlc" kernel-eval --batch --keep-going --python "$PY" "$@" <"$KB_REQ" >"$KB_RESULTS"
     rc=$?
+    if [ -s "$KB_RK_REQ" ]; then
+        "$BUILD/rlc" kernel-eval --batch --keep-going --require-kernel --python "$PY" "$@" <"$KB_RK_REQ" >>"$KB_RESULTS"
+        [ $? -eq 0 ] || rc=1
+    fi
     if [ $rc -ne 0 ]; then
         echo "kernel-env-check: KernelBench step: rlc kernel-eval --batch failed (exit $rc); counted as a failure"
         kb_bad=$((kb_bad + 1))
@@ -108,7 +116,12 @@ cat "$RESULTS" "$KB_RESULTS" | while IFS= read -r line; do
         ;;
     kernelbench/*)
         expect=$(awk -v id="$id" '$1 == id {print $2}' "$KB_EXPECT")
-        if [ "$status" != "$expect" ]; then
+        if [ "$expect" = nogain ]; then
+            if [ "$status" = error ] || { [ "$status" = ok ] && awk "BEGIN{exit !(${speed:-0} >= 1.1)}"; }; then
+                verdict=FAIL
+                fail="expected no gain; $fail"
+            fi
+        elif [ "$status" != "$expect" ]; then
             verdict=FAIL
             fail="expected $expect; $fail"
         fi

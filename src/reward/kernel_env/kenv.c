@@ -28,7 +28,8 @@
  * (a ModelNew may call torch, which calls cuBLAS). */
 #define KB_FORBID (RL_KFORBID_STREAMS | RL_KFORBID_GRAPHS | RL_KFORBID_THREADS)
 
-const char *const rl_kenv_status_names[] = {"ok", "compile_error", "incorrect", "cheat", "crash", "timeout", "error", NULL};
+const char *const rl_kenv_status_names[] = {"ok", "compile_error", "incorrect", "cheat", "crash", "timeout", "error",
+                                            "disallowed", NULL};
 
 /* src/reward/kernel_env seen from the executable's directory (build/rlc: one level up,
  * build/<flavour>/rlc: two), canonical; else relative to the working directory. */
@@ -99,6 +100,10 @@ int rl_kenv_reward(const char *status, double speedup, int noisy, double *reward
     if (!strcmp(status, "compile_error") || !strcmp(status, "incorrect") || !strcmp(status, "crash") ||
         !strcmp(status, "timeout")) {
         *reward = -0.5;
+        return 0;
+    }
+    if (!strcmp(status, "disallowed")) {
+        *reward = -0.75;
         return 0;
     }
     if (!strcmp(status, "cheat")) {
@@ -193,7 +198,7 @@ static int check_worker_json(const cJSON *w, char *why, size_t size)
     int known = 0;
     for (int i = 0; rl_kenv_status_names[i] && cJSON_IsString(st); i++) known |= !strcmp(st->valuestring, rl_kenv_status_names[i]);
     if (!known) {
-        snprintf(why, size, "status %s%.40s%s is not one of ok, compile_error, incorrect, cheat, crash, timeout, error",
+        snprintf(why, size, "status %s%.40s%s is not one of ok, compile_error, incorrect, cheat, crash, timeout, error, disallowed",
                  cJSON_IsString(st) ? "'" : "", cJSON_IsString(st) ? st->valuestring : "missing", cJSON_IsString(st) ? "'" : "");
         return -1;
     }
@@ -360,17 +365,20 @@ static void first_fatal(const rl_kstatic *st, char *out, size_t size)
     if (!out[0] && st->n_fatal) snprintf(out, size, "static: %d fatal findings", st->n_fatal);
 }
 
-/* A fatal static finding makes the candidate a cheat; what the worker found (with
- * --keep-going) stays in dynamic_status / dynamic_failure. */
-static void mark_cheat(cJSON *res, const char *fatal)
+/* A fatal static finding is a pattern the rules do not allow: status "disallowed" ("cheat"
+ * stays for behaviour that fakes a result or a time, which only the worker sees: with
+ * --keep-going a dynamic "cheat" wins). What the worker found stays in dynamic_status /
+ * dynamic_failure. */
+static void mark_disallowed(cJSON *res, const char *fatal)
 {
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(res, "status");
     const cJSON *wf = cJSON_GetObjectItemCaseSensitive(res, "failure");
     if (cJSON_IsString(ws) && strcmp(ws->valuestring, "error")) {
         cJSON_AddStringToObject(res, "dynamic_status", ws->valuestring);
         if (cJSON_IsString(wf)) cJSON_AddStringToObject(res, "dynamic_failure", wf->valuestring);
+        if (!strcmp(ws->valuestring, "cheat")) return;
     }
-    set_status(res, "cheat", fatal);
+    set_status(res, "disallowed", fatal);
 }
 
 static void eval_native(const rl_kenv_opts *o, const char *task_dir, const char *source, size_t len, cJSON *res)
@@ -409,7 +417,7 @@ static void eval_native(const rl_kenv_opts *o, const char *task_dir, const char 
     first_fatal(st, fatal, sizeof fatal);
     if (!cc.ok) set_status(res, "compile_error", "the candidate does not compile (see compile.log)");
     else if (!fatal[0] || o->keep_going) run_native(o, spec, rc.so_path, cc.so_path, res);
-    if (fatal[0]) mark_cheat(res, fatal);
+    if (fatal[0]) mark_disallowed(res, fatal);
 done:
     rl_kcompile_result_free(&rc);
     rl_kcompile_result_free(&cc);
@@ -453,6 +461,7 @@ static void run_python(const rl_kenv_opts *o, const char *problem, const char *d
     argv[n++] = "--ref", argv[n++] = (char *)problem;
     argv[n++] = "--cand", argv[n++] = (char *)cand_path;
     argv[n++] = "--nonce-stdin";
+    if (o->require_kernel) argv[n++] = "--require-kernel";
     n = shared_args(p, val, argv, n);
     snprintf(slow[0], 32, "%.17g", p->ref_slowdown_limit);
     snprintf(slow[1], 32, "%.17g", p->ref_slowdown_min_ms);
@@ -508,7 +517,7 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
             rl_remove_tree(dir, &e); /* best effort: a leftover temporary directory harms nothing */
         }
     }
-    if (fatal[0]) mark_cheat(res, fatal);
+    if (fatal[0]) mark_disallowed(res, fatal);
 }
 
 static double median_of(const cJSON *res, const char *key)

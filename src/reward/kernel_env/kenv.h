@@ -49,6 +49,7 @@ typedef struct rl_kenv_opts {
     void (*gpu_release)(void *ctx, const char *device);
     void *gpu_ctx;
     uint64_t seed;
+    int require_kernel;        /* KernelBench: ModelNew must launch a kernel its own code defines */
 } rl_kenv_opts;
 
 /* Defaults: the worker beside the running executable; the include dir, protocol.json and
@@ -66,9 +67,11 @@ int rl_kenv_is_kernelbench(const char *task);
 
 typedef enum {
     RL_KENV_OK, RL_KENV_COMPILE_ERROR, RL_KENV_INCORRECT, RL_KENV_CHEAT, RL_KENV_CRASH, RL_KENV_TIMEOUT,
-    RL_KENV_ERROR /* the evaluator's problem, not the candidate's: no reward */
+    RL_KENV_ERROR, /* the evaluator's problem, not the candidate's: no reward */
+    RL_KENV_DISALLOWED /* a pattern the rules do not allow (a fatal static finding, no own kernel
+                        * under require_kernel): not a faked result or time, which is RL_KENV_CHEAT */
 } rl_kenv_status;
-extern const char *const rl_kenv_status_names[]; /* "ok", "compile_error", ..., "error", NULL */
+extern const char *const rl_kenv_status_names[]; /* "ok", "compile_error", ..., "error", "disallowed", NULL */
 
 /* What one evaluation found. The typed fields are what callers use; json is the whole record of
  * docs/kernel-env.md (every measurement, the compile logs), which `rlc kernel-eval --json` and

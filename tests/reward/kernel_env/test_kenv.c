@@ -117,6 +117,8 @@ Test(kenv, reward_function)
     }
     rl_kenv_reward("cheat", 10, 0, &r);
     cr_assert_float_eq(r, -1.0, 1e-12);
+    cr_assert_eq(rl_kenv_reward("disallowed", 10, 0, &r), 0);
+    cr_assert(r > -1.0 && r < -0.5, "disallowed sits between a failure and a cheat: %g", r);
     cr_assert_eq(rl_kenv_reward("error", 1, 0, &r), -1);
     cr_assert_eq(rl_kenv_reward("bogus", 1, 0, &r), -1);
 }
@@ -194,15 +196,15 @@ Test(kenv, noisy_caps_the_reward)
     cJSON_Delete(res);
 }
 
-Test(kenv, fatal_static_finding_is_a_cheat)
+Test(kenv, fatal_static_finding_is_disallowed)
 {
     const char *src = "#include \"rl_kernel.h\"\n#include <thread>\nextern \"C\" int rl_kernel(const rl_kernel_args *a) {\n"
                       "  std::thread([] {}).detach();\n  return 0;\n}\n";
     setenv("FAKE_WORKER_PLAN", "/dev/null", 1);
     cJSON *res = eval("ok", src);
-    cr_assert_str_eq(tu_json_str(res, "status"), "cheat");
+    cr_assert_str_eq(tu_json_str(res, "status"), "disallowed");
     cr_assert(strstr(tu_json_str(res, "failure"), "host_thread") && strstr(tu_json_str(res, "failure"), "line 4"), "%s", tu_json_str(res, "failure"));
-    cr_assert_float_eq(tu_json_num(res, "reward"), -1.0, 1e-12);
+    cr_assert_float_eq(tu_json_num(res, "reward"), -0.75, 1e-12);
     cr_assert_null(cJSON_GetObjectItemCaseSensitive(res, "speedup"), "the worker must not run without --keep-going");
     cJSON_Delete(res);
 
@@ -210,10 +212,19 @@ Test(kenv, fatal_static_finding_is_a_cheat)
     rl_kenv_opts o = fake_opts(cache_dir);
     o.keep_going = 1;
     res = eval_json(&o, TASK, src);
-    cr_assert_str_eq(tu_json_str(res, "status"), "cheat");
+    cr_assert_str_eq(tu_json_str(res, "status"), "disallowed");
     cr_assert_str_eq(tu_json_str(res, "dynamic_status"), "ok");
     cr_assert_null(cJSON_GetObjectItemCaseSensitive(res, "dynamic_failure"), "the worker found nothing");
     cr_assert_float_eq(tu_json_num(res, "speedup"), 2.0, 1e-9, "keep-going runs the worker");
+    cJSON_Delete(res);
+
+    /* A cheat the worker saw outranks the static rule. */
+    setenv("FAKE_WORKER_MODE", "cheat", 1);
+    res = eval_json(&o, TASK, src);
+    cr_assert_str_eq(tu_json_str(res, "status"), "cheat");
+    cr_assert_str_eq(tu_json_str(res, "dynamic_status"), "cheat");
+    cr_assert(strstr(tu_json_str(res, "failure"), "timed_outputs"), "%s", tu_json_str(res, "failure"));
+    cr_assert_float_eq(tu_json_num(res, "reward"), -1.0, 1e-12);
     cJSON_Delete(res);
 }
 

@@ -296,28 +296,64 @@ Test(kbench, gpu_pool)
     }
 }
 
-Test(kbench, fatal_static_finding_is_a_cheat)
+Test(kbench, fatal_static_finding_is_disallowed)
 {
     const char *src = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-                      "        torch.backends.cuda.matmul.allow_tf32 = True\n";
+                      "        import time\n";
     char out[96];
     snprintf(out, sizeof out, "/tmp/rlc-kbench-static-%d", (int)getpid());
     setenv("FAKE_PY_OUT", out, 1);
     remove(out);
     rl_kenv_opts o = fake_opts();
     cJSON *res = eval_opts(&o, "args", src);
-    cr_assert_str_eq(tu_json_str(res, "status"), "cheat");
-    cr_assert(strstr(tu_json_str(res, "failure"), "global_state") && strstr(tu_json_str(res, "failure"), "line 6"), "%s", tu_json_str(res, "failure"));
-    cr_assert_float_eq(tu_json_num(res, "reward"), -1.0, 1e-12);
+    cr_assert_str_eq(tu_json_str(res, "status"), "disallowed");
+    cr_assert(strstr(tu_json_str(res, "failure"), "introspection") && strstr(tu_json_str(res, "failure"), "line 6"), "%s", tu_json_str(res, "failure"));
+    cr_assert_float_eq(tu_json_num(res, "reward"), -0.75, 1e-12);
     cr_assert(!rl_file_exists(out), "the worker ran without --keep-going");
     cJSON_Delete(res);
 
     o.keep_going = 1;
     res = eval_opts(&o, "ok", src);
-    cr_assert_str_eq(tu_json_str(res, "status"), "cheat");
+    cr_assert_str_eq(tu_json_str(res, "status"), "disallowed");
     cr_assert_str_eq(tu_json_str(res, "dynamic_status"), "ok");
     cr_assert_float_eq(tu_json_num(res, "speedup"), 2.0, 1e-9, "keep-going runs the worker");
     cJSON_Delete(res);
+}
+
+/* Numeric settings are measured fairly by the worker, not thrown out: a ModelNew that turns TF32
+ * on is reported (non-fatal) and still evaluated; --require-kernel reaches the worker. */
+Test(kbench, numeric_settings_run_and_require_kernel_passes)
+{
+    const char *src = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                      "        torch.backends.cudnn.benchmark = True\n";
+    char out[96];
+    snprintf(out, sizeof out, "/tmp/rlc-kbench-flags-%d", (int)getpid());
+    setenv("FAKE_PY_OUT", out, 1);
+    remove(out);
+    rl_kenv_opts o = fake_opts();
+    o.require_kernel = 1;
+    cJSON *res = eval_opts(&o, "args", src);
+    cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "static");
+    cr_assert(cJSON_GetArraySize(st) == 1 && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(st->child, "fatal")),
+              "global_state is reported, not fatal");
+    cJSON_Delete(res);
+    char *args = read_text(out);
+    cr_assert(strstr(args, " --require-kernel "), "no --require-kernel in: %s", args);
+    free(args);
+    remove(out);
+    o.require_kernel = 0;
+    res = eval_opts(&o, "args", src);
+    cJSON_Delete(res);
+    args = read_text(out);
+    cr_assert(!strstr(args, "--require-kernel"), "--require-kernel without the option: %s", args);
+    free(args);
+    const char *suffix[] = {"", ".env", ".cand", ".path"};
+    for (int i = 0; i < 4; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "%s%s", out, suffix[i]);
+        remove(path);
+    }
 }
 
 Test(kbench, gpu_count_falls_back_to_torch)

@@ -11,8 +11,8 @@
  * values of protocol.json (kproto.h), so the worker keeps no defaults of its own.
  * Idea: the candidate runs first in every correctness trial on fresh inputs, under poisoned
  * outputs, guard regions, input hashes and a watchdog; timing is host wall time around the call
- * plus a whole-device synchronize, with L2 flushed and inputs rotated before every run, and
- * every timed output verified. The first failed check ends the run; the JSON names it. */
+ * plus a whole-device synchronize, with L2 flushed and fresh inputs drawn before every run
+ * (the reference on the same inputs in the same iteration), and every timed output verified. The first failed check ends the run; the JSON names it. */
 #include <cuda_runtime.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -59,8 +59,7 @@ static struct {
     size_t mem_cap;
     wk_buf cin[RL_KERNEL_MAX_TENSORS], cout[RL_KERNEL_MAX_TENSORS];
     wk_buf rin[RL_KERNEL_MAX_TENSORS], rout[RL_KERNEL_MAX_TENSORS];
-    wk_buf tin[MAX_COPIES][RL_KERNEL_MAX_TENSORS], tref[MAX_COPIES][RL_KERNEL_MAX_TENSORS];
-    double tscale[MAX_COPIES][RL_KERNEL_MAX_TENSORS];
+    wk_buf tin[MAX_COPIES][RL_KERNEL_MAX_TENSORS];
     uint64_t thash[MAX_COPIES][RL_KERNEL_MAX_TENSORS];
     void *flush;
     size_t flush_bytes, l2_bytes;
@@ -417,32 +416,50 @@ static void prepare_run(wk_buf *out, const int64_t *dims)
     cudaDeviceSynchronize();
 }
 
+/* One timing round. Every iteration (warm-up included) draws FRESH inputs on the device into
+ * the next of the rotating input copies (outside the timed region), gives the reference a
+ * pristine copy of them, times both sides on them (the side that goes first alternating) and
+ * compares the candidate's output with the reference output of the same iteration. So no timed
+ * call ever sees data an earlier call saw: a candidate that memoises outputs keyed on the
+ * content of its inputs (or on their addresses) misses every time. */
 static int timing_round(const int64_t *dims, unsigned long long *d_bad, stats *ref_s, stats *cand_s)
 {
     std::vector<double> tr, tc;
     int total = W.warmup + W.timed;
     for (int i = 0; i < total; i++) {
         int k = i % W.copies;
+        gen_inputs(W.tin[k], dims, TRIAL_RANDOM);
+        for (int n = 0; n < W.plan.n_inputs; n++) {
+            size_t b = tbytes(&W.plan.inputs[n], dims);
+            cudaMemcpy(W.rin[n].ptr, W.tin[k][n].ptr, b, cudaMemcpyDeviceToDevice);
+            W.thash[k][n] = wk_hash(W.tin[k][n].ptr, b);
+        }
         for (int side = 0; side < 2; side++) {
             int is_cand = (side == (i & 1)); /* alternate which side goes first */
             rl_kernel_args a;
             int rc;
             cudaError_t cerr;
             wk_buf *out = is_cand ? W.cout : W.rout;
-            make_args(&a, W.tin[k], out, dims);
+            make_args(&a, is_cand ? W.tin[k] : W.rin, out, dims);
             prepare_run(out, dims);
             double t = timed_call(is_cand ? W.cand : W.ref, &a, is_cand ? "candidate (timed)" : "reference (timed)", &rc, &cerr);
             if (is_cand) {
                 if (check_after_candidate("timing", rc, cerr, 0)) return -1;
-                for (int o = 0; o < W.plan.n_outputs; o++) {
-                    const wk_tensor *ot = &W.plan.outputs[o];
-                    wk_compare_async(out[o].ptr, W.tref[k][o].ptr, wk_numel(ot, dims), ot->dtype,
-                                     ot->atol * W.tscale[k][o], ot->rtol, d_bad);
-                }
             } else if (rc != 0 || cerr != cudaSuccess) {
                 return fail(CK_SETUP, "error", "timing: the reference failed (rc %d, %s)", rc, cudaGetErrorName(cerr));
             }
             if (i >= W.warmup) (is_cand ? tc : tr).push_back(t * 1e3);
+        }
+        for (int o = 0; o < W.plan.n_outputs; o++) {
+            const wk_tensor *ot = &W.plan.outputs[o];
+            size_t n = wk_numel(ot, dims);
+            double scale = wk_rms(W.rout[o].ptr, n, ot->dtype);
+            wk_compare_async(W.cout[o].ptr, W.rout[o].ptr, n, ot->dtype, ot->atol * scale, ot->rtol, d_bad);
+        }
+        for (int n = 0; n < W.plan.n_inputs; n++) {
+            size_t b = tbytes(&W.plan.inputs[n], dims);
+            if (!W.plan.inputs[n].mutable_ && wk_hash(W.tin[k][n].ptr, b) != W.thash[k][n])
+                return fail(CK_INPUTS, "cheat", "timing: input %d (run %d) was modified by the candidate", n, i);
         }
     }
     *ref_s = summarize(tr);
@@ -453,22 +470,8 @@ static int timing_round(const int64_t *dims, unsigned long long *d_bad, stats *r
 static int timing_phase(void)
 {
     const int64_t *dims = W.plan.dimsets[W.plan.n_dimsets - 1];
-    for (int k = 0; k < W.copies; k++) {
-        gen_inputs(W.tin[k], dims, TRIAL_RANDOM);
-        for (int i = 0; i < W.plan.n_inputs; i++) {
-            size_t b = tbytes(&W.plan.inputs[i], dims);
-            wk_guard_fill(&W.tin[k][i], b, 0x5a);
-            W.thash[k][i] = wk_hash(W.tin[k][i].ptr, b);
-        }
-        rl_kernel_args a;
-        int rc;
-        cudaError_t cerr;
-        make_args(&a, W.tin[k], W.tref[k], dims);
-        timed_call(W.ref, &a, "reference", &rc, &cerr);
-        if (rc != 0 || cerr != cudaSuccess) return fail(CK_SETUP, "error", "timing: the reference failed (rc %d)", rc);
-        for (int o = 0; o < W.plan.n_outputs; o++)
-            W.tscale[k][o] = wk_rms(W.tref[k][o].ptr, wk_numel(&W.plan.outputs[o], dims), W.plan.outputs[o].dtype);
-    }
+    for (int k = 0; k < W.copies; k++)
+        for (int i = 0; i < W.plan.n_inputs; i++) wk_guard_fill(&W.tin[k][i], tbytes(&W.plan.inputs[i], dims), 0x5a);
     unsigned long long *d_bad, bad = 0;
     cudaMalloc(&d_bad, sizeof *d_bad);
     cudaMemset(d_bad, 0, sizeof *d_bad);
@@ -490,12 +493,9 @@ static int timing_phase(void)
     if (bad) return fail(CK_TIMED, "cheat", "%llu output elements wrong over the timed runs (correct only outside timing)", bad);
     pass(CK_TIMED);
     for (int k = 0; k < W.copies; k++)
-        for (int i = 0; i < W.plan.n_inputs; i++) {
-            size_t b = tbytes(&W.plan.inputs[i], dims);
-            if (!W.plan.inputs[i].mutable_ && wk_hash(W.tin[k][i].ptr, b) != W.thash[k][i])
-                return fail(CK_INPUTS, "cheat", "timing: input %d copy %d was modified by the candidate", i, k);
-            if (wk_guard_count_bad(&W.tin[k][i], b, 0x5a)) return fail(CK_GUARDS, "incorrect", "timing: write outside input %d", i);
-        }
+        for (int i = 0; i < W.plan.n_inputs; i++)
+            if (wk_guard_count_bad(&W.tin[k][i], tbytes(&W.plan.inputs[i], dims), 0x5a))
+                return fail(CK_GUARDS, "incorrect", "timing: write outside input %d", i);
     for (int o = 0; o < W.plan.n_outputs; o++)
         if (wk_guard_count_bad(&W.cout[o], tbytes(&W.plan.outputs[o], dims), 0x5a))
             return fail(CK_GUARDS, "incorrect", "timing: write outside output %d", o);
@@ -604,7 +604,6 @@ static int setup(const char *ref_path, const char *cand_path)
     for (int o = 0; o < W.plan.n_outputs; o++) {
         size_t m = max_bytes(&W.plan.outputs[o]);
         ok |= wk_buf_alloc(&W.cout[o], m) | wk_buf_alloc(&W.rout[o], m);
-        for (int k = 0; k < W.copies; k++) ok |= wk_buf_alloc(&W.tref[k][o], tbytes(&W.plan.outputs[o], W.plan.dimsets[W.plan.n_dimsets - 1]));
     }
     if (ok) return fail(CK_SETUP, "error", "cannot allocate the task's buffers");
     W.ref = load_module(ref_path, "reference");
