@@ -28,6 +28,9 @@
  * (a ModelNew may call torch, which calls cuBLAS). */
 #define KB_FORBID (RL_KFORBID_STREAMS | RL_KFORBID_GRAPHS | RL_KFORBID_THREADS)
 
+/* What one call does: everything, compile only (tools' "compile"), or correctness only. */
+enum { MODE_FULL, MODE_COMPILE, MODE_CHECK };
+
 const char *const rl_kenv_status_names[] = {"ok", "compile_error", "incorrect", "cheat", "crash", "timeout", "error",
                                             "disallowed", NULL};
 
@@ -192,7 +195,7 @@ static int positive(const cJSON *v)
 }
 
 /* What the result line must hold; fills why and returns -1 when it does not. */
-static int check_worker_json(const cJSON *w, char *why, size_t size)
+static int check_worker_json(const cJSON *w, int timed, char *why, size_t size)
 {
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(w, "status");
     int known = 0;
@@ -206,7 +209,7 @@ static int check_worker_json(const cJSON *w, char *why, size_t size)
     if (fa && !cJSON_IsString(fa) && !cJSON_IsNull(fa)) return snprintf(why, size, "'failure' is not a string"), -1;
     const cJSON *ck = cJSON_GetObjectItemCaseSensitive(w, "checks");
     if (ck && !cJSON_IsObject(ck)) return snprintf(why, size, "'checks' is not an object"), -1;
-    if (strcmp(st->valuestring, "ok")) return 0;
+    if (strcmp(st->valuestring, "ok") || !timed) return 0;
     static const char *const times[] = {"ref_ms", "cand_ms"};
     for (int i = 0; i < 2; i++) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(w, times[i]);
@@ -233,7 +236,7 @@ static void tail_of(const char *s, size_t len, char *out, size_t size)
  * candidate when it was killed, crashed, flooded or printed no valid result line. what names
  * the program in messages ("the worker", "the Python worker"). */
 static void read_worker(cJSON *res, const rl_kproc_result *pr, const rl_kproc_opts *po, const char *nonce,
-                        const char *program, const char *what)
+                        int timed, const char *program, const char *what)
 {
     char tail[600], msg[900], why[200];
     tail_of(pr->err, pr->err_len, tail, 400);
@@ -255,7 +258,7 @@ static void read_worker(cJSON *res, const rl_kproc_result *pr, const rl_kproc_op
             snprintf(msg, sizeof msg, "%s exited with status %d and no result; stderr: %s", what, pr->exit_code, tail);
             set_status(res, "crash", msg);
         }
-    } else if (check_worker_json(w, why, sizeof why)) {
+    } else if (check_worker_json(w, timed, why, sizeof why)) {
         snprintf(msg, sizeof msg, "%s printed a malformed result (%s); stderr: %s", what, why, tail);
         set_status(res, "crash", msg);
     } else {
@@ -263,7 +266,7 @@ static void read_worker(cJSON *res, const rl_kproc_result *pr, const rl_kproc_op
         const cJSON *fa = cJSON_GetObjectItemCaseSensitive(w, "failure");
         set_status(res, st->valuestring, cJSON_IsString(fa) ? fa->valuestring : NULL);
         static const char *copy[] = {"checks", "trials", "max_err_ratio", "max_abs_err", "ref_ms", "cand_ms",
-                                     "speedup", "noisy", "ref_solo_ms", "device"};
+                                     "speedup", "noisy", "ref_solo_ms", "device", "kernels", "sandbox"};
         for (size_t i = 0; i < sizeof copy / sizeof copy[0]; i++) {
             cJSON *item = cJSON_DetachItemFromObjectCaseSensitive(w, copy[i]);
             if (item) cJSON_AddItemToObject(res, copy[i], item);
@@ -276,7 +279,8 @@ static void read_worker(cJSON *res, const rl_kproc_result *pr, const rl_kproc_op
  * stdin (its first line the nonce) and up to two more environment entries (NULL-terminated
  * list, or NULL), and reads its verdict into res. */
 static void run_worker(const rl_kenv_opts *o, char *const argv[], const char *input, const char *nonce,
-                       double timeout_s, const char *const *extra_env, const char *what, cJSON *res)
+                       double timeout_s, const char *const *extra_env, int use_gpu, int timed, const char *what,
+                       cJSON *res)
 {
     char gpu_env[64];
     rl_kproc_opts po = {0};
@@ -287,22 +291,24 @@ static void run_worker(const rl_kenv_opts *o, char *const argv[], const char *in
     po.stdin_data = input;
     po.stdin_len = strlen(input);
     int n_env = 0;
-    for (int i = 0; extra_env && extra_env[i] && i < 2; i++) po.env_set[n_env++] = extra_env[i];
-    const char *dev = o->gpu_acquire ? o->gpu_acquire(o->gpu_ctx) : o->devices;
-    if (dev) {
+    for (int i = 0; extra_env && extra_env[i] && i < RL_KPROC_MAX_ENV - 1; i++) po.env_set[n_env++] = extra_env[i];
+    /* Without the GPU (a build-only run): no device visible, and no pool slot taken, so such
+     * runs overlap freely with the one timed worker per GPU. */
+    const char *dev = !use_gpu ? "" : o->gpu_acquire ? o->gpu_acquire(o->gpu_ctx) : o->devices;
+    if (dev && n_env < RL_KPROC_MAX_ENV) {
         snprintf(gpu_env, sizeof gpu_env, "CUDA_VISIBLE_DEVICES=%s", dev);
         po.env_set[n_env++] = gpu_env;
     }
     rl_kproc_result pr;
     rl_err err;
     int run_rc = rl_kproc_run(argv, &po, &pr, &err);
-    if (o->gpu_acquire) o->gpu_release(o->gpu_ctx, dev);
+    if (use_gpu && o->gpu_acquire) o->gpu_release(o->gpu_ctx, dev);
     if (run_rc) {
         set_status(res, "error", err.msg);
         return;
     }
     cJSON_AddNumberToObject(res, "worker_seconds", pr.seconds);
-    read_worker(res, &pr, &po, nonce, argv[0], what);
+    read_worker(res, &pr, &po, nonce, timed, argv[0], what);
     rl_kproc_result_free(&pr);
 }
 
@@ -329,7 +335,8 @@ static int shared_args(const rl_kproto *p, char val[N_SHARED_FLAGS][32], char **
     return n;
 }
 
-static void run_native(const rl_kenv_opts *o, const rl_kspec *spec, const char *ref_so, const char *cand_so, cJSON *res)
+static void run_native(const rl_kenv_opts *o, const rl_kspec *spec, const char *ref_so, const char *cand_so, int mode,
+                       cJSON *res)
 {
     const rl_kproto *p = &o->proto;
     char plan[16384], nonce[40], seed[32], wd[16], cap[16], val[N_SHARED_FLAGS][32];
@@ -345,8 +352,10 @@ static void run_native(const rl_kenv_opts *o, const rl_kspec *spec, const char *
     snprintf(cap, sizeof cap, "%d", p->mem_cap_mb);
     char *argv[32] = {(char *)o->worker, "--ref", (char *)ref_so, "--cand", (char *)cand_so, "--seed", seed,
                       "--watchdog-ms", wd, "--mem-cap-mb", cap};
-    argv[shared_args(p, val, argv, 11)] = NULL;
-    run_worker(o, argv, plan, nonce, p->timeout_s, NULL, "the worker", res);
+    int n_args = shared_args(p, val, argv, 11);
+    if (mode == MODE_CHECK) argv[n_args++] = "--check-only";
+    argv[n_args] = NULL;
+    run_worker(o, argv, plan, nonce, p->timeout_s, NULL, 1, mode == MODE_FULL, "the worker", res);
 }
 
 static int compile_file(const rl_kenv_opts *o, const char *src, size_t len, int library, rl_kcompile_result *c,
@@ -381,7 +390,8 @@ static void mark_disallowed(cJSON *res, const char *fatal)
     set_status(res, "disallowed", fatal);
 }
 
-static void eval_native(const rl_kenv_opts *o, const char *task_dir, const char *source, size_t len, cJSON *res)
+static void eval_native(const rl_kenv_opts *o, const char *task_dir, const char *source, size_t len, int mode,
+                        cJSON *res)
 {
     rl_kspec *spec = malloc(sizeof *spec);
     rl_kstatic *st = malloc(sizeof *st);
@@ -416,7 +426,8 @@ static void eval_native(const rl_kenv_opts *o, const char *task_dir, const char 
     char fatal[300];
     first_fatal(st, fatal, sizeof fatal);
     if (!cc.ok) set_status(res, "compile_error", "the candidate does not compile (see compile.log)");
-    else if (!fatal[0] || o->keep_going) run_native(o, spec, rc.so_path, cc.so_path, res);
+    else if (mode == MODE_COMPILE) set_status(res, "ok", NULL);
+    else if (!fatal[0] || o->keep_going) run_native(o, spec, rc.so_path, cc.so_path, mode, res);
     if (fatal[0]) mark_disallowed(res, fatal);
 done:
     rl_kcompile_result_free(&rc);
@@ -446,9 +457,36 @@ static int write_candidate(const char *source, size_t len, char *dir, size_t dir
     return 0;
 }
 
-/* dir: the candidate's private directory; load_inline builds there too (TORCH_EXTENSIONS_DIR),
- * so candidates of a batch whose extensions share a name cannot load each other's modules. */
-static void run_python(const rl_kenv_opts *o, const char *problem, const char *dir, const char *cand_path, cJSON *res)
+/* The extension build directory of a KernelBench candidate: <cache>/kb-<hash>, the hash over
+ * the source, the architecture and the interpreter, so an identical candidate reuses the
+ * modules load_inline built (ninja finds them up to date) and different ones never share. */
+static int kb_build_dir(const rl_kenv_opts *o, const char *source, size_t len, char *out, size_t size, rl_err *err)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    const char *parts[3] = {source, o->arch, o->python};
+    size_t lens[3] = {len, strlen(o->arch), strlen(o->python)};
+    for (int k = 0; k < 3; k++) {
+        for (size_t i = 0; i < lens[k]; i++) h = (h ^ (unsigned char)parts[k][i]) * 0x100000001b3ull;
+        h = (h ^ 0xff) * 0x100000001b3ull;
+    }
+    snprintf(out, size, "%s/kb-%016" PRIx64, o->cache_dir, h);
+    return rl_mkdir_p(out, err);
+}
+
+/* TORCH_CUDA_ARCH_LIST for o->arch ("90a" -> "9.0a"): the build-only run sees no GPU, and both
+ * runs must give ninja the same command lines, or the second one rebuilds. */
+static void arch_list(const char *arch, char *out, size_t size)
+{
+    size_t n = strspn(arch, "0123456789");
+    if (n >= 2) snprintf(out, size, "TORCH_CUDA_ARCH_LIST=%.*s.%.*s%s", (int)(n - 1), arch, 1, arch + n - 1, arch + n);
+    else snprintf(out, size, "TORCH_CUDA_ARCH_LIST=%s", arch);
+}
+
+/* build_dir: load_inline's build directory (TORCH_EXTENSIONS_DIR, kb_build_dir). mode
+ * MODE_COMPILE runs the worker with --build-only and no GPU (it imports the candidate, which
+ * builds its extensions); MODE_CHECK stops after the correctness trials. */
+static void run_python(const rl_kenv_opts *o, const char *problem, const char *build_dir, const char *cand_path,
+                       int mode, cJSON *res)
 {
     const rl_kproto *p = &o->proto;
     char nonce[40], input[48], val[N_SHARED_FLAGS][32], slow[2][32], tol[4][2][32];
@@ -462,6 +500,8 @@ static void run_python(const rl_kenv_opts *o, const char *problem, const char *d
     argv[n++] = "--cand", argv[n++] = (char *)cand_path;
     argv[n++] = "--nonce-stdin";
     if (o->require_kernel) argv[n++] = "--require-kernel";
+    if (mode == MODE_COMPILE) argv[n++] = "--build-only";
+    if (mode == MODE_CHECK) argv[n++] = "--check-only";
     n = shared_args(p, val, argv, n);
     snprintf(slow[0], 32, "%.17g", p->ref_slowdown_limit);
     snprintf(slow[1], 32, "%.17g", p->ref_slowdown_min_ms);
@@ -473,14 +513,22 @@ static void run_python(const rl_kenv_opts *o, const char *problem, const char *d
         argv[n++] = "--tol", argv[n++] = (char *)rl_kdtype_names[d], argv[n++] = tol[d][0], argv[n++] = tol[d][1];
     }
     argv[n] = NULL;
-    char ext_env[PATH_MAX + 64];
-    snprintf(ext_env, sizeof ext_env, "TORCH_EXTENSIONS_DIR=%s/torch_extensions", dir);
-    const char *env[] = {"PYTHONDONTWRITEBYTECODE=1", ext_env, NULL};
-    /* load_inline builds the candidate's extension inside the worker: its time counts too. */
-    run_worker(o, argv, input, nonce, p->timeout_s + p->compile_timeout_s, env, "the Python worker", res);
+    char ext_env[PATH_MAX + 64], arch_env[64];
+    snprintf(ext_env, sizeof ext_env, "TORCH_EXTENSIONS_DIR=%s", build_dir);
+    arch_list(o->arch, arch_env, sizeof arch_env);
+    const char *env[] = {"PYTHONDONTWRITEBYTECODE=1", ext_env, arch_env, NULL};
+    if (mode == MODE_COMPILE) {
+        run_worker(o, argv, input, nonce, p->compile_timeout_s, env, 0, 0, "the Python worker (build)", res);
+        return;
+    }
+    /* load_inline builds inside the worker when the build step could not (a lazy build): its
+     * time counts too. */
+    run_worker(o, argv, input, nonce, p->timeout_s + p->compile_timeout_s, env, 1, mode == MODE_FULL,
+               "the Python worker", res);
 }
 
-static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const char *source, size_t len, cJSON *res)
+static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const char *source, size_t len, int mode,
+                             cJSON *res)
 {
     const char *base = strrchr(problem, '/');
     base = base ? base + 1 : problem;
@@ -508,12 +556,21 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
     first_fatal(st, fatal, sizeof fatal);
     free(st);
     if (!fatal[0] || o->keep_going) {
-        char dir[PATH_MAX], path[PATH_MAX + 32];
+        char dir[PATH_MAX], path[PATH_MAX + 32], build[PATH_MAX + 64];
         rl_err e;
-        if (write_candidate(source, len, dir, sizeof dir, path, sizeof path, &e)) {
+        if (kb_build_dir(o, source, len, build, sizeof build, &e) ||
+            write_candidate(source, len, dir, sizeof dir, path, sizeof path, &e)) {
             set_status(res, "error", e.msg);
         } else {
-            run_python(o, problem, dir, path, res);
+            /* The build first, without the GPU, so that compiles of a batch overlap on the CPU
+             * cores while each GPU times one candidate; a real build error ends it there. */
+            run_python(o, problem, build, path, MODE_COMPILE, res);
+            const cJSON *bs = cJSON_GetObjectItemCaseSensitive(res, "status");
+            int built_bad = cJSON_IsString(bs) && !strcmp(bs->valuestring, "compile_error");
+            if (mode != MODE_COMPILE && !built_bad) {
+                cJSON_DeleteItemFromObjectCaseSensitive(res, "checks");
+                run_python(o, problem, build, path, mode, res);
+            }
             rl_remove_tree(dir, &e); /* best effort: a leftover temporary directory harms nothing */
         }
     }
@@ -544,7 +601,8 @@ static void finish(rl_kenv_result *r, double t0)
         r->ref_ms = median_of(res, "ref_ms");
         r->cand_ms = median_of(res, "cand_ms");
     }
-    r->has_reward = rl_kenv_reward(rl_kenv_status_names[r->status], r->speedup, r->noisy, &r->reward) == 0;
+    /* An ok of compile or check (no timing) is rewarded as an ok at speedup 1. */
+    r->has_reward = rl_kenv_reward(rl_kenv_status_names[r->status], r->timed ? r->speedup : 1, r->noisy, &r->reward) == 0;
     if (r->has_reward) cJSON_ReplaceItemInObject(res, "reward", cJSON_CreateNumber(r->reward));
     const cJSON *log = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "compile"), "log");
     r->compile_log = r->status == RL_KENV_COMPILE_ERROR && cJSON_IsString(log) ? log->valuestring : NULL;
@@ -562,8 +620,8 @@ static void finish(rl_kenv_result *r, double t0)
     cJSON_AddNumberToObject(res, "eval_seconds", rl_time_now() - t0);
 }
 
-int rl_kenv_eval(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *r,
-                 rl_err *err)
+static int eval_mode(const rl_kenv_opts *o, const char *task, const char *source, size_t len, int mode,
+                     rl_kenv_result *r, rl_err *err)
 {
     double t0 = rl_time_now();
     memset(r, 0, sizeof *r);
@@ -574,10 +632,34 @@ int rl_kenv_eval(const rl_kenv_opts *o, const char *task, const char *source, si
     cJSON_AddNullToObject(res, "failure");
     cJSON_AddNullToObject(res, "reward");
     if (!o->proto_loaded) set_status(res, "error", "no protocol loaded (rl_kenv_load_protocol)");
-    else if (rl_kenv_is_kernelbench(task)) eval_kernelbench(o, task, source, len, res);
-    else eval_native(o, task, source, len, res);
+    else if (rl_kenv_is_kernelbench(task)) eval_kernelbench(o, task, source, len, mode, res);
+    else eval_native(o, task, source, len, mode, res);
     finish(r, t0);
     return 0;
+}
+
+int rl_kenv_eval(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *r,
+                 rl_err *err)
+{
+    return eval_mode(o, task, source, len, MODE_FULL, r, err);
+}
+
+int rl_kenv_compile(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *r,
+                    rl_err *err)
+{
+    return eval_mode(o, task, source, len, MODE_COMPILE, r, err);
+}
+
+int rl_kenv_check(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *r,
+                  rl_err *err)
+{
+    return eval_mode(o, task, source, len, MODE_CHECK, r, err);
+}
+
+int rl_kenv_profile(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *r,
+                    rl_err *err)
+{
+    return eval_mode(o, task, source, len, MODE_FULL, r, err);
 }
 
 void rl_kenv_result_free(rl_kenv_result *r)

@@ -97,6 +97,26 @@ int rl_kenv_eval(const rl_kenv_opts *o, const char *task, const char *source, si
                  rl_err *err);
 void rl_kenv_result_free(rl_kenv_result *res);
 
+/* The three tools of a multi-turn kernel episode, on the same task and source arguments and
+ * the same result (rl_kenv_result_free):
+ *   rl_kenv_compile  compile only (native: the static checks and nvcc, the compiler's output in
+ *                    compile_log / json "compile.log"; KernelBench: the static checks and the
+ *                    Python worker with --build-only, no GPU: it imports the candidate, which
+ *                    builds its load_inline extensions; a build error is compile_error with the
+ *                    message in failure). Status ok: it compiles. Nothing runs on a GPU.
+ *   rl_kenv_check    correctness only: every trial of the protocol, no timing; status ok means
+ *                    correct, else failure names the first mismatch (no speedup; timed = 0).
+ *   rl_kenv_profile  the whole protocol, timing against the reference included (= rl_kenv_eval);
+ *                    KernelBench results with --require-kernel also list the kernels launched.
+ * The reward field follows the status as in rl_kenv_eval (for compile/check an ok is 0.2, the
+ * reward of an ok at speedup 1: use the status there, not the reward). */
+int rl_kenv_compile(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *res,
+                    rl_err *err);
+int rl_kenv_check(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *res,
+                  rl_err *err);
+int rl_kenv_profile(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *res,
+                    rl_err *err);
+
 /* The reward of docs/kernel-env.md. Returns 0 and sets *reward, or -1 for status "error" (no
  * reward) or an unknown status. */
 int rl_kenv_reward(const char *status, double speedup, int noisy, double *reward);

@@ -356,6 +356,25 @@ def stats(ts):
     return {"median": q(0.5), "p10": q(0.1), "p90": q(0.9), "n": len(ts)}
 
 
+def build_only(a, res):
+    """Imports the candidate with no GPU needed, so that its load_inline extensions are built
+    (into TORCH_EXTENSIONS_DIR) before a GPU is taken. A build failure is compile_error; any
+    other import failure is no verdict here (the candidate may need the GPU at import): status
+    ok with the reason in "build_note", and the GPU run will judge it."""
+    try:
+        import torch  # noqa: F401
+    except Exception as e:
+        raise Fail("error", "setup", f"PyTorch cannot be imported by {sys.executable} ({type(e).__name__}: {e})")
+    try:
+        load_module(a.cand, "rl_kb_candidate")
+    except Exception as e:
+        text = f"{type(e).__name__}: {str(e)[-1500:]}"
+        if "Error building extension" in str(e) or type(e).__name__ in ("CalledProcessError", "SyntaxError"):
+            raise Fail("compile_error", "setup", text)
+        res.d["build_note"] = text[-300:]
+    res.passed("setup")
+
+
 def run(a, res, proto):
     try:
         import torch
@@ -503,6 +522,9 @@ def run(a, res, proto):
         res.passed("own_kernel")
         del xs
     kept.clear()
+
+    if a.check_only:
+        return
 
     # 4. timing: every iteration (warm-up included) draws fresh inputs on the device, outside
     # the timed region, and runs the reference on the same inputs; every candidate output is
@@ -704,6 +726,9 @@ def main():
     ap.add_argument("--rtol", type=float, help="override every dtype's rtol")
     ap.add_argument("--seed", type=int, help="KernelBench init seed for Model and ModelNew (default 42)")
     ap.add_argument("--nonce-stdin", action="store_true")
+    ap.add_argument("--build-only", action="store_true",
+                    help="import the candidate (its load_inline extensions build) and stop; needs no GPU")
+    ap.add_argument("--check-only", action="store_true", help="correctness trials only, no timing")
     ap.add_argument("--require-kernel", action="store_true",
                     help="ModelNew must launch at least one GPU kernel its own code defines")
     a = ap.parse_args()
@@ -714,7 +739,10 @@ def main():
     os.dup2(2, 1)  # the candidate's prints go to stderr
     res = Result(nonce)
     try:
-        run(a, res, protocol(a))
+        if a.build_only:
+            build_only(a, res)
+        else:
+            run(a, res, protocol(a))
     except Fail as f:
         res.fail(f)
     except Exception as e:

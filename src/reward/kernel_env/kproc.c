@@ -47,19 +47,19 @@ static char **build_env(const rl_kproc_opts *opt)
 {
     size_t n = 0;
     while (environ[n]) n++;
-    char **env = malloc((n + 5) * sizeof *env);
+    char **env = malloc((n + RL_KPROC_MAX_ENV + 1) * sizeof *env);
     if (!env) return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         int replaced = 0;
-        for (int j = 0; j < 4 && opt->env_set[j]; j++) {
+        for (int j = 0; j < RL_KPROC_MAX_ENV && opt->env_set[j]; j++) {
             const char *eq = strchr(opt->env_set[j], '=');
             size_t nl = eq ? (size_t)(eq - opt->env_set[j]) : 0;
             if (nl && !strncmp(environ[i], opt->env_set[j], nl) && environ[i][nl] == '=') replaced = 1;
         }
         if (!replaced) env[k++] = environ[i];
     }
-    for (int j = 0; j < 4 && opt->env_set[j]; j++) env[k++] = (char *)opt->env_set[j];
+    for (int j = 0; j < RL_KPROC_MAX_ENV && opt->env_set[j]; j++) env[k++] = (char *)opt->env_set[j];
     env[k] = NULL;
     return env;
 }

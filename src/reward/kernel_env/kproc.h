@@ -13,6 +13,8 @@
 
 #include "core/error.h"
 
+#define RL_KPROC_MAX_ENV 8
+
 typedef struct rl_kproc_opts {
     double timeout_s;       /* wall time; > 0 */
     size_t max_stdout;      /* bytes kept; more kills the child (truncated = 1) */
@@ -21,7 +23,7 @@ typedef struct rl_kproc_opts {
     size_t fsize_limit;     /* RLIMIT_FSIZE in bytes, 0 = none */
     const char *stdin_data; /* may be NULL (empty stdin) */
     size_t stdin_len;
-    const char *env_set[4]; /* "NAME=VALUE" added (replacing NAME), NULL-terminated early */
+    const char *env_set[RL_KPROC_MAX_ENV]; /* "NAME=VALUE" added (replacing NAME), NULL-terminated early */
     int merge_stderr;       /* 1: stderr goes into the stdout capture */
 } rl_kproc_opts;
 

@@ -332,3 +332,45 @@ Test(kenv, count_gpus)
     o.python = "/nonexistent/python3";
     cr_assert_eq(rl_kenv_count_gpus(&o), 0);
 }
+
+/* The episode tools: compile runs no worker and returns the compiler's output; check runs the
+ * worker with --check-only and accepts an ok without timings; profile is the whole protocol. */
+Test(kenv, compile_check_profile_tools)
+{
+    char args_path[96];
+    snprintf(args_path, sizeof args_path, "%s-args", cache_dir);
+    setenv("FAKE_WORKER_ARGS", args_path, 1);
+    setenv("FAKE_WORKER_MODE", "args", 1);
+    rl_kenv_opts o = fake_opts(cache_dir);
+    rl_kenv_result r;
+    rl_err err;
+    remove(args_path);
+    cr_assert_eq(rl_kenv_compile(&o, TASK, good_src, strlen(good_src), &r, &err), 0);
+    cr_assert_eq(r.status, RL_KENV_OK, "%s", r.failure ? r.failure : "");
+    cr_assert(!r.timed && !rl_file_exists(args_path), "compile must not run the worker");
+    rl_kenv_result_free(&r);
+
+    const char *bad = "#include \"rl_kernel.h\"\nextern \"C\" int rl_kernel(const rl_kernel_args *a) { SYNTAX_ERROR }\n";
+    cr_assert_eq(rl_kenv_compile(&o, TASK, bad, strlen(bad), &r, &err), 0);
+    cr_assert_eq(r.status, RL_KENV_COMPILE_ERROR);
+    cr_assert(r.compile_log && r.compile_log[0], "the compiler's output comes back");
+    rl_kenv_result_free(&r);
+
+    setenv("FAKE_WORKER_MODE", "args", 1);
+    cr_assert_eq(rl_kenv_check(&o, TASK, good_src, strlen(good_src), &r, &err), 0);
+    char *args = NULL;
+    size_t n = 0;
+    cr_assert_eq(rl_file_read_all(args_path, &args, &n, &err), 0, "%s", err.msg);
+    cr_assert(strstr(args, "--check-only"), "check passes --check-only: %s", args);
+    free(args);
+    rl_kenv_result_free(&r);
+    remove(args_path);
+
+    cr_assert_eq(rl_kenv_profile(&o, TASK, good_src, strlen(good_src), &r, &err), 0);
+    cr_assert(r.status == RL_KENV_OK && r.timed && r.speedup == 2.0, "profile times");
+    cr_assert_eq(rl_file_read_all(args_path, &args, &n, &err), 0, "%s", err.msg);
+    cr_assert(!strstr(args, "--check-only"), "profile runs the timing: %s", args);
+    free(args);
+    rl_kenv_result_free(&r);
+    remove(args_path);
+}

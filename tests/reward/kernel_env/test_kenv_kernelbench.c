@@ -59,6 +59,9 @@ static rl_kenv_opts fake_opts(void)
     o.worker = "/nonexistent/rlc-kernel-worker"; /* KernelBench tasks never use it */
     o.proto.timeout_s = 2;
     o.proto.compile_timeout_s = 1;
+    static char cache[64];
+    snprintf(cache, sizeof cache, "/tmp/rlc-kbench-cache-%d", (int)getpid());
+    o.cache_dir = cache;
     return o;
 }
 
@@ -242,15 +245,22 @@ Test(kbench, protocol_candidate_and_device_reach_the_worker)
     snprintf(path, sizeof path, "%s.path", out);
     char *cand_path = read_text(path);
     cr_assert(!rl_file_exists(cand_path), "the candidate's directory is left behind: %s", cand_path);
-    /* load_inline builds in the candidate's own directory: <dir>/candidate.py -> <dir>/torch_extensions */
+    /* load_inline builds in <cache>/kb-<hash of source, arch, python>, first in a build-only run
+     * without a GPU (outside the pool), then the GPU run finds the modules built. */
     char want_env[512];
-    snprintf(want_env, sizeof want_env, "devices=5 bytecode=1 ext=%.*storch_extensions\n",
-             (int)(strrchr(cand_path, '/') + 1 - cand_path), cand_path);
-    cr_assert_str_eq(env, want_env);
+    snprintf(want_env, sizeof want_env, "devices=5 bytecode=1 ext=%s/kb-", o.cache_dir);
+    cr_assert(!strncmp(env, want_env, strlen(want_env)) && strstr(env, " arch=9.0a\n"), "env: %s", env);
     free(env);
     free(cand_path);
-    const char *suffix[] = {"", ".env", ".cand", ".path"};
-    for (int i = 0; i < 4; i++) {
+    snprintf(path, sizeof path, "%s.all", out);
+    char *all = read_text(path);
+    char *second = strchr(all, '\n');
+    cr_assert(second && strstr(all, "devices= ") && strstr(all, "--build-only") < second && !strstr(second, "--build-only"),
+              "first a build-only run with no device, then the GPU run:\n%s", all);
+    free(all);
+    remove(path);
+    const char *suffix[] = {"", ".env", ".cand", ".path", ".all"};
+    for (int i = 0; i < 5; i++) {
         snprintf(path, sizeof path, "%s%s", out, suffix[i]);
         remove(path);
     }
@@ -289,8 +299,8 @@ Test(kbench, gpu_pool)
     char *env = read_text(path);
     cr_assert(!strncmp(env, "devices=3 ", 10), "%s", env);
     free(env);
-    const char *suffix[] = {"", ".env", ".cand", ".path"};
-    for (int i = 0; i < 4; i++) {
+    const char *suffix[] = {"", ".env", ".cand", ".path", ".all"};
+    for (int i = 0; i < 5; i++) {
         snprintf(path, sizeof path, "%s%s", out, suffix[i]);
         remove(path);
     }
@@ -348,8 +358,8 @@ Test(kbench, numeric_settings_run_and_require_kernel_passes)
     args = read_text(out);
     cr_assert(!strstr(args, "--require-kernel"), "--require-kernel without the option: %s", args);
     free(args);
-    const char *suffix[] = {"", ".env", ".cand", ".path"};
-    for (int i = 0; i < 4; i++) {
+    const char *suffix[] = {"", ".env", ".cand", ".path", ".all"};
+    for (int i = 0; i < 5; i++) {
         char path[128];
         snprintf(path, sizeof path, "%s%s", out, suffix[i]);
         remove(path);
@@ -437,8 +447,8 @@ Test(kbench, cli_single_and_batch)
     cr_assert(strstr(text, "stdin line 3"), "%s", text);
     free(text);
     free(err);
-    const char *suffix[] = {"", ".env", ".cand", ".path"};
-    for (int i = 0; i < 4; i++) {
+    const char *suffix[] = {"", ".env", ".cand", ".path", ".all"};
+    for (int i = 0; i < 5; i++) {
         snprintf(path, sizeof path, "%s%s", out, suffix[i]);
         remove(path);
     }

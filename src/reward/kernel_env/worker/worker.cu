@@ -3,7 +3,7 @@
  *
  *   rlc-kernel-worker --ref R.so --cand C.so --trials N --timed N --warmup N --copies K
  *                     --watchdog-ms MS --mem-cap-mb MB --flush-factor F --max-spread S
- *                     --spread-repeats R [--seed S]   < plan
+ *                     --spread-repeats R [--seed S] [--check-only]   < plan
  *   rlc-kernel-worker --count-devices
  *
  * The plan (stdin) is the flat form of spec.json written by src/reward/kernel_env/kspec.c, with
@@ -54,7 +54,7 @@ static struct {
     wk_plan plan;
     rl_kernel_fn ref, cand;
     uint64_t seed;
-    int trials, timed, warmup, copies, spread_repeats;
+    int trials, timed, warmup, copies, spread_repeats, check_only;
     double watchdog_s, flush_factor, max_spread;
     size_t mem_cap;
     wk_buf cin[RL_KERNEL_MAX_TENSORS], cout[RL_KERNEL_MAX_TENSORS];
@@ -646,6 +646,10 @@ int main(int argc, char **argv)
     W.status = "ok";
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--check-only")) { /* correctness trials only, no timing */
+            W.check_only = 1;
+            continue;
+        }
         if (!strcmp(argv[i], "--count-devices")) {
             int n = 0;
             if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
@@ -690,7 +694,7 @@ int main(int argc, char **argv)
     }
     pthread_t wd;
     pthread_create(&wd, NULL, watchdog_main, NULL);
-    if (setup(ref, cand) == 0 && correctness_phase() == 0 && timing_phase() == 0) post_phase();
+    if (setup(ref, cand) == 0 && correctness_phase() == 0 && !W.check_only && timing_phase() == 0) post_phase();
     print_result();
     fflush(stdout);
     _exit(0); /* no destructors: a candidate's leftovers must not hang the exit */
