@@ -256,6 +256,7 @@ int rl_cmd_kernel_eval(int argc, char **argv)
         RL_OPT_S("watchdog-ms", &proto_values[6], "MS", "limit for one call plus synchronize (protocol watchdog_ms)"),
         RL_OPT_S("mem-cap", &proto_values[7], "MB", "GPU memory a candidate may keep (protocol mem_cap_mb)"),
         RL_OPT_F("keep-going", &o.keep_going, "run the GPU protocol even after a fatal static finding"),
+        RL_OPT_F("no-sandbox", &o.no_sandbox, "run workers and nvcc without the sandbox (docs/kernel-env.md; debugging)"),
         RL_OPT_F("require-kernel", &o.require_kernel,
                  "KernelBench: ModelNew must launch a GPU kernel its own code defines (else status disallowed)"),
         RL_OPT_END,

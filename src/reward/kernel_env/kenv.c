@@ -20,6 +20,7 @@
 #include "io/json.h"
 #include "reward/kernel_env/kcompile.h"
 #include "reward/kernel_env/kproc.h"
+#include "reward/kernel_env/ksandbox.h"
 #include "reward/kernel_env/kspec.h"
 #include "reward/kernel_env/kstatic.h"
 
@@ -275,14 +276,78 @@ static void read_worker(cJSON *res, const rl_kproc_result *pr, const rl_kproc_op
     cJSON_Delete(w);
 }
 
+/* The sandbox of one worker run (ksandbox.h): writes only in the private directories, reads
+ * anywhere but $HOME, where the rlc tree, the module cache, the working directory, the task
+ * and, for Python, the interpreter's prefix and ~/.local/lib stay readable. */
+#define WORKER_DATA_BYTES ((size_t)32 << 30)
+typedef struct worker_box {
+    rl_ksandbox_spec spec;
+    char paths[RL_KSANDBOX_MAX_PATHS][PATH_MAX];
+    int n;
+} worker_box;
+
+static void box_read(worker_box *b, const char *path, int up)
+{
+    if (b->n >= RL_KSANDBOX_MAX_PATHS || !path || !*path) return;
+    char real[PATH_MAX];
+    if (!realpath(path, real)) return;
+    for (int i = 0; i < up; i++) {
+        char *slash = strrchr(real, '/');
+        if (slash && slash != real) *slash = 0;
+    }
+    snprintf(b->paths[b->n], PATH_MAX, "%s", real);
+    b->spec.read_paths[b->n] = b->paths[b->n];
+    b->n++;
+}
+
+/* The real file of an interpreter named python (a path, or a name looked up in PATH). */
+static int which(const char *name, char *out, size_t size)
+{
+    if (strchr(name, '/')) return realpath(name, out) ? 0 : -1;
+    const char *path = getenv("PATH");
+    for (const char *p = path ? path : ""; *p;) {
+        size_t n = strcspn(p, ":");
+        char probe[PATH_MAX];
+        snprintf(probe, sizeof probe, "%.*s/%s", (int)n, p, name);
+        if (access(probe, X_OK) == 0 && realpath(probe, out)) return 0;
+        p += n + (p[n] == ':');
+    }
+    (void)size;
+    return -1;
+}
+
+static void worker_box_init(worker_box *b, const rl_kenv_opts *o, const char *private_dir, const char *build_dir,
+                            const char *task, int python, double cpu_s)
+{
+    memset(b, 0, sizeof *b);
+    b->spec.write_dirs[0] = private_dir;
+    b->spec.write_dirs[1] = build_dir;
+    b->spec.no_fork = !python; /* the native worker never needs a process; load_inline runs ninja */
+    b->spec.cpu_s = cpu_s;
+    b->spec.data_bytes = WORKER_DATA_BYTES;
+    box_read(b, o->protocol_path, 4); /* src/reward/kernel_env/protocol.json -> the rlc tree */
+    box_read(b, o->worker, 1);
+    box_read(b, o->cache_dir, 0);
+    box_read(b, ".", 0);
+    box_read(b, task, 1);
+    if (python) {
+        char exe[PATH_MAX];
+        if (which(o->python, exe, sizeof exe) == 0) box_read(b, exe, 2); /* <prefix>/bin/python3.x */
+        const char *home = getenv("HOME");
+        char local[PATH_MAX];
+        snprintf(local, sizeof local, "%s/.local/lib", home ? home : "/nonexistent");
+        box_read(b, local, 0);
+    }
+}
+
 /* Runs one worker (native or Python) in a limited child on a GPU of the pool, with input on
  * stdin (its first line the nonce) and up to two more environment entries (NULL-terminated
  * list, or NULL), and reads its verdict into res. */
 static void run_worker(const rl_kenv_opts *o, char *const argv[], const char *input, const char *nonce,
                        double timeout_s, const char *const *extra_env, int use_gpu, int timed, const char *what,
-                       cJSON *res)
+                       const worker_box *box, cJSON *res)
 {
-    char gpu_env[64];
+    char gpu_env[64], home_env[PATH_MAX + 8], tmp_env[PATH_MAX + 8];
     rl_kproc_opts po = {0};
     po.timeout_s = timeout_s;
     po.max_stdout = 1 << 20;
@@ -301,13 +366,33 @@ static void run_worker(const rl_kenv_opts *o, char *const argv[], const char *in
     }
     rl_kproc_result pr;
     rl_err err;
+    rl_ksandbox *sb = NULL;
+    if (box && !o->no_sandbox) {
+        /* $HOME and the temporary directory are the private one: what a candidate writes
+         * there (caches, temporary files) goes away with it. */
+        snprintf(home_env, sizeof home_env, "HOME=%s", box->spec.write_dirs[0]);
+        snprintf(tmp_env, sizeof tmp_env, "TMPDIR=%s", box->spec.write_dirs[0]);
+        if (n_env + 2 <= RL_KPROC_MAX_ENV) po.env_set[n_env++] = home_env, po.env_set[n_env++] = tmp_env;
+        if (rl_ksandbox_prepare(&box->spec, &sb, &err)) {
+            if (use_gpu && o->gpu_acquire) o->gpu_release(o->gpu_ctx, dev);
+            set_status(res, "error", err.msg);
+            return;
+        }
+        po.sandbox = sb;
+    }
     int run_rc = rl_kproc_run(argv, &po, &pr, &err);
+    rl_ksandbox_free(sb);
     if (use_gpu && o->gpu_acquire) o->gpu_release(o->gpu_ctx, dev);
     if (run_rc) {
         set_status(res, "error", err.msg);
         return;
     }
     cJSON_AddNumberToObject(res, "worker_seconds", pr.seconds);
+    if (pr.exited && pr.exit_code == 125 && !strncmp(pr.err, "sandbox:", 8)) {
+        set_status(res, "error", pr.err); /* the sandbox could not be entered: not the candidate's fault */
+        rl_kproc_result_free(&pr);
+        return;
+    }
     read_worker(res, &pr, &po, nonce, timed, argv[0], what);
     rl_kproc_result_free(&pr);
 }
@@ -335,8 +420,16 @@ static int shared_args(const rl_kproto *p, char val[N_SHARED_FLAGS][32], char **
     return n;
 }
 
-static void run_native(const rl_kenv_opts *o, const rl_kspec *spec, const char *ref_so, const char *cand_so, int mode,
-                       cJSON *res)
+static int make_private_dir(char *dir, size_t size, rl_err *err)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, size, "%s/rlc-kb-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) return rl_err_set(err, "%s: cannot create a directory for the candidate: %s", dir, strerror(errno));
+    return 0;
+}
+
+static void run_native(const rl_kenv_opts *o, const char *task_dir, const rl_kspec *spec, const char *ref_so,
+                       const char *cand_so, int mode, cJSON *res)
 {
     const rl_kproto *p = &o->proto;
     char plan[16384], nonce[40], seed[32], wd[16], cap[16], val[N_SHARED_FLAGS][32];
@@ -355,13 +448,22 @@ static void run_native(const rl_kenv_opts *o, const rl_kspec *spec, const char *
     int n_args = shared_args(p, val, argv, 11);
     if (mode == MODE_CHECK) argv[n_args++] = "--check-only";
     argv[n_args] = NULL;
-    run_worker(o, argv, plan, nonce, p->timeout_s, NULL, 1, mode == MODE_FULL, "the worker", res);
+    char dir[PATH_MAX];
+    if (make_private_dir(dir, sizeof dir, &err)) {
+        set_status(res, "error", err.msg);
+        return;
+    }
+    worker_box box;
+    worker_box_init(&box, o, dir, NULL, task_dir, 0, p->timeout_s);
+    box_read(&box, ref_so, 1);
+    run_worker(o, argv, plan, nonce, p->timeout_s, NULL, 1, mode == MODE_FULL, "the worker", &box, res);
+    rl_remove_tree(dir, &err); /* best effort */
 }
 
 static int compile_file(const rl_kenv_opts *o, const char *src, size_t len, int library, rl_kcompile_result *c,
                         rl_err *err)
 {
-    rl_kcompile_opts co = {o->nvcc, o->cache_dir, o->include_dir, o->arch, o->proto.compile_timeout_s};
+    rl_kcompile_opts co = {o->nvcc, o->cache_dir, o->include_dir, o->arch, o->proto.compile_timeout_s, !o->no_sandbox};
     return rl_kcompile(src, len, library, &co, c, err);
 }
 
@@ -427,7 +529,7 @@ static void eval_native(const rl_kenv_opts *o, const char *task_dir, const char 
     first_fatal(st, fatal, sizeof fatal);
     if (!cc.ok) set_status(res, "compile_error", "the candidate does not compile (see compile.log)");
     else if (mode == MODE_COMPILE) set_status(res, "ok", NULL);
-    else if (!fatal[0] || o->keep_going) run_native(o, spec, rc.so_path, cc.so_path, mode, res);
+    else if (!fatal[0] || o->keep_going) run_native(o, task_dir, spec, rc.so_path, cc.so_path, mode, res);
     if (fatal[0]) mark_disallowed(res, fatal);
 done:
     rl_kcompile_result_free(&rc);
@@ -442,9 +544,7 @@ done:
 static int write_candidate(const char *source, size_t len, char *dir, size_t dir_size, char *path, size_t path_size,
                            rl_err *err)
 {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, dir_size, "%s/rlc-kb-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) return rl_err_set(err, "%s: cannot create a directory for the candidate: %s", dir, strerror(errno));
+    if (make_private_dir(dir, dir_size, err)) return -1;
     snprintf(path, path_size, "%s/candidate.py", dir);
     FILE *f = fopen(path, "wb");
     int ok = f && fwrite(source, 1, len, f) == len;
@@ -485,8 +585,8 @@ static void arch_list(const char *arch, char *out, size_t size)
 /* build_dir: load_inline's build directory (TORCH_EXTENSIONS_DIR, kb_build_dir). mode
  * MODE_COMPILE runs the worker with --build-only and no GPU (it imports the candidate, which
  * builds its extensions); MODE_CHECK stops after the correctness trials. */
-static void run_python(const rl_kenv_opts *o, const char *problem, const char *build_dir, const char *cand_path,
-                       int mode, cJSON *res)
+static void run_python(const rl_kenv_opts *o, const char *problem, const char *dir, const char *build_dir,
+                       const char *cand_path, int mode, cJSON *res)
 {
     const rl_kproto *p = &o->proto;
     char nonce[40], input[48], val[N_SHARED_FLAGS][32], slow[2][32], tol[4][2][32];
@@ -517,14 +617,16 @@ static void run_python(const rl_kenv_opts *o, const char *problem, const char *b
     snprintf(ext_env, sizeof ext_env, "TORCH_EXTENSIONS_DIR=%s", build_dir);
     arch_list(o->arch, arch_env, sizeof arch_env);
     const char *env[] = {"PYTHONDONTWRITEBYTECODE=1", ext_env, arch_env, NULL};
+    worker_box box;
+    worker_box_init(&box, o, dir, build_dir, problem, 1, p->timeout_s + p->compile_timeout_s);
     if (mode == MODE_COMPILE) {
-        run_worker(o, argv, input, nonce, p->compile_timeout_s, env, 0, 0, "the Python worker (build)", res);
+        run_worker(o, argv, input, nonce, p->compile_timeout_s, env, 0, 0, "the Python worker (build)", &box, res);
         return;
     }
     /* load_inline builds inside the worker when the build step could not (a lazy build): its
      * time counts too. */
     run_worker(o, argv, input, nonce, p->timeout_s + p->compile_timeout_s, env, 1, mode == MODE_FULL,
-               "the Python worker", res);
+               "the Python worker", &box, res);
 }
 
 static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const char *source, size_t len, int mode,
@@ -564,12 +666,12 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
         } else {
             /* The build first, without the GPU, so that compiles of a batch overlap on the CPU
              * cores while each GPU times one candidate; a real build error ends it there. */
-            run_python(o, problem, build, path, MODE_COMPILE, res);
+            run_python(o, problem, dir, build, path, MODE_COMPILE, res);
             const cJSON *bs = cJSON_GetObjectItemCaseSensitive(res, "status");
             int built_bad = cJSON_IsString(bs) && !strcmp(bs->valuestring, "compile_error");
             if (mode != MODE_COMPILE && !built_bad) {
                 cJSON_DeleteItemFromObjectCaseSensitive(res, "checks");
-                run_python(o, problem, build, path, mode, res);
+                run_python(o, problem, dir, build, path, mode, res);
             }
             rl_remove_tree(dir, &e); /* best effort: a leftover temporary directory harms nothing */
         }
@@ -631,6 +733,9 @@ static int eval_mode(const rl_kenv_opts *o, const char *task, const char *source
     cJSON_AddStringToObject(res, "status", "error");
     cJSON_AddNullToObject(res, "failure");
     cJSON_AddNullToObject(res, "reward");
+    char box_desc[160] = "off";
+    if (!o->no_sandbox) rl_ksandbox_describe(box_desc, sizeof box_desc);
+    cJSON_AddStringToObject(res, "sandbox", box_desc);
     if (!o->proto_loaded) set_status(res, "error", "no protocol loaded (rl_kenv_load_protocol)");
     else if (rl_kenv_is_kernelbench(task)) eval_kernelbench(o, task, source, len, mode, res);
     else eval_native(o, task, source, len, mode, res);

@@ -50,6 +50,7 @@ typedef struct rl_kenv_opts {
     void *gpu_ctx;
     uint64_t seed;
     int require_kernel;        /* KernelBench: ModelNew must launch a kernel its own code defines */
+    int no_sandbox;            /* 1: workers and nvcc run without ksandbox.h's sandbox (debugging) */
 } rl_kenv_opts;
 
 /* Defaults: the worker beside the running executable; the include dir, protocol.json and

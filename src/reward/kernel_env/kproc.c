@@ -78,6 +78,12 @@ static void child_exec(char *const argv[], const rl_kproc_opts *opt, char **env,
     if (opt->fsize_limit) set_limit(RLIMIT_FSIZE, opt->fsize_limit);
     if (opt->as_limit) set_limit(RLIMIT_AS, opt->as_limit);
     if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(opt->merge_stderr ? out_fd : err_fd, 2) < 0) _exit(126);
+    const char *why = NULL;
+    if (opt->sandbox && rl_ksandbox_enter(opt->sandbox, &why) != 0) {
+        ssize_t w = write(2, why, strlen(why));
+        (void)w;
+        _exit(125);
+    }
     execvpe(argv[0], argv, env);
     _exit(127);
 }

@@ -56,6 +56,9 @@ static rl_kenv_opts fake_opts(const char *cache)
     o.include_dir = "src/reward/kernel_env/include";
     o.proto.timeout_s = 3;
     o.proto.compile_timeout_s = 3;
+    /* The fakes are shell scripts that fork and write their reports to /tmp: orchestration
+     * is tested here without the sandbox (test_ksandbox.c and the test below cover it). */
+    o.no_sandbox = 1;
     return o;
 }
 

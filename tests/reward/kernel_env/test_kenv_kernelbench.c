@@ -62,6 +62,9 @@ static rl_kenv_opts fake_opts(void)
     static char cache[64];
     snprintf(cache, sizeof cache, "/tmp/rlc-kbench-cache-%d", (int)getpid());
     o.cache_dir = cache;
+    /* The fakes are shell scripts that fork and write their reports to /tmp: orchestration
+     * is tested here without the sandbox (test_ksandbox.c and the test below cover it). */
+    o.no_sandbox = 1;
     return o;
 }
 
@@ -385,7 +388,7 @@ Test(kbench, cli_single_and_batch)
     setenv("FAKE_PY_MODE", "args", 1);
     int status;
     char *err;
-    snprintf(args, sizeof args, "kernel-eval --python %s/fake_python.sh --trials 9 --timed 4 --json %s %s", FIX,
+    snprintf(args, sizeof args, "kernel-eval --no-sandbox --python %s/fake_python.sh --trials 9 --timed 4 --json %s %s", FIX,
              PROBLEM, CAND);
     char *text = tu_run_rlc(args, "", &status, &err);
     cr_assert_eq(status, 0, "stderr: %s", err);
@@ -408,7 +411,7 @@ Test(kbench, cli_single_and_batch)
     fputs(good, f);
     fclose(f);
     free(good);
-    snprintf(args, sizeof args, "kernel-eval --protocol %s --python %s/fake_python.sh %s %s", proto, FIX, PROBLEM,
+    snprintf(args, sizeof args, "kernel-eval --no-sandbox --protocol %s --python %s/fake_python.sh %s %s", proto, FIX, PROBLEM,
              CAND);
     text = tu_run_rlc(args, "", &status, &err);
     cr_assert_eq(status, 0, "stderr: %s", err);
@@ -436,7 +439,7 @@ Test(kbench, cli_single_and_batch)
              "{\"id\": 2, \"task\": \"%s\", \"source\": \"import torch\\n\"}\n"
              "not json\n",
              PROBLEM, CAND, PROBLEM);
-    snprintf(args, sizeof args, "kernel-eval --batch --gpus 2 --python %s/fake_python.sh", FIX);
+    snprintf(args, sizeof args, "kernel-eval --batch --no-sandbox --gpus 2 --python %s/fake_python.sh", FIX);
     text = tu_run_rlc(args, input, &status, &err);
     cr_assert_eq(status, 0, "stderr: %s", err);
     int lines = 0, ok = 0;
@@ -452,4 +455,17 @@ Test(kbench, cli_single_and_batch)
         snprintf(path, sizeof path, "%s%s", out, suffix[i]);
         remove(path);
     }
+}
+
+/* With the sandbox on (ksandbox.h), a well-behaved worker still runs: the fake Python (a shell
+ * script: it may fork, the Python worker's sandbox allows processes) reads its stdin, writes
+ * its result and gets status ok; the record says which layers were applied. */
+Test(kbench, sandboxed_worker_runs)
+{
+    rl_kenv_opts o = fake_opts();
+    o.no_sandbox = 0;
+    cJSON *res = eval_opts(&o, "ok", cand_src);
+    cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
+    cr_assert(strstr(tu_json_str(res, "sandbox"), "seccomp"), "sandbox: %s", tu_json_str(res, "sandbox"));
+    cJSON_Delete(res);
 }
