@@ -58,14 +58,13 @@ struct ll_path_beneath {
 } __attribute__((packed));
 
 enum { RULE_READ, RULE_WRITE };
-#define MAX_RULES 160
 
 struct rl_ksandbox {
     rl_ksandbox_spec spec;
     int abi;
-    int n_rules;
-    char *paths[MAX_RULES];
-    int kinds[MAX_RULES];
+    int n_rules, cap_rules;
+    char **paths;
+    int *kinds;
     struct sock_fprog prog;
 };
 
@@ -84,7 +83,17 @@ void rl_ksandbox_describe(char *out, size_t size)
 
 static int add_rule(rl_ksandbox *sb, const char *path, int kind)
 {
-    if (sb->n_rules >= MAX_RULES || !path || !*path) return 0;
+    if (!path || !*path) return 0;
+    if (sb->n_rules == sb->cap_rules) {
+        int cap = sb->cap_rules ? 2 * sb->cap_rules : 64;
+        char **p = realloc(sb->paths, (size_t)cap * sizeof *p);
+        if (!p) return -1;
+        sb->paths = p;
+        int *k = realloc(sb->kinds, (size_t)cap * sizeof *k);
+        if (!k) return -1;
+        sb->kinds = k;
+        sb->cap_rules = cap;
+    }
     char real[4096];
     char *copy = strdup(realpath(path, real) ? real : path); /* the child opens it: absolute */
     if (!copy) return -1;
@@ -193,9 +202,9 @@ int rl_ksandbox_prepare(const rl_ksandbox_spec *spec, rl_ksandbox **out, rl_err 
     sb->abi = rl_ksandbox_landlock_abi();
     int bad = 0;
     if (sb->abi) {
-        bad |= read_all_but(sb, spec->home ? spec->home : getenv("HOME"));
-        for (int i = 0; i < RL_KSANDBOX_MAX_PATHS && spec->read_paths[i]; i++) bad |= add_rule(sb, spec->read_paths[i], RULE_READ);
         for (int i = 0; i < RL_KSANDBOX_MAX_PATHS && spec->write_dirs[i]; i++) bad |= add_rule(sb, spec->write_dirs[i], RULE_WRITE);
+        for (int i = 0; i < RL_KSANDBOX_MAX_PATHS && spec->read_paths[i]; i++) bad |= add_rule(sb, spec->read_paths[i], RULE_READ);
+        bad |= read_all_but(sb, spec->home ? spec->home : getenv("HOME"));
         static const char *const dev_rw[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/shm"};
         for (size_t i = 0; i < sizeof dev_rw / sizeof dev_rw[0]; i++) bad |= add_rule(sb, dev_rw[i], RULE_WRITE);
         DIR *d = opendir("/dev");
@@ -223,6 +232,8 @@ void rl_ksandbox_free(rl_ksandbox *sb)
 {
     if (!sb) return;
     for (int i = 0; i < sb->n_rules; i++) free(sb->paths[i]);
+    free(sb->paths);
+    free(sb->kinds);
     free(sb->prog.filter);
     free(sb);
 }

@@ -56,6 +56,7 @@ static rl_kenv_opts fake_opts(const char *cache)
     cr_assert_eq(rl_kenv_load_protocol(&o, &err), 0, "%s", err.msg);
     o.nvcc = FIX "/fake_nvcc.sh";
     o.worker = FIX "/fake_worker.sh";
+    o.no_sandbox = 1; /* the fake worker is a shell script that forks: see test_ksandbox.c */
     o.cache_dir = cache;
     o.include_dir = "src/reward/kernel_env/include";
     o.proto.timeout_s = 5;

@@ -43,10 +43,14 @@ static void drop_dirs(void)
     rl_remove_tree(root, &err);
 }
 
-TestSuite(ksandbox, .init = make_dirs, .fini = drop_dirs);
+/* Each test makes its own directories (with --jobs a suite's init may run in another process,
+ * leaving these paths empty in the test's); they go when the test ends. */
+TestSuite(ksandbox, .fini = drop_dirs);
 
 static rl_ksandbox_spec spec_default(void)
 {
+    if (!root[0]) make_dirs();
+    cr_assert(rl_file_exists(priv) && rl_file_exists(outside), "test directories under %s", root);
     rl_ksandbox_spec s;
     memset(&s, 0, sizeof s);
     s.write_dirs[0] = priv;
@@ -135,6 +139,7 @@ static int delete_outside(void)
 Test(ksandbox, cannot_delete_outside)
 {
     need_landlock();
+    make_dirs();
     char p[200];
     snprintf(p, sizeof p, "%s/victim", outside);
     FILE *f = fopen(p, "w");
@@ -165,6 +170,7 @@ static int read_allowed(void)
 Test(ksandbox, home_is_unreadable_but_named_paths)
 {
     need_landlock();
+    make_dirs();
     char p[200];
     snprintf(p, sizeof p, "%s/.secret", home);
     FILE *f = fopen(p, "w");
