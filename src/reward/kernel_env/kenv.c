@@ -364,6 +364,25 @@ static void run_worker(const rl_kenv_opts *o, char *const argv[], const char *in
         snprintf(gpu_env, sizeof gpu_env, "CUDA_VISIBLE_DEVICES=%s", dev);
         po.env_set[n_env++] = gpu_env;
     }
+    /* The GPU's lock file (worker.cu, kernelbench_worker.py: correctness shared, timing
+     * exclusive), created here so that the sandboxed worker only opens it. */
+    char lock_path[PATH_MAX], *args[80];
+    int n_args = 0;
+    for (; argv[n_args] && n_args < 76; n_args++) args[n_args] = argv[n_args];
+    if (use_gpu) {
+        const char *tmp = getenv("TMPDIR");
+        int len = snprintf(lock_path, sizeof lock_path, "%s/rlc-gpu-%s.lock", tmp && *tmp ? tmp : "/tmp",
+                           dev && *dev ? dev : "0");
+        for (int i = len - 1; i > 0 && lock_path[i] != '/'; i--)
+            if (lock_path[i] == ' ' || lock_path[i] == ',') lock_path[i] = '_';
+        int fd = open(lock_path, O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            close(fd);
+            args[n_args++] = "--gpu-lock";
+            args[n_args++] = lock_path;
+        }
+    }
+    args[n_args] = NULL;
     rl_kproc_result pr;
     rl_err err;
     rl_ksandbox *sb = NULL;
@@ -380,7 +399,7 @@ static void run_worker(const rl_kenv_opts *o, char *const argv[], const char *in
         }
         po.sandbox = sb;
     }
-    int run_rc = rl_kproc_run(argv, &po, &pr, &err);
+    int run_rc = rl_kproc_run(args, &po, &pr, &err);
     rl_ksandbox_free(sb);
     if (use_gpu && o->gpu_acquire) o->gpu_release(o->gpu_ctx, dev);
     if (run_rc) {

@@ -43,14 +43,17 @@ typedef struct rl_kenv_opts {
     int keep_going;            /* run the worker even after a fatal static finding */
     const char *devices;       /* CUDA_VISIBLE_DEVICES for the worker; NULL: inherit */
     /* Optional GPU pool (batch mode): called around the worker run only, so compiles of
-     * several candidates overlap while each GPU runs one worker at a time. acquire returns
-     * the CUDA_VISIBLE_DEVICES value to use (overrides devices). */
+     * several candidates overlap with the workers. acquire returns the CUDA_VISIBLE_DEVICES
+     * value to use (overrides devices). Every worker run gets --gpu-lock
+     * $TMPDIR/rlc-gpu-<device>.lock: correctness shared, timing exclusive on that GPU. */
     const char *(*gpu_acquire)(void *ctx);
     void (*gpu_release)(void *ctx, const char *device);
     void *gpu_ctx;
     uint64_t seed;
     int require_kernel;        /* KernelBench: ModelNew must launch a kernel its own code defines */
     int no_sandbox;            /* 1: workers and nvcc run without ksandbox.h's sandbox (debugging) */
+    int gpu_workers;           /* pool: workers at once per GPU (0: 4). They share the GPU for
+                                * correctness; timing is exclusive by the GPU's lock file */
 } rl_kenv_opts;
 
 /* Defaults: the worker beside the running executable; the include dir, protocol.json and

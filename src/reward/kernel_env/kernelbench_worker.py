@@ -57,6 +57,7 @@ Protocol (the native worker's, in PyTorch terms):
     getattr/setattr, exec, time, open... in a candidate). Then correctness once more on new
     inputs."""
 import argparse
+import fcntl
 import importlib.util
 import json
 import os
@@ -375,6 +376,24 @@ def build_only(a, res):
     res.passed("setup")
 
 
+class GpuLock:
+    """--gpu-lock FILE (one per GPU, shared by every worker on it): correctness work holds it
+    shared, timing exclusive, so several candidates are checked on one GPU at once while a timed
+    run never has company. Without the flag the worker has the GPU to itself."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_RDONLY) if path else None
+
+    def shared(self):
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_SH)
+
+    def exclusive(self, sync):
+        if self.fd is not None:
+            sync()
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+
 def run(a, res, proto):
     try:
         import torch
@@ -384,6 +403,8 @@ def run(a, res, proto):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
+    lock = GpuLock(a.gpu_lock)
+    lock.shared()
     if not torch.cuda.is_available():
         raise Fail("error", "setup", "no CUDA device")
     sync = torch.cuda.synchronize
@@ -437,9 +458,11 @@ def run(a, res, proto):
         if finite(torch, outs) or not finite(torch, trials[0][2]):
             trials.append(("signed", stash(xs), stash(outs)))
         first = to_cuda(torch, trials[0][1])
+        lock.exclusive(sync)
         with torch.no_grad():
             solo = [wall_run(sync, lambda: ref_model(*first), flush, ref_ctx)[0]
                     for _ in range(proto["warmup"] + max(5, proto["timed"] // 3))][proto["warmup"]:]
+        lock.shared()
         solo_median = stats(solo)["median"]
     except Exception as e:
         raise Fail("error", "setup", f"reference run: {type(e).__name__}: {e}")
@@ -557,6 +580,7 @@ def run(a, res, proto):
     def spread(s):
         return (s["p90"] - s["p10"]) / s["median"]
 
+    lock.exclusive(sync)
     with torch.no_grad():
         ref_s, cand_s = timing_round()
         noisy = max(spread(ref_s), spread(cand_s)) > proto["max_spread"]
@@ -565,6 +589,7 @@ def run(a, res, proto):
                 break
             ref_s, cand_s = timing_round()
             noisy = max(spread(ref_s), spread(cand_s)) > proto["max_spread"]
+    lock.shared()
     res.passed("timed_outputs")
     res.d.update(ref_ms=ref_s, cand_ms=cand_s, speedup=ref_s["median"] / cand_s["median"], noisy=noisy,
                  ref_solo_ms=solo_median)
@@ -729,6 +754,7 @@ def main():
     ap.add_argument("--build-only", action="store_true",
                     help="import the candidate (its load_inline extensions build) and stop; needs no GPU")
     ap.add_argument("--check-only", action="store_true", help="correctness trials only, no timing")
+    ap.add_argument("--gpu-lock", help="the GPU's lock file: correctness shared, timing exclusive")
     ap.add_argument("--require-kernel", action="store_true",
                     help="ModelNew must launch at least one GPU kernel its own code defines")
     a = ap.parse_args()

@@ -365,6 +365,8 @@ Test(kenv, compile_check_profile_tools)
     size_t n = 0;
     cr_assert_eq(rl_file_read_all(args_path, &args, &n, &err), 0, "%s", err.msg);
     cr_assert(strstr(args, "--check-only"), "check passes --check-only: %s", args);
+    /* every worker run gets its GPU's lock file (correctness shared, timing exclusive) */
+    cr_assert(strstr(args, "--gpu-lock ") && strstr(args, "rlc-gpu-0.lock"), "no GPU lock: %s", args);
     free(args);
     rl_kenv_result_free(&r);
     remove(args_path);

@@ -3,7 +3,7 @@
  *
  *   rlc-kernel-worker --ref R.so --cand C.so --trials N --timed N --warmup N --copies K
  *                     --watchdog-ms MS --mem-cap-mb MB --flush-factor F --max-spread S
- *                     --spread-repeats R [--seed S] [--check-only]   < plan
+ *                     --spread-repeats R [--seed S] [--check-only] [--gpu-lock FILE]   < plan
  *   rlc-kernel-worker --count-devices
  *
  * The plan (stdin) is the flat form of spec.json written by src/reward/kernel_env/kspec.c, with
@@ -18,7 +18,9 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <math.h>
+#include <errno.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +75,19 @@ static struct {
     char device[256];
     char nonce[40];
 } W;
+
+/* The GPU lock (--gpu-lock FILE, one file per GPU, shared by every worker on it): correctness
+ * work holds it shared, timing exclusive, so several candidates check their results on one
+ * GPU at once while a timed run never has company. Without the flag the worker assumes it has
+ * the GPU to itself (the parent runs one worker per GPU). */
+static int g_lock_fd = -1;
+
+static void gpu_lock(int op)
+{
+    if (g_lock_fd < 0) return;
+    while (flock(g_lock_fd, op) != 0 && errno == EINTR) {
+    }
+}
 
 static double now_s(void)
 {
@@ -332,8 +347,10 @@ static int run_trial(const int64_t *dims, int kind, int check)
         wk_poison(W.rout[o].ptr, wk_numel(t, dims), t->dtype);
     }
     cudaDeviceSynchronize();
+    /* Free memory is device-wide: with other workers on the GPU (shared lock) the check moves
+     * to the exclusive timing phase. */
     size_t free_before = 0, total = 0;
-    cudaMemGetInfo(&free_before, &total);
+    if (g_lock_fd < 0) cudaMemGetInfo(&free_before, &total);
 
     rl_kernel_args a;
     int rc;
@@ -467,7 +484,25 @@ static int timing_round(const int64_t *dims, unsigned long long *d_bad, stats *r
     return 0;
 }
 
+static int timing_phase_locked(void);
+
 static int timing_phase(void)
+{
+    cudaDeviceSynchronize();
+    gpu_lock(LOCK_EX);
+    size_t free0 = 0, free1 = 0, total = 0;
+    cudaMemGetInfo(&free0, &total);
+    int rc = timing_phase_locked();
+    cudaDeviceSynchronize();
+    cudaMemGetInfo(&free1, &total);
+    gpu_lock(LOCK_SH);
+    if (rc == 0 && g_lock_fd >= 0 && free0 > free1 && free0 - free1 > W.mem_cap)
+        return fail(CK_MEMORY, "incorrect", "timing: the candidate holds %zu MB more GPU memory after the timed runs (cap %zu MB)",
+                    (free0 - free1) >> 20, W.mem_cap >> 20);
+    return rc;
+}
+
+static int timing_phase_locked(void)
 {
     const int64_t *dims = W.plan.dimsets[W.plan.n_dimsets - 1];
     for (int k = 0; k < W.copies; k++)
@@ -657,7 +692,11 @@ int main(int argc, char **argv)
             return 0;
         }
         if (!v) { fprintf(stderr, "rlc-kernel-worker: %s needs a value\n", argv[i]); return 2; }
-        if (!strcmp(argv[i], "--ref")) ref = v;
+        if (!strcmp(argv[i], "--gpu-lock")) {
+            g_lock_fd = open(v, O_RDONLY | O_CLOEXEC);
+            if (g_lock_fd < 0) { fprintf(stderr, "rlc-kernel-worker: --gpu-lock %s: %s\n", v, strerror(errno)); return 2; }
+        }
+        else if (!strcmp(argv[i], "--ref")) ref = v;
         else if (!strcmp(argv[i], "--cand")) cand = v;
         else if (!strcmp(argv[i], "--seed")) seed = strtoull(v, NULL, 0);
         else if (!strcmp(argv[i], "--trials")) W.trials = atoi(v);
@@ -694,6 +733,7 @@ int main(int argc, char **argv)
     }
     pthread_t wd;
     pthread_create(&wd, NULL, watchdog_main, NULL);
+    gpu_lock(LOCK_SH);
     if (setup(ref, cand) == 0 && correctness_phase() == 0 && !W.check_only && timing_phase() == 0) post_phase();
     print_result();
     fflush(stdout);
