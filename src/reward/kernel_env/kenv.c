@@ -323,7 +323,7 @@ static void worker_box_init(worker_box *b, const rl_kenv_opts *o, const char *pr
     b->spec.write_dirs[0] = private_dir;
     b->spec.write_dirs[1] = build_dir;
     b->spec.no_fork = !python; /* the native worker never needs a process; load_inline runs ninja */
-    b->spec.cpu_s = cpu_s;
+    b->spec.cpu_s = 4 * cpu_s; /* CPU seconds over all threads: a margin over the wall-time limit */
     b->spec.data_bytes = WORKER_DATA_BYTES;
     box_read(b, o->protocol_path, 4); /* src/reward/kernel_env/protocol.json -> the rlc tree */
     box_read(b, o->worker, 1);

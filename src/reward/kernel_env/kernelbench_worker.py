@@ -383,6 +383,12 @@ class GpuLock:
 
     def __init__(self, path):
         self.fd = os.open(path, os.O_RDONLY) if path else None
+        if self.fd is not None:
+            # A high descriptor: a dying process's files close in order, so the lock goes only
+            # after the GPU context's files are closed.
+            high = fcntl.fcntl(self.fd, fcntl.F_DUPFD_CLOEXEC, 900)
+            os.close(self.fd)
+            self.fd = high
 
     def shared(self):
         if self.fd is not None:

@@ -695,6 +695,10 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--gpu-lock")) {
             g_lock_fd = open(v, O_RDONLY | O_CLOEXEC);
             if (g_lock_fd < 0) { fprintf(stderr, "rlc-kernel-worker: --gpu-lock %s: %s\n", v, strerror(errno)); return 2; }
+            /* A high descriptor: the kernel closes a dying process's files in order, so the lock
+             * is dropped only after the GPU context's files are closed (teardown done). */
+            int high = fcntl(g_lock_fd, F_DUPFD_CLOEXEC, 900);
+            if (high >= 0) close(g_lock_fd), g_lock_fd = high;
         }
         else if (!strcmp(argv[i], "--ref")) ref = v;
         else if (!strcmp(argv[i], "--cand")) cand = v;
