@@ -59,8 +59,11 @@ def run_batch(args, reqs, cache, progress):
     t0 = time.time()
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          cwd=ROOT)
-    p.stdin.write("".join(json.dumps(r) + "\n" for r in reqs))
-    p.stdin.close()
+    try:
+        p.stdin.write("".join(json.dumps(r) + "\n" for r in reqs))
+        p.stdin.close()
+    except BrokenPipeError:  # rlc stopped early: its stderr says why
+        pass
     lines = []
     with open(progress, "w") as f:
         for l in p.stdout:
