@@ -415,10 +415,14 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
             /* The build first, without the GPU, so that compiles of a batch overlap on the CPU
              * cores while each GPU times one candidate; a real build error ends it there. */
             run_python(o, problem, dir, build, path, MODE_COMPILE, res);
+            cJSON *ws = cJSON_DetachItemFromObjectCaseSensitive(res, "worker_seconds");
+            if (ws) cJSON_AddItemToObject(res, "build_seconds", ws);
             const cJSON *bs = cJSON_GetObjectItemCaseSensitive(res, "status");
             int built_bad = cJSON_IsString(bs) && !strcmp(bs->valuestring, "compile_error");
             if (mode != MODE_COMPILE && !built_bad) {
-                cJSON_DeleteItemFromObjectCaseSensitive(res, "checks");
+                /* the GPU run's record replaces the build run's */
+                static const char *const drop[] = {"checks", "trials", "max_err_ratio", "max_abs_err", "device"};
+                for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++) cJSON_DeleteItemFromObjectCaseSensitive(res, drop[i]);
                 run_python(o, problem, dir, build, path, mode, res);
             }
             rl_remove_tree(dir, &e); /* best effort: a leftover temporary directory harms nothing */

@@ -467,5 +467,10 @@ Test(kbench, sandboxed_worker_runs)
     cJSON *res = eval_opts(&o, "ok", cand_src);
     cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
     cr_assert(strstr(tu_json_str(res, "sandbox"), "seccomp"), "sandbox: %s", tu_json_str(res, "sandbox"));
+    /* the build run and the GPU run: one record, no key twice */
+    int n_checks = 0, n_worker = 0;
+    for (const cJSON *c = res->child; c; c = c->next) n_checks += !strcmp(c->string, "checks"), n_worker += !strcmp(c->string, "worker_seconds");
+    cr_assert(n_checks == 1 && n_worker == 1 && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(res, "build_seconds")),
+              "checks %d, worker_seconds %d, build_seconds", n_checks, n_worker);
     cJSON_Delete(res);
 }
