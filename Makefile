@@ -18,7 +18,7 @@ export OMP_WAIT_POLICY ?= passive
 BUILD   ?= build$(if $(filter 1,$(CUDA)),,/cpu)$(if $(filter 1,$(ASAN)),/asan)$(if $(filter 1,$(DEBUG)),/debug)
 CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -Isrc -fopenmp -MMD -MP
 LDFLAGS := -fopenmp
-LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lm -lpthread -ldl
+LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lseccomp -lm -lpthread -ldl
 
 ifeq ($(DEBUG),1)
 CFLAGS  += -O0 -g

@@ -117,6 +117,7 @@ int rl_cmd_grpo(int argc, char **argv)
         RL_OPT_S("kernel-protocol", &o.kernel.protocol, "FILE", "kernel reward: protocol.json"),
         RL_OPT_I("kernel-gpus", &o.kernel.gpus, 0, 16, "kernel reward: GPUs timing candidates (0 = all the worker sees)"),
         RL_OPT_I("kernel-jobs", &o.kernel.jobs, 0, 64, "kernel reward: evaluations in flight (0 = two per GPU)"),
+        RL_OPT_F("kernel-no-sandbox", &o.kernel.no_sandbox, "kernel reward: workers and nvcc run without the sandbox (debugging)"),
         RL_OPT_F("kernel-memo", &o.kernel.memo, "kernel reward: a code seen before in the run keeps its first verdict (not re-timed)"),
         RL_OPT_D("clip-low", &o.clip_low, 0, 1, "ratio clipped below at 1 - clip-low"),
         RL_OPT_D("clip-high", &o.clip_high, 0, 100, "ratio clipped above at 1 + clip-high"),
