@@ -17,6 +17,13 @@
  * with the token it scores; logp[t] = 0 at the first token of every sequence (nothing
  * predicts it). A trainer masks completion tokens with the same index it uses for the tokens.
  *
+ * Value models (config.h: a one-label score head instead of the lm_head; PPO's critic). The
+ * training forward and backward are the same calls: where a causal LM writes logp[t], a value
+ * model writes values[t] = score(hidden state of token t - 1) (+ bias), i.e. the value of the
+ * state in which token t was chosen, aligned like log-probs (0 at each sequence's first token;
+ * inv_temperature is ignored, entropy must be NULL), and rl_model_backward takes dvalues.
+ * A value model does not generate (rl_model_forward_paged refuses it).
+ *
  * Activations live in an rl_acts (activations.c): one backend allocation planned for a maximum
  * token count and a mode, so that the forward never allocates. Training mode keeps what the
  * backward needs for every layer; checkpoint mode keeps only each layer's input and recomputes
@@ -66,7 +73,8 @@ typedef struct rl_model {
     float *grads;              /* fp32 gradients (backend), NULL until rl_model_enable_grads */
     void *working;             /* ctx->act_dtype weights the forward reads (== master on CPU) */
     rl_layer_offsets *layers;  /* [n_layers] */
-    size_t embed, final_norm, lm_head; /* lm_head == embed when tied */
+    size_t embed, final_norm, lm_head; /* lm_head == embed when tied; SIZE_MAX in a value model */
+    size_t score, score_bias;  /* a value model's head (config.h); SIZE_MAX where absent */
     float *inv_freq;           /* RoPE inverse frequencies [head_dim / 2] (backend) */
     size_t master_lo, master_count; /* the elements master holds: 0 and n_elems unless sharded */
     const struct rl_grad_hooks *grad_hooks; /* NULL: gradients go to grads, nobody is told */
@@ -79,6 +87,12 @@ typedef struct rl_model {
 /* Loads dir/config.json and the safetensors checkpoint in dir (any of fp32/fp16/bf16), after
  * checking the tensors against rl_config_tensor_specs (names, shapes, nothing extra). */
 int rl_model_load(rl_model *m, rl_ctx *ctx, const char *dir, rl_err *err);
+
+/* A value model (see "Value models" above) from dir: dir's own when it is one (a trained reward
+ * or value model), else dir's causal LM with its lm_head dropped and a new
+ * <Arch>ForTokenClassification head (score.weight and score.bias) of zeros: every value starts
+ * at 0 and the first updates move the head alone (the trunk's gradient is the head's weight). */
+int rl_model_load_value(rl_model *m, rl_ctx *ctx, const char *dir, rl_err *err);
 
 /* A freshly initialised model as transformers initialises one: every linear and embedding
  * weight ~ normal(0, 0.02), biases 0, RMSNorm weights 1. Deterministic in seed. */
