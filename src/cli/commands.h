@@ -27,5 +27,6 @@ int rl_cmd_info(int argc, char **argv);
 int rl_cmd_demo(int argc, char **argv);
 int rl_cmd_sft(int argc, char **argv);
 int rl_cmd_grpo(int argc, char **argv);
+int rl_cmd_ppo(int argc, char **argv);
 
 #endif

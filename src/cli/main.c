@@ -12,6 +12,7 @@ const rl_command rl_commands[] = {
     {"info", rl_cmd_info, "check a Hugging Face model directory and show its size and memory needs"},
     {"sft", rl_cmd_sft, "supervised fine-tuning on JSON lines (prompt/completion or messages)"},
     {"grpo", rl_cmd_grpo, "GRPO / DAPO / Dr. GRPO with a reward (math, exact, regex, format, cmd)"},
+    {"ppo", rl_cmd_ppo, "PPO with a value model (GAE, KL-shaped rewards, reward normalisation)"},
     {"demo", rl_cmd_demo, "train a tiny model on CPU: SFT then GRPO on addition (the README's demo)"},
     {NULL, NULL, NULL},
 };

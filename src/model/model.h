@@ -109,6 +109,11 @@ int rl_model_save_host(const rl_model *m, const float *master, const char *dir, 
 /* Safe on a model whose load or init failed (it is left zeroed). */
 void rl_model_free(rl_model *m);
 
+/* A frozen model (a KL reference: forward only) drops its fp32 masters where the forward reads
+ * a separate working copy (CUDA: only the bf16 weights stay); a no-op on the CPU. It can then
+ * not be trained, saved or sharded. */
+void rl_model_freeze(rl_model *m);
+
 /* Allocates m->grads (zeroed); a no-op when already there. */
 int rl_model_enable_grads(rl_model *m, rl_err *err);
 int rl_model_zero_grads(rl_model *m, rl_err *err);

@@ -319,6 +319,14 @@ done:
     return rc;
 }
 
+void rl_model_freeze(rl_model *m)
+{
+    if (m->working == (void *)m->master || !m->master) return;
+    rl_free(m->ctx, m->master);
+    m->master = NULL;
+    m->master_count = 0;
+}
+
 int rl_model_enable_grads(rl_model *m, rl_err *err)
 {
     if (m->grads) return 0;
