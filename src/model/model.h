@@ -154,6 +154,10 @@ size_t rl_acts_plan_bytes(const rl_model_config *cfg, rl_dtype act_dtype, int ma
 int rl_acts_create(rl_acts **out, const rl_model *m, int max_tokens, rl_acts_mode mode,
                    rl_err *err);
 void rl_acts_free(rl_acts *a);
+/* Hands training-mode activations to another model of the same shape (layers, widths, heads;
+ * the vocabulary and the head may differ), e.g. PPO's policy and value model, which never hold
+ * a batch at the same time: the last forward's batch is forgotten. */
+int rl_acts_share(rl_acts *a, const rl_model *m, rl_err *err);
 /* Bytes of backend memory the activations hold. */
 size_t rl_acts_bytes(const rl_acts *a);
 

@@ -94,6 +94,22 @@ static int check_config(const rl_ppo_config *c, const rl_model *policy, const rl
     return 0;
 }
 
+/* The value model trains on the policy's activations when the two have the same shape (they
+ * never hold a batch at the same time), else on its own. */
+static int make_value_acts(rl_ppo *t, rl_acts_mode mode, rl_err *err)
+{
+    rl_err ignored;
+    if (rl_acts_share(t->acts, t->value, &ignored) == 0) return rl_acts_share(t->acts, t->policy, err);
+    return rl_acts_create(&t->value_acts, t->value, t->cfg.max_tokens, mode, err);
+}
+
+/* The training activations for model m (policy or value model). */
+static rl_acts *acts_for(rl_ppo *t, rl_model *m, rl_err *err)
+{
+    if (m == t->value && t->value_acts) return t->value_acts;
+    return rl_acts_share(t->acts, m, err) ? NULL : t->acts;
+}
+
 int rl_ppo_create(rl_ppo *t, rl_model *policy, rl_model *value, rl_model *ref, const rl_tokenizer *tok,
                   rl_reward *reward, const rl_grpo_prompt *data, int n_data, const rl_ppo_config *cfg, rl_err *err)
 {
@@ -151,7 +167,7 @@ int rl_ppo_create(rl_ppo *t, rl_model *policy, rl_model *value, rl_model *ref, c
     if (rl_order_create(&t->order, n_data, cfg->seed, cfg->shuffle, err) ||
         rl_engine_create(&t->engine, policy, tok, &cfg->engine, err) ||
         rl_acts_create(&t->acts, policy, cfg->max_tokens, mode, err) ||
-        rl_acts_create(&t->value_acts, value, cfg->max_tokens, mode, err) ||
+        make_value_acts(t, mode, err) ||
         (t->ref && rl_acts_create(&t->ref_acts, t->ref, cfg->max_tokens, RL_ACTS_INFER, err)) ||
         rl_model_enable_grads(policy, err) || rl_model_enable_grads(value, err) ||
         rl_optim_create(&t->optim, policy->ctx, policy->params, policy->n_params, policy->n_elems, &cfg->optim, err) ||
@@ -177,6 +193,7 @@ static int ctx_fail(rl_ctx *ctx, rl_err *err)
 static int forward(rl_ppo *t, rl_model *m, rl_acts *a, const int32_t *tokens, const int32_t *cu, int s0, int s1,
                    int entropy, float *host_out, rl_err *err)
 {
+    if (!a) return -1; /* acts_for failed: err is set */
     int32_t local[s1 - s0 + 1];
     for (int s = s0; s <= s1; s++) local[s - s0] = cu[s] - cu[s0];
     float inv_t = 1.0f / t->cfg.gen.sample.temperature;
@@ -304,7 +321,7 @@ static int policy_pass(rl_ppo *t, const int *mb, int n_mb, int first_epoch, acc 
     rl_policy_loss_params lp = {t->cfg.cliprange, t->cfg.cliprange, 0.0f};
     for (int b = 0; b < n_mb; b++) {
         size_t off = (size_t)t->p_cu[mb[b]], n_tok = (size_t)(t->p_cu[mb[b + 1]] - t->p_cu[mb[b]]), bytes = n_tok * 4;
-        if (forward(t, t->policy, t->acts, t->p_tokens, t->p_cu, mb[b], mb[b + 1], first_epoch, NULL, err)) return -1;
+        if (forward(t, t->policy, acts_for(t, t->policy, err), t->p_tokens, t->p_cu, mb[b], mb[b + 1], first_epoch, NULL, err)) return -1;
         double st[RL_LOSS_N_STATS], wsum = 0;
         if (rl_memcpy(ctx, dev(t, D_OLD), t->p_old + off, bytes, RL_H2D) ||
             rl_memcpy(ctx, dev(t, D_ADV), t->p_adv + off, bytes, RL_H2D) ||
@@ -332,7 +349,7 @@ static int value_pass(rl_ppo *t, const int *mb, int n_mb, acc *a, rl_err *err)
     rl_ctx *ctx = t->value->ctx;
     for (int b = 0; b < n_mb; b++) {
         size_t off = (size_t)t->p_cu[mb[b]], n_tok = (size_t)(t->p_cu[mb[b + 1]] - t->p_cu[mb[b]]), bytes = n_tok * 4;
-        if (forward(t, t->value, t->value_acts, t->p_tokens, t->p_cu, mb[b], mb[b + 1], 0, NULL, err)) return -1;
+        if (forward(t, t->value, acts_for(t, t->value, err), t->p_tokens, t->p_cu, mb[b], mb[b + 1], 0, NULL, err)) return -1;
         if (rl_memcpy(ctx, t->h_buf, dev(t, D_LOGP), bytes, RL_D2H)) return ctx_fail(ctx, err);
         double frac = 0, wsum = 0;
         double loss = rl_ppo_value_loss(t->h_buf, t->p_oldv + off, t->p_ret + off, t->p_w + off, (int)n_tok,
@@ -341,7 +358,7 @@ static int value_pass(rl_ppo *t, const int *mb, int n_mb, acc *a, rl_err *err)
         a->vf_loss += loss;
         a->vf_clip += frac * wsum;
         if (rl_memcpy(ctx, dev(t, D_DV), t->h_dv, bytes, RL_H2D)) return ctx_fail(ctx, err);
-        if (rl_model_backward(t->value, t->value_acts, dev(t, D_DV), err)) return -1;
+        if (rl_model_backward(t->value, t->value_acts ? t->value_acts : t->acts, dev(t, D_DV), err)) return -1;
     }
     return 0;
 }
@@ -415,9 +432,9 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
     int mb[n + 1], n_mb = rc == 0 ? cut(t, t->cu, n, mb) : 0;
     for (int b = 0; rc == 0 && b < n_mb; b++) {
         if (t->ref) rc = forward(t, t->ref, t->ref_acts, t->tokens, t->cu, mb[b], mb[b + 1], 0, t->ref_lp, err);
-        if (rc == 0) rc = forward(t, t->value, t->value_acts, t->tokens, t->cu, mb[b], mb[b + 1], 0, t->old_v, err);
+        if (rc == 0) rc = forward(t, t->value, acts_for(t, t->value, err), t->tokens, t->cu, mb[b], mb[b + 1], 0, t->old_v, err);
         if (rc == 0 && t->cfg.recompute_old_logp)
-            rc = forward(t, t->policy, t->acts, t->tokens, t->cu, mb[b], mb[b + 1], 0, t->old_lp, err);
+            rc = forward(t, t->policy, acts_for(t, t->policy, err), t->tokens, t->cu, mb[b], mb[b + 1], 0, t->old_lp, err);
     }
     double t_prep = rl_time_now();
     acc a = {0};
