@@ -15,7 +15,8 @@ static const char usage[] =
     "Rewards: math | exact | exact:strict | regex:PATTERN | format | format:boxed | cmd:\"COMMAND\"\n"
     "(cmd: a program reading one JSON object per completion on stdin and printing {\"reward\": x}).\n"
     "--variant dapo: clip-higher 0.28, token-level loss; dr_grpo: no std scaling, constant\n"
-    "normaliser. metrics.jsonl has each step's train-vs-rollout log-prob mismatch (0 with\n"
+    "normaliser; rloo: leave-one-out baseline; reinforce_pp: REINFORCE++ (KL from --kl-beta in the\n"
+    "rewards, returns normalised over the batch). metrics.jsonl has each step's train-vs-rollout log-prob mismatch (0 with\n"
     "--deterministic). Writes OUT/model and OUT/metrics.jsonl; Ctrl-C saves after the current step;\n"
     "--resume OUT/model continues.\n\n";
 
