@@ -28,5 +28,6 @@ int rl_cmd_demo(int argc, char **argv);
 int rl_cmd_sft(int argc, char **argv);
 int rl_cmd_grpo(int argc, char **argv);
 int rl_cmd_ppo(int argc, char **argv);
+int rl_cmd_eval(int argc, char **argv);
 
 #endif

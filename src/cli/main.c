@@ -13,6 +13,7 @@ const rl_command rl_commands[] = {
     {"sft", rl_cmd_sft, "supervised fine-tuning on JSON lines (prompt/completion or messages)"},
     {"grpo", rl_cmd_grpo, "GRPO / DAPO / Dr. GRPO with a reward (math, exact, regex, format, cmd)"},
     {"ppo", rl_cmd_ppo, "PPO with a value model (GAE, KL-shaped rewards, reward normalisation)"},
+    {"eval", rl_cmd_eval, "greedy accuracy and mean reward of a model on prompts with answers"},
     {"demo", rl_cmd_demo, "train a tiny model on CPU: SFT then GRPO on addition (the README's demo)"},
     {NULL, NULL, NULL},
 };

@@ -7,6 +7,7 @@
 
 #include "backend/ops.h"
 #include "core/file.h"
+#include "io/json.h"
 #include "model/acts_internal.h"
 #include "model_fixture.h"
 
@@ -215,4 +216,61 @@ Test(value, save_load_round_trip)
     rl_model_free(&back);
     cr_assert_eq(rl_remove_tree(dir, &err), 0, "%s", err.msg);
     close_setup(&s);
+}
+
+/* Against transformers (tools/make_value_fixtures.py): Qwen3ForTokenClassification with one
+ * label, loaded from the directory transformers saved; every position's value and the gradient
+ * of every parameter of loss = sum_t weights[t] values[t]. fp32 throughout: errors relative to
+ * each tensor's scale, 1e-4 for the values and 1e-3 for the gradients (as tests/model's). */
+Test(value, matches_transformers)
+{
+    rl_err err = {{0}};
+    cJSON *root = rl_json_parse_file("tests/fixtures/model/qwen3-tiny-value.json", &err);
+    cr_assert(root, "%s", err.msg);
+    int T, n_cu;
+    int32_t *tokens = mf_ints(cJSON_GetObjectItem(root, "tokens"), &T);
+    int32_t *cu = mf_ints(cJSON_GetObjectItem(root, "cu_seqlens"), &n_cu);
+    float *w = malloc((size_t)T * sizeof(float));
+    for (int t = 0; t < T; t++) w[t] = (float)cJSON_GetArrayItem(cJSON_GetObjectItem(root, "weights"), t)->valuedouble;
+    cJSON_Delete(root);
+    model_fixture f = {0};
+    cr_assert_eq(rl_safetensors_open(&f.ref, "tests/fixtures/model/qwen3-tiny-value.safetensors", &err), 0, "%s",
+                 err.msg);
+    rl_ctx ctx;
+    rl_model v;
+    rl_acts *acts;
+    cr_assert_eq(rl_ctx_create(&ctx, RL_BACKEND_CPU, 0, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_model_load(&v, &ctx, "tests/fixtures/models/qwen3-tiny-value", &err), 0, "%s", err.msg);
+    cr_assert_eq(v.config.head, RL_HEAD_TOKEN_CLS);
+    cr_assert_eq(rl_acts_create(&acts, &v, T, RL_ACTS_TRAIN, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_model_enable_grads(&v, &err), 0, "%s", err.msg);
+    float *values = malloc((size_t)T * sizeof(float));
+    tu_poison(values, (size_t)T);
+    cr_assert_eq(rl_model_forward(&v, acts, tokens, cu, n_cu - 1, 1.0f, values, NULL, &err), 0, "%s", err.msg);
+    size_t n;
+    float *ref = mf_tensor(&f, "values", &n);
+    cr_assert_eq(n, (size_t)T);
+    double e_values = mf_scaled_err(values, ref, n);
+    cr_assert(e_values <= 1e-4, "values: error %.3e", e_values);
+    free(ref);
+    cr_assert_eq(rl_model_backward(&v, acts, w, &err), 0, "%s", err.msg);
+    double worst = 0;
+    const char *worst_name = "";
+    for (int p = 0; p < v.n_params; p++) {
+        const rl_param *par = &v.params[p];
+        char name[128];
+        snprintf(name, sizeof name, "grad.%s", par->name);
+        ref = mf_tensor(&f, name, &n);
+        cr_assert_eq(n, par->count, "%s", par->name);
+        double e = mf_scaled_err(v.grads + par->offset, ref, n);
+        cr_expect(e <= 1e-3, "gradient of %s: error %.3e", par->name, e);
+        if (e > worst) worst = e, worst_name = par->name;
+        free(ref);
+    }
+    cr_log_info("value model vs transformers: values error %.2e, worst gradient %s %.2e", e_values, worst_name, worst);
+    free(values), free(w), free(tokens), free(cu);
+    rl_acts_free(acts);
+    rl_model_free(&v);
+    rl_ctx_free(&ctx);
+    rl_safetensors_close(f.ref);
 }
