@@ -86,6 +86,17 @@ static int check_memory(run *r, rl_ctx *ctx, const char *load_dir, rl_err *err)
     rl_mem_plan_make(&plan, &cfg, ctx->kind, rl_dp_world(r->dp), c->zero, max_tokens,
                      recompute ? RL_ACTS_TRAIN_CHECKPOINT : RL_ACTS_TRAIN,
                      (c->kind == RL_RUN_GRPO && c->grpo.kl_beta > 0) || (ppo && c->ppo.kl_coef > 0));
+    if (ppo) { /* the value model: RESUME/value, --value-model or the policy's shape */
+        char vpath[4200];
+        rl_model_config vcfg = cfg;
+        if (c->resume || c->value_model) {
+            snprintf(vpath, sizeof vpath, "%s%s/config.json", c->resume ? c->resume : c->value_model,
+                     c->resume ? "/value" : "");
+            if (rl_config_load(&vcfg, vpath, err)) return rl_err_prefix(err, "value model: ");
+        }
+        rl_config_as_value(&vcfg, RL_HEAD_TOKEN_CLS);
+        rl_mem_plan_add_value(&plan, &vcfg);
+    }
     if (rl_mem_plan_check(&plan, ctx, err)) return -1;
     if (r->dp && ctx->kind == RL_BACKEND_CUDA) {
         char text[600];
