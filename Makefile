@@ -103,8 +103,8 @@ demo: deps-ok
 	@$(MAKE) --no-print-directory $(BUILD)/rlc
 	$(BUILD)/rlc demo --out runs/demo
 
-# PPO against GRPO on the demo's task from the same SFT checkpoint, held-out accuracy curves
-# (scripts/demo-ppo.sh, docs/demo.md).
+# PPO against GRPO on the demo's task from the same SFT checkpoint and rollouts per step,
+# held-out accuracy curves (scripts/demo-ppo.sh, docs/demo.md).
 demo-ppo: deps-ok
 	@$(MAKE) --no-print-directory $(BUILD)/rlc
 	sh scripts/demo-ppo.sh $(BUILD)/rlc runs/demo-ppo

@@ -1,48 +1,44 @@
 #!/bin/sh
 # demo-ppo.sh — `make demo-ppo`: PPO against GRPO on the demo's addition task, on the CPU, from
-# the same SFT checkpoint and with the same number of generated completions per step
-# (8 prompts x 8 samples of at most 6 tokens), held-out greedy accuracy every CHUNK steps.
+# the same SFT checkpoint, with the same rollouts per step (8 prompts x 8 completions of at most
+# 6 tokens, temperature 0.3), the demo's GRPO schedule for both (lr 1.5e-4, cosine to 10% after a
+# 5% warmup, seed 1) and the held-out greedy accuracy every EVERY steps (--eval-data).
 #
 # 1. `rlc demo --grpo-steps 0`: the demo's tiny Qwen3, its data split and its SFT phase;
-# 2. `rlc grpo` and `rlc ppo` from OUT/sft, CHUNK steps at a time (each chunk resumes the last:
-#    bit-identical to one run; constant learning rate, so chunking changes nothing), then
-#    `rlc eval` on OUT/heldout.jsonl after each chunk;
-# 3. OUT/curves.tsv: algorithm, step, completions generated so far, completion tokens generated
-#    so far (from metrics.jsonl), held-out accuracy.
+# 2. `rlc grpo` (the demo's GRPO phase, as a command) and `rlc ppo` from OUT/sft;
+# 3. OUT/curves.tsv: algorithm, step, completion tokens generated so far, held-out accuracy.
 #
-# usage: sh scripts/demo-ppo.sh [RLC] [OUT]   (env: STEPS=250 CHUNK=50 PPO_ARGS=... GRPO_ARGS=...)
+# usage: sh scripts/demo-ppo.sh [RLC] [OUT]   (env: STEPS=250 EVERY=25 PPO_ARGS=...)
 set -eu
 # OpenMP threads that spin at barriers cost PPO's small mini-batches dearly on a busy machine
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 rlc=${1:-build/cpu/rlc}
 out=${2:-runs/demo-ppo}
 steps=${STEPS:-250}
-chunk=${CHUNK:-50}
-common="--data $out/train.jsonl --reward math --prompts-per-step 8 --max-new-tokens 6 --temperature 0.3 --device cpu"
-grpo_args=${GRPO_ARGS:---group-size 8 --lr 1.5e-4}
-ppo_args=${PPO_ARGS:---n-samples-per-prompt 8 --lr 1.5e-4 --vf-lr 1e-3 --kl-coef 0 --ppo-epochs 2 --num-mini-batches 2}
+every=${EVERY:-25}
+common="--model $out/sft --data $out/train.jsonl --reward math --prompts-per-step 8 --max-new-tokens 6
+        --temperature 0.3 --device cpu --steps $steps --lr 1.5e-4 --schedule cosine --warmup $((steps / 20))
+        --min-lr-ratio 0.1 --seed 1 --eval-data $out/heldout.jsonl --eval-every $every"
+ppo_args=${PPO_ARGS:---n-samples-per-prompt 8 --vf-lr 1e-3 --kl-coef 0 --ppo-epochs 2 --num-mini-batches 2}
 
 "$rlc" demo --out "$out" --grpo-steps 0 --device cpu
-printf 'algorithm\tstep\tcompletions\ttokens\taccuracy\n' > "$out/curves.tsv"
+sft=$("$rlc" eval --model "$out/sft" --data "$out/heldout.jsonl" --reward math --max-new-tokens 6 --device cpu --json |
+    sed 's/.*"accuracy": \([0-9.e-]*\).*/\1/')
+rm -rf "${out:?}/grpo" "${out:?}/ppo"
+# shellcheck disable=SC2086
+"$rlc" grpo $common --group-size 8 --out "$out/grpo"
+# shellcheck disable=SC2086
+"$rlc" ppo $common $ppo_args --out "$out/ppo"
+printf 'algorithm\tstep\ttokens\taccuracy\n' > "$out/curves.tsv"
 for algo in grpo ppo; do
-    acc=$("$rlc" eval --model "$out/sft" --data "$out/heldout.jsonl" --reward math --max-new-tokens 6 --device cpu --json |
-        sed 's/.*"accuracy": \([0-9.e-]*\).*/\1/')
-    printf '%s\t0\t0\t0\t%s\n' "$algo" "$acc" >> "$out/curves.tsv"
-    if [ "$algo" = grpo ]; then args=$grpo_args; else args=$ppo_args; fi
-    rm -rf "${out:?}/$algo"
-    step=0
-    while [ "$step" -lt "$steps" ]; do
-        step=$((step + chunk))
-        if [ "$step" -gt "$steps" ]; then step=$steps; fi
-        if [ -d "$out/$algo/model" ]; then from="--resume $out/$algo/model"; else from="--model $out/sft"; fi
-        # shellcheck disable=SC2086
-        "$rlc" "$algo" $from --out "$out/$algo" --steps "$step" $common $args
-        acc=$("$rlc" eval --model "$out/$algo/model" --data "$out/heldout.jsonl" --reward math --max-new-tokens 6 \
-            --device cpu --json | sed 's/.*"accuracy": \([0-9.e-]*\).*/\1/')
-        tokens=$(sed 's/.*"completion_len": \([0-9.e+-]*\).*/\1/' "$out/$algo/metrics.jsonl" | awk '{s += $1 * 64} END {printf "%.0f", s}')
-        printf '%s\t%d\t%d\t%s\t%s\n' "$algo" "$step" $((step * 64)) "$tokens" "$acc" >> "$out/curves.tsv"
-        echo "demo-ppo: $algo step $step: held-out accuracy $acc"
-    done
+    printf '%s\t0\t0\t%s\n' "$algo" "$sft" >> "$out/curves.tsv"
+    awk -v algo="$algo" '{
+        match($0, /"completion_len": [0-9.e+-]+/); tokens += 64 * substr($0, RSTART + 18, RLENGTH - 18)
+        if (match($0, /"eval_accuracy": [0-9.e+-]+/)) {
+            acc = substr($0, RSTART + 17, RLENGTH - 17)
+            match($0, /"step": [0-9]+/); printf "%s\t%s\t%.0f\t%s\n", algo, substr($0, RSTART + 8, RLENGTH - 8), tokens, acc
+        }
+    }' "$out/$algo/metrics.jsonl" >> "$out/curves.tsv"
 done
 echo "demo-ppo: held-out accuracy curves in $out/curves.tsv"
 cat "$out/curves.tsv"

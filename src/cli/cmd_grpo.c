@@ -21,9 +21,9 @@ static const char usage[] =
     "--resume OUT/model continues.\n\n";
 
 typedef struct options {
-    const char *model_dir, *data, *out, *resume, *tokenizer, *reward;
+    const char *model_dir, *data, *out, *resume, *tokenizer, *reward, *eval_data;
     int64_t steps;
-    int max_prompt, save_every, save, seed, schedule, loss_norm, variant;
+    int max_prompt, save_every, save, seed, schedule, loss_norm, variant, eval_every;
     rl_cli_ranks ranks;
     double temperature, top_p, clip_low, clip_high, kl_beta, reward_timeout, tis_cap;
     rl_opt_list stop;
@@ -35,7 +35,8 @@ static int run(options *o, const cJSON *saved_options, char **argv)
     rl_run_config c = {.kind = RL_RUN_GRPO, .model_dir = o->model_dir, .resume = o->resume, .data = o->data,
                        .out = o->out, .tokenizer = o->tokenizer, .steps = o->steps, .max_len = o->max_prompt,
                        .save_every = o->save_every, .reward = o->reward, .reward_options = {o->reward_timeout},
-                       .grpo = o->c, .options = saved_options,
+                       .grpo = o->c, .options = saved_options, .eval_data = o->eval_data,
+                       .eval_every = o->eval_every,
                        .no_save = !o->save};
     return rl_cli_train("grpo", &o->ranks, &c, argv);
 }
@@ -67,7 +68,7 @@ static void make_config(options *o, rl_opts *cli)
 int rl_cmd_grpo(int argc, char **argv)
 {
     rl_grpo_config c = rl_grpo_defaults();
-    options o = {.ranks = {.device = RL_DEVICE_AUTO, .gpus = 1}, .save = 1, .steps = 100, .max_prompt = 1024, .seed = 1234, .schedule = RL_LR_CONSTANT,
+    options o = {.ranks = {.device = RL_DEVICE_AUTO, .gpus = 1}, .save = 1, .steps = 100, .eval_every = 50, .max_prompt = 1024, .seed = 1234, .schedule = RL_LR_CONSTANT,
                  .loss_norm = c.loss_norm, .temperature = c.gen.sample.temperature, .top_p = c.gen.sample.top_p,
                  .clip_low = c.clip_low, .clip_high = c.clip_high, .kl_beta = c.kl_beta, .reward_timeout = 60, .c = c};
     rl_opt list[] = {
@@ -77,6 +78,8 @@ int rl_cmd_grpo(int argc, char **argv)
         RL_OPT_S("out", &o.out, "DIR", "output directory", .flags = RL_OPT_REQUIRED),
         RL_OPT_S("resume", &o.resume, "DIR", "continue from a checkpoint (OUT/model of an earlier run)"),
         RL_OPT_S("tokenizer", &o.tokenizer, "FILE", "tokenizer.json (default: the model's)"),
+        RL_OPT_S("eval-data", &o.eval_data, "FILE", "prompts with answers: greedy accuracy every --eval-every steps"),
+        RL_OPT_I("eval-every", &o.eval_every, 1, 1 << 30, "steps between evaluations (with --eval-data)"),
         RL_OPT_C("variant", &o.variant, rl_grpo_variant_names, "presets (see above) under the options below"),
         RL_OPT_L("steps", &o.steps, 1, 1e12, "rollout steps"),
         RL_OPT_I("prompts-per-step", &o.c.prompts_per_step, 1, 1 << 20, "prompts per rollout"),

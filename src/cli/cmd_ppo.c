@@ -20,9 +20,9 @@ static const char usage[] =
     "saves after the current step; --resume OUT/model continues.\n\n";
 
 typedef struct options {
-    const char *model_dir, *data, *out, *resume, *tokenizer, *reward, *value_model;
+    const char *model_dir, *data, *out, *resume, *tokenizer, *reward, *value_model, *eval_data;
     int64_t steps;
-    int max_prompt, save_every, save, seed, schedule;
+    int max_prompt, save_every, save, seed, schedule, eval_every;
     rl_cli_ranks ranks;
     double temperature, top_p, cliprange, cliprange_value, vf_coef, vf_lr, gamma, lam, reward_clip, eos_penalty,
         reward_timeout;
@@ -54,7 +54,8 @@ static void make_config(options *o)
 int rl_cmd_ppo(int argc, char **argv)
 {
     rl_ppo_config c = rl_ppo_defaults();
-    options o = {.ranks = {.device = RL_DEVICE_AUTO, .gpus = 1}, .save = 1, .steps = 100, .max_prompt = 1024,
+    options o = {.ranks = {.device = RL_DEVICE_AUTO, .gpus = 1}, .save = 1, .steps = 100, .eval_every = 50,
+                 .max_prompt = 1024,
                  .seed = 1234, .schedule = RL_LR_CONSTANT, .temperature = c.gen.sample.temperature,
                  .top_p = c.gen.sample.top_p, .cliprange = c.cliprange, .cliprange_value = c.cliprange_value,
                  .vf_coef = c.vf_coef, .vf_lr = c.value_optim.schedule.peak, .gamma = c.gamma, .lam = c.lam,
@@ -67,6 +68,8 @@ int rl_cmd_ppo(int argc, char **argv)
         RL_OPT_S("out", &o.out, "DIR", "output directory", .flags = RL_OPT_REQUIRED),
         RL_OPT_S("resume", &o.resume, "DIR", "continue from a checkpoint (OUT/model of an earlier run)"),
         RL_OPT_S("tokenizer", &o.tokenizer, "FILE", "tokenizer.json (default: the model's)"),
+        RL_OPT_S("eval-data", &o.eval_data, "FILE", "prompts with answers: greedy accuracy every --eval-every steps"),
+        RL_OPT_I("eval-every", &o.eval_every, 1, 1 << 30, "steps between evaluations (with --eval-data)"),
         RL_OPT_L("steps", &o.steps, 1, 1e12, "rollout steps"),
         RL_OPT_I("prompts-per-step", &o.c.prompts_per_step, 1, 1 << 20, "prompts per rollout"),
         RL_OPT_I("n-samples-per-prompt", &o.c.samples_per_prompt, 1, 1 << 20, "completions per prompt"),
@@ -119,7 +122,8 @@ int rl_cmd_ppo(int argc, char **argv)
         rl_run_config rc = {.kind = RL_RUN_PPO, .model_dir = o.model_dir, .resume = o.resume, .data = o.data,
                             .out = o.out, .tokenizer = o.tokenizer, .steps = o.steps, .max_len = o.max_prompt,
                             .save_every = o.save_every, .reward = o.reward, .reward_options = {o.reward_timeout},
-                            .ppo = o.c, .value_model = o.value_model, .options = saved, .no_save = !o.save};
+                            .ppo = o.c, .value_model = o.value_model, .options = saved, .no_save = !o.save,
+                            .eval_data = o.eval_data, .eval_every = o.eval_every};
         status = rl_cli_train("ppo", &o.ranks, &rc, argv);
         cJSON_Delete(saved);
     }

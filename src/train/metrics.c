@@ -23,6 +23,7 @@ int rl_metrics_write(rl_metrics *m, const rl_step_stats *s, rl_err *err)
                 s->reward_mean, s->reward_std, s->kl, s->clip_frac, s->ratio_mean, s->completion_len,
                 s->gen_seconds, s->logp_diff_mean, s->logp_diff_max);
     if (s->has_tis) fprintf(m->fp, ", \"tis_weight_mean\": %.6g", s->tis_mean);
+    if (s->has_eval) fprintf(m->fp, ", \"eval_accuracy\": %.6g, \"eval_reward\": %.6g", s->eval_accuracy, s->eval_reward);
     if (s->has_ppo)
         fprintf(m->fp, ", \"value_loss\": %.6g, \"vf_clip_frac\": %.6g, \"value_grad_norm\": %.6g, "
                        "\"explained_variance\": %.6g, \"kl_k3\": %.6g, \"kl_coef\": %.6g, \"return_mean\": %.6g, "

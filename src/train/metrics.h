@@ -24,6 +24,8 @@ typedef struct rl_step_stats {
     double logp_diff_mean, logp_diff_max; /* GRPO: |trainer - sampler| log-prob, completion tokens */
     int has_tis;              /* GRPO with truncated importance sampling: */
     double tis_mean;          /* its mean weight min(exp(old - rollout), cap) */
+    int has_eval;             /* RL with evaluation prompts, on the steps that ran it: */
+    double eval_accuracy, eval_reward; /* greedy: fraction scoring >= 1, mean reward */
     int has_ppo;              /* PPO (kl above is k1 per token, loss the policy loss): */
     double value_loss, vf_clip_frac, value_grad_norm, explained_var, kl_k3, kl_coef;
     double return_mean, value_mean, adv_mean, entropy; /* means over completion tokens */

@@ -20,7 +20,7 @@ typedef struct run {
     int have_model, have_ref, have_value;
     rl_tokenizer *tok;
     rl_reward *reward;
-    rl_train_data data;
+    rl_train_data data, eval; /* eval: the evaluation prompts (eval_data) */
     union {
         rl_sft sft;
         rl_grpo grpo;
@@ -37,7 +37,31 @@ static int sft_save(void *r, const char *dir, rl_err *e)
     return rl_sft_save(&x->t.sft, dir, x->c->options, x->tok_dir, e);
 }
 
-static int grpo_step(void *r, rl_step_stats *s, rl_err *e) { return rl_grpo_step(&((run *)r)->t.grpo, s, e); }
+/* Every eval_every steps: greedy accuracy on the evaluation prompts with the trainer's engine
+ * (its prefix cache dropped first: the update changed the weights), into the step's stats. */
+static int maybe_eval(run *r, rl_engine *engine, const rl_gen_params *train_gen, rl_step_stats *s, rl_err *e)
+{
+    const rl_run_config *c = r->c;
+    if (!c->eval_data || c->eval_every <= 0 || s->step % c->eval_every) return 0;
+    rl_gen_params g = *train_gen;
+    g.sample = rl_gen_params_default().sample;
+    g.sample.temperature = 0;
+    int correct = 0;
+    rl_engine_reset_prefix_cache(engine);
+    if (rl_grpo_evaluate(engine, r->reward, r->eval.prompts, r->eval.n, &g, &s->eval_reward, &correct, e))
+        return rl_err_prefix(e, "evaluation on %s: ", c->eval_data);
+    rl_engine_reset_prefix_cache(engine);
+    s->has_eval = 1;
+    s->eval_accuracy = r->eval.n ? (double)correct / r->eval.n : 0;
+    return 0;
+}
+
+static int grpo_step(void *p, rl_step_stats *s, rl_err *e)
+{
+    run *r = p;
+    if (rl_grpo_step(&r->t.grpo, s, e)) return -1;
+    return maybe_eval(r, r->t.grpo.engine, &r->t.grpo.cfg.gen, s, e);
+}
 static int64_t grpo_done(void *r) { return ((run *)r)->t.grpo.state.step; }
 static int grpo_save(void *r, const char *dir, rl_err *e)
 {
@@ -45,7 +69,12 @@ static int grpo_save(void *r, const char *dir, rl_err *e)
     return rl_grpo_save(&x->t.grpo, dir, x->c->options, x->tok_dir, e);
 }
 
-static int ppo_step(void *r, rl_step_stats *s, rl_err *e) { return rl_ppo_step(&((run *)r)->t.ppo, s, e); }
+static int ppo_step(void *p, rl_step_stats *s, rl_err *e)
+{
+    run *r = p;
+    if (rl_ppo_step(&r->t.ppo, s, e)) return -1;
+    return maybe_eval(r, r->t.ppo.engine, &r->t.ppo.cfg.gen, s, e);
+}
 static int64_t ppo_done(void *r) { return ((run *)r)->t.ppo.state.step; }
 static int ppo_save(void *r, const char *dir, rl_err *e)
 {
@@ -158,6 +187,7 @@ static int make_ppo(run *r, int64_t *steps, rl_err *err)
         rl_model_freeze(&r->ref);
     }
     if (load_value(r, err) || rl_train_data_rl(&r->data, c->data, r->tok, c->max_len, err) ||
+        (c->eval_data && rl_train_data_rl(&r->eval, c->eval_data, r->tok, c->max_len, err)) ||
         rl_reward_create(&r->reward, c->reward, &c->reward_options, err))
         return -1;
     if (rl_ppo_create(&r->t.ppo, &r->model, &r->value, r->have_ref ? &r->ref : NULL, r->tok, r->reward,
@@ -208,6 +238,7 @@ static int make_trainer(run *r, const rl_loop_watch *watch, rl_train_hooks *hook
         rl_model_freeze(&r->ref);
     }
     if (rl_train_data_rl(&r->data, c->data, r->tok, c->max_len, err) ||
+        (c->eval_data && rl_train_data_rl(&r->eval, c->eval_data, r->tok, c->max_len, err)) ||
         rl_reward_create(&r->reward, c->reward, &c->reward_options, err))
         return -1;
     if (rl_grpo_create(&r->t.grpo, &r->model, r->have_ref ? &r->ref : NULL, r->tok, r->reward, r->data.prompts,
@@ -232,6 +263,7 @@ static void run_free(run *r)
     rl_dp_free(r->dp);
     rl_reward_free(r->reward);
     rl_train_data_free(&r->data);
+    rl_train_data_free(&r->eval);
     rl_tok_free(r->tok);
     if (r->have_ref) rl_model_free(&r->ref);
     if (r->have_value) rl_model_free(&r->value);

@@ -48,6 +48,8 @@ typedef struct rl_run_config {
     rl_sft_config sft;       /* the trainer's settings (seed and schedule included) */
     rl_grpo_config grpo;
     rl_ppo_config ppo;
+    const char *eval_data;   /* RL: prompts with answers for greedy evaluation, or NULL */
+    int eval_every;          /* RL: evaluate every N steps (metrics: eval_accuracy, eval_reward) */
     const char *value_model; /* PPO: the value model to start from; NULL: the policy's trunk with a
                                 new head (rl_model_load_value); resuming: RESUME/value */
     const cJSON *options;    /* saved with every checkpoint: the defaults of a resumed run */

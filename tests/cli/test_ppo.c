@@ -1,6 +1,7 @@
 /* test_ppo.c — `rlc ppo` end to end on the tiny fixture architecture (train_fixture.h): a run
  * writes the policy, the value model (transformers' Qwen3ForTokenClassification layout, its own
- * optimizer and ppo_state.json) and a metrics line per step with the PPO fields; --resume
+ * optimizer and ppo_state.json) and a metrics line per step with the PPO fields (and the greedy
+ * accuracy on --eval-data every --eval-every steps); --resume
  * continues; a value model with another vocabulary, a reward program answering NaN and bad
  * options are refused with messages naming them. */
 #include <string.h>
@@ -18,8 +19,8 @@ Test(cli_ppo, run_resume_and_metrics)
 {
     char out[8192], path[300];
     int rc = sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/ppo --steps 2 --kl-coef 0.1 --target-kl 0.5 "
-                "--reward-clip 0.3 --missing-eos-penalty 0.5 --num-mini-batches 2 --ppo-epochs 2 " PPO_ARGS,
-                rlc, model, rl_data, tmp);
+                "--reward-clip 0.3 --missing-eos-penalty 0.5 --num-mini-batches 2 --ppo-epochs 2 --eval-data %s "
+                "--eval-every 2 " PPO_ARGS, rlc, model, rl_data, tmp, rl_data);
     cr_assert_eq(rc, 0, "%s", out);
     const char *files[] = {"model/config.json", "model/optimizer.safetensors", "model/value/config.json",
                            "model/value/model.safetensors", "model/value/optimizer.safetensors",
@@ -48,6 +49,13 @@ Test(cli_ppo, run_resume_and_metrics)
         cr_assert(cJSON_IsNumber(v) && isfinite(v->valuedouble), "metrics field %s missing: %s", fields[i], text);
     }
     cr_assert(cJSON_GetObjectItem(j, "entropy")->valuedouble > 0, "%s", text);
+    cr_assert(!cJSON_GetObjectItem(j, "eval_accuracy"), "step 1 is not an evaluation step: %s", text);
+    cJSON *j2 = rl_json_parse(strchr(text, '\n') + 1, strlen(strchr(text, '\n') + 1), path, &err);
+    cr_assert(j2, "%s", err.msg);
+    const cJSON *acc = cJSON_GetObjectItem(j2, "eval_accuracy");
+    cr_assert(cJSON_IsNumber(acc) && acc->valuedouble >= 0 && acc->valuedouble <= 1, "%s", text);
+    cr_assert(cJSON_IsNumber(cJSON_GetObjectItem(j2, "eval_reward")), "%s", text);
+    cJSON_Delete(j2);
     /* the math reward scores 0; a random model runs out of tokens: -0.5, clipped to -0.3 */
     double used = cJSON_GetObjectItem(j, "reward_used_mean")->valuedouble;
     cr_assert(used < 0 && used >= -0.3 - 1e-6, "%s", text);
