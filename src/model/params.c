@@ -260,8 +260,20 @@ int rl_model_init_random(rl_model *m, rl_ctx *ctx, const rl_model_config *cfg, u
     for (int i = 0; i < m->n_params; i++) {
         const rl_param *p = &m->params[i];
         int is_norm = strstr(p->name, "norm.weight") != NULL;
-        for (size_t j = 0; j < p->count; j++)
-            staging[j] = p->n_dims == 2 ? 0.02f * rl_rng_normal(&rng) : is_norm ? 1.0f : 0.0f;
+        if (p->n_dims == 2) {
+            /* Each normal takes exactly one Philox block (rng.h), so element j of this tensor is
+             * block counter + j: filled in parallel, the values are the sequential stream's. */
+            RL_ASSERT(rng.buf_used == 4);
+            uint64_t first = rng.counter;
+#pragma omp parallel for schedule(static)
+            for (size_t j = 0; j < p->count; j++) {
+                rl_rng at = {.seed = rng.seed, .counter = first + j, .buf_used = 4};
+                staging[j] = 0.02f * rl_rng_normal(&at);
+            }
+            rng.counter = first + p->count;
+        } else {
+            for (size_t j = 0; j < p->count; j++) staging[j] = is_norm ? 1.0f : 0.0f;
+        }
         if (store_f32(m, p->offset, staging, p->count)) {
             free(staging);
             rl_ctx_error(ctx, err);
