@@ -274,3 +274,40 @@ Test(value, matches_transformers)
     rl_ctx_free(&ctx);
     rl_safetensors_close(f.ref);
 }
+
+/* PPO's value model trains on the policy's activations when the two have one shape
+ * (rl_acts_share); another shape, or inference activations, are refused. */
+Test(value, acts_are_shared_between_models_of_one_shape)
+{
+    setup s;
+    open_setup(&s);
+    rl_err err = {{0}};
+    rl_model lm;
+    cr_assert_eq(rl_model_load(&lm, &s.ctx, s.f.model_dir, &err), 0, "%s", err.msg);
+    int T = s.f.n_tokens;
+    float *a = malloc((size_t)T * sizeof(float)), *b = malloc((size_t)T * sizeof(float));
+    loss_of(&s, a);
+    cr_assert_eq(rl_acts_share(s.acts, &lm, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_model_forward(&lm, s.acts, s.f.tokens, s.f.cu_seqlens, s.f.n_seqs, 1.0f, b, NULL, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(rl_acts_share(s.acts, &s.v, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_model_enable_grads(&s.v, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_model_backward(&s.v, s.acts, a, &err), -1, "the shared acts forgot the value model's batch");
+    cr_assert(strstr(err.msg, "no forward batch"), "%s", err.msg);
+    loss_of(&s, b);
+    cr_assert(!memcmp(a, b, (size_t)T * sizeof(float)), "values differ after the acts served another model");
+    rl_model other;
+    rl_model_config cfg = lm.config;
+    cfg.n_layers = 1;
+    cr_assert_eq(rl_model_init_random(&other, &s.ctx, &cfg, 3, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_acts_share(s.acts, &other, &err), -1);
+    cr_assert(strstr(err.msg, "another shape"), "%s", err.msg);
+    rl_acts *infer;
+    cr_assert_eq(rl_acts_create(&infer, &lm, T, RL_ACTS_INFER, &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_acts_share(infer, &s.v, &err), -1);
+    rl_acts_free(infer);
+    rl_model_free(&other);
+    rl_model_free(&lm);
+    free(a), free(b);
+    close_setup(&s);
+}
