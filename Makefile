@@ -18,7 +18,7 @@ export OMP_WAIT_POLICY ?= passive
 BUILD   ?= build$(if $(filter 1,$(CUDA)),,/cpu)$(if $(filter 1,$(ASAN)),/asan)$(if $(filter 1,$(DEBUG)),/debug)
 CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -Isrc -fopenmp -MMD -MP
 LDFLAGS := -fopenmp
-LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lm -lpthread -ldl
+LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lseccomp -lm -lpthread -ldl
 
 ifeq ($(DEBUG),1)
 CFLAGS  += -O0 -g
@@ -53,7 +53,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 GPU_TEST_SRC := $(sort $(wildcard tests/gpu/test_*.c))
 GPU_TEST_BIN := $(GPU_TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test test-bins gpu-test bench demo fuzz fuzz-corpus deps deps-ok clean
+.PHONY: all test test-bins gpu-test bench demo demo-ppo fuzz fuzz-corpus deps deps-ok clean
 all: $(BUILD)/rlc $(BUILD)/librlc.a
 
 $(BUILD)/obj/%.o: %.c
@@ -109,6 +109,12 @@ demo: deps-ok
 demo-kernel: deps-ok
 	@$(MAKE) --no-print-directory $(BUILD)/rlc $(BUILD)/rlc-kernel-worker
 	$(BUILD)/rlc demo-kernel --out runs/demo-kernel
+
+# PPO against GRPO on the demo's task from the same SFT checkpoint and rollouts per step,
+# held-out accuracy curves (scripts/demo-ppo.sh, docs/demo.md).
+demo-ppo: deps-ok
+	@$(MAKE) --no-print-directory $(BUILD)/rlc
+	sh scripts/demo-ppo.sh $(BUILD)/rlc runs/demo-ppo
 
 gpu-test: $(GPU_TEST_BIN) $(BUILD)/rlc
 	@BUILD=$(BUILD) sh tests/run.sh $(GPU_TEST_BIN)

@@ -2,7 +2,7 @@
 # Installs rlc's build and test dependencies from Debian packages (run as root on a fresh
 # Debian 12 machine; gcc, make and optionally nvcc are assumed). Does nothing when all are there.
 set -e
-pkgs="libcjson-dev libpcre2-dev libutf8proc-dev libcriterion-dev pkg-config python3"
+pkgs="libcjson-dev libpcre2-dev libutf8proc-dev libcriterion-dev libseccomp-dev pkg-config python3"
 # tests/cli/test_report.c renders `rlc report`'s page in a headless browser
 browser_pkgs="chromium"
 fuzz_pkgs="clang libclang-rt-14-dev"

@@ -10,11 +10,20 @@
 # checks alone make of each cheat (column "dynamic").
 #
 # KernelBench step: every candidate in tests/fixtures/kernelbench/candidates/ (a ModelNew file
-# whose first line is "# expect: STATUS  (PROBLEM) ...") goes through the same
+# whose first line is "# expect: STATUS [require-kernel] (PROBLEM) ...") goes through the same
 # `rlc kernel-eval --batch --keep-going` against tests/fixtures/kernelbench/problems/PROBLEM.py
-# (kernelbench_worker.py under KENV_PYTHON); a row fails when its status differs from the
-# expected one. A Python that is missing, cannot import torch or sees no GPU is reported on one
+# (kernelbench_worker.py under KENV_PYTHON; with --require-kernel for the files so tagged); a
+# row fails when its status differs from the expected one. STATUS "nogain" means: anything but
+# status ok with a speedup of 1.1 or more (a memoising cheat that must gain nothing). A Python that is missing, cannot import torch or sees no GPU is reported on one
 # line and counted as a failure.
+#
+# Hostile step (the sandbox, src/reward/kernel_env/ksandbox.h): the candidates of
+# tests/fixtures/kernel_env/hostile/ (write or delete files outside their directory, open a
+# socket, fork, read $HOME, kill rlc, exhaust memory) run in their own batch with
+# --keep-going; each must end in a status other than ok (dynamically too), rlc must survive
+# (every result line written), and afterwards no file they tried to write may exist and the
+# victim file they tried to delete must still be there (the KernelBench hostile candidates
+# are checked the same way).
 #
 # Needs build/rlc and build/rlc-kernel-worker (make), nvcc, a GPU, and Python with torch.
 # Env: BUILD (default build), KENV_CACHE (module cache, default /tmp/rlc-kenv-cache),
@@ -32,9 +41,10 @@ KB_RESULTS=${RESULTS%.jsonl}-kernelbench.jsonl
 PY=${KENV_PYTHON:-python3}
 REQ=$(mktemp)
 KB_REQ=$(mktemp)
+KB_RK_REQ=$(mktemp)
 KB_EXPECT=$(mktemp)
 ROWS=$(mktemp)
-trap 'rm -f "$REQ" "$KB_REQ" "$KB_EXPECT" "$ROWS"' EXIT
+trap 'rm -f "$REQ" "$KB_REQ" "$KB_RK_REQ" "$KB_EXPECT" "$ROWS"' EXIT
 
 for kind in cheats honest; do
     for f in "$FX/$kind"/*.cu; do
@@ -50,19 +60,43 @@ rc=$?
 t1=$(date +%s)
 [ $rc -eq 0 ] || { echo "kernel-env-check: rlc kernel-eval --batch failed (exit $rc)"; exit 1; }
 
+# Hostile step: traps the candidates must not spring.
+HOSTILE_REQ=$(mktemp)
+HOSTILE_RESULTS=${RESULTS%.jsonl}-hostile.jsonl
+real_home=$(getent passwd "$(id -u)" | cut -d: -f6)
+[ -n "$real_home" ] || real_home=$HOME
+rm -f /tmp/rlc-hostile-written /tmp/rlc-hostile-kb-written rlc-hostile-written-cwd
+echo victim >/tmp/rlc-hostile-victim
+echo secret >"$real_home/.rlc-hostile-secret"
+n_hostile=0
+for f in "$FX"/hostile/*.cu; do
+    printf '{"id":"hostile/%s","task":"%s/tasks/ew_chain","candidate":"%s"}\n' "$(basename "$f" .cu)" "$FX" "$f" >>"$HOSTILE_REQ"
+    n_hostile=$((n_hostile + 1))
+done
+"$BUILD/rlc" kernel-eval --batch --keep-going --cache "$CACHE" --include "$KE/include" "$@" <"$HOSTILE_REQ" >"$HOSTILE_RESULTS"
+hostile_rc=$?
+rm -f "$HOSTILE_REQ"
+hostile_bad=0
+if [ $hostile_rc -ne 0 ] || [ "$(wc -l <"$HOSTILE_RESULTS")" -ne "$n_hostile" ]; then
+    echo "kernel-env-check: hostile step: rlc exited $hostile_rc with $(wc -l <"$HOSTILE_RESULTS") of $n_hostile results (killed by a candidate?)"
+    hostile_bad=1
+fi
+
 # KernelBench step.
 kb_bad=0
 kb_n=0
 for f in "$KB"/candidates/*.py; do
     name=$(basename "$f" .py)
     expect=$(sed -n '1s/^# expect: \([a-z_]*\).*/\1/p' "$f")
-    problem=$(sed -n '1s/^# expect: [a-z_]* *(\([^)]*\)).*/\1/p' "$f")
+    problem=$(sed -n '1s/^# expect: [a-z_]* *\(\[require-kernel\]\)\{0,1\} *(\([^)]*\)).*/\2/p' "$f")
     if [ -z "$expect" ] || [ ! -f "$KB/problems/$problem.py" ]; then
         echo "kernel-env-check: $f: first line must be '# expect: STATUS  (PROBLEM) ...' with $KB/problems/PROBLEM.py"
         kb_bad=$((kb_bad + 1))
         continue
     fi
-    printf '{"id":"kernelbench/%s","task":"%s/problems/%s.py","candidate":"%s"}\n' "$name" "$KB" "$problem" "$f" >>"$KB_REQ"
+    req=$KB_REQ
+    sed -n 1p "$f" | grep -q '\[require-kernel\]' && req=$KB_RK_REQ
+    printf '{"id":"kernelbench/%s","task":"%s/problems/%s.py","candidate":"%s"}\n' "$name" "$KB" "$problem" "$f" >>"$req"
     printf 'kernelbench/%s %s\n' "$name" "$expect" >>"$KB_EXPECT"
     kb_n=$((kb_n + 1))
 done
@@ -78,6 +112,10 @@ elif ! torch_msg=$("$PY" -c 'import sys, torch; ok = torch.cuda.is_available(); 
 else
     "$BUILD/rlc" kernel-eval --batch --keep-going --python "$PY" "$@" <"$KB_REQ" >"$KB_RESULTS"
     rc=$?
+    if [ -s "$KB_RK_REQ" ]; then
+        "$BUILD/rlc" kernel-eval --batch --keep-going --require-kernel --python "$PY" "$@" <"$KB_RK_REQ" >>"$KB_RESULTS"
+        [ $? -eq 0 ] || rc=1
+    fi
     if [ $rc -ne 0 ]; then
         echo "kernel-env-check: KernelBench step: rlc kernel-eval --batch failed (exit $rc); counted as a failure"
         kb_bad=$((kb_bad + 1))
@@ -89,7 +127,21 @@ field() { # field NAME LINE: a string or number field of a compact JSON line
     printf '%s' "$2" | sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[-0-9.eE+]*\|null\|true\|false\).*/\1/p" | tr -d '"'
 }
 
-cat "$RESULTS" "$KB_RESULTS" | while IFS= read -r line; do
+# Side effects of the hostile candidates (native and KernelBench).
+for f in /tmp/rlc-hostile-written /tmp/rlc-hostile-kb-written rlc-hostile-written-cwd; do
+    if [ -e "$f" ]; then
+        echo "kernel-env-check: SANDBOX FAILURE: a hostile candidate created $f"
+        hostile_bad=$((hostile_bad + 1))
+        rm -f "$f"
+    fi
+done
+if [ ! -e /tmp/rlc-hostile-victim ]; then
+    echo "kernel-env-check: SANDBOX FAILURE: a hostile candidate deleted /tmp/rlc-hostile-victim"
+    hostile_bad=$((hostile_bad + 1))
+fi
+rm -f /tmp/rlc-hostile-victim "$real_home/.rlc-hostile-secret"
+
+cat "$RESULTS" "$HOSTILE_RESULTS" "$KB_RESULTS" | while IFS= read -r line; do
     [ -n "$line" ] || continue
     id=$(field id "$line")
     status=$(field status "$line")
@@ -103,12 +155,20 @@ cat "$RESULTS" "$KB_RESULTS" | while IFS= read -r line; do
         if [ "$status" = ok ] && awk "BEGIN{exit !(${speed:-0} >= 1.1)}"; then verdict=FAIL; fi
         [ "$status" = error ] && verdict=FAIL
         ;;
+    hostile/*)
+        if [ "$status" = ok ] || [ "$dyn" = ok ] || [ "$status" = error ]; then verdict=FAIL; fi
+        ;;
     honest/*)
         if [ "$status" != ok ] || ! awk "BEGIN{exit !(${speed:-0} > 1.0)}"; then verdict=FAIL; fi
         ;;
     kernelbench/*)
         expect=$(awk -v id="$id" '$1 == id {print $2}' "$KB_EXPECT")
-        if [ "$status" != "$expect" ]; then
+        if [ "$expect" = nogain ]; then
+            if [ "$status" = error ] || { [ "$status" = ok ] && awk "BEGIN{exit !(${speed:-0} >= 1.1)}"; }; then
+                verdict=FAIL
+                fail="expected no gain; $fail"
+            fi
+        elif [ "$status" != "$expect" ] || { case "$id" in kernelbench/hostile_*) [ "$dyn" = ok ] ;; *) false ;; esac; }; then
             verdict=FAIL
             fail="expected $expect; $fail"
         fi
@@ -126,6 +186,6 @@ printf '%-34s %-14s %-14s %-9s %-8s %s\n' "candidate" "status" "dynamic" "speedu
 sort "$ROWS"
 n=$(wc -l <"$ROWS")
 bad=$(awk '$5 == "FAIL"' "$ROWS" | wc -l)
-bad=$((bad + kb_bad))
+bad=$((bad + kb_bad + hostile_bad))
 echo "$n candidates in $((t1 - t0)) s (native) + $((kb_t1 - kb_t0)) s (KernelBench, $kb_n candidates); $bad failed"
 [ "$bad" -eq 0 ]

@@ -271,6 +271,28 @@ static int check_lm_head_logits(rl_ctx *ctx, float *logits, const void *hidden, 
     return 0;
 }
 
+/* ---- value head ---------------------------------------------------------------------------- */
+static int check_value_head_fwd(rl_ctx *ctx, float *values, const void *hidden, const void *weight, const void *bias,
+                                int n_rows, int dim)
+{
+    AT_LEAST(n_rows, 0);
+    AT_LEAST(dim, 1);
+    if (n_rows > 0) NEED(values, hidden, weight);
+    return 0;
+}
+
+static int check_value_head_bwd(rl_ctx *ctx, void *dhidden, float *dweight, float *dbias, const float *dvalues,
+                                const void *hidden, const void *weight, int n_rows, int dim)
+{
+    AT_LEAST(n_rows, 0);
+    AT_LEAST(dim, 1);
+    if (n_rows == 0) return 0;
+    NEED(dvalues);
+    if (dhidden) NEED(weight);
+    if (dweight) NEED(hidden);
+    return 0;
+}
+
 /* ---- sampling ------------------------------------------------------------------------------- */
 /* The rows are backend memory: their values are checked by rl_sample_row_check where they are
  * filled (engine/generate.c) and by the CPU reference, which reads them. */

@@ -217,6 +217,19 @@ RL_OPDEF(lm_head_logits, (rl_ctx *ctx, float *logits, const void *hidden, const 
                           int vocab),
          (ctx, logits, hidden, weight, n_rows, dim, vocab))
 
+/* ---- value head (a value model's score, config.h) ------------------------------------------- */
+/* values[r] = hidden[r] . weight + (bias ? bias[0] : 0), fp32 accumulation: weight [dim] and
+ * bias [1] (may be NULL) in the act dtype, values [n_rows] fp32. */
+RL_OPDEF(value_head_fwd, (rl_ctx *ctx, float *values, const void *hidden, const void *weight, const void *bias,
+                          int n_rows, int dim),
+         (ctx, values, hidden, weight, bias, n_rows, dim))
+/* Backward of sum_r dvalues[r] * values[r]: dhidden[r] = dvalues[r] * weight (overwritten; may
+ * be NULL), dweight += sum_r dvalues[r] * hidden[r] (may be NULL), dbias[0] += sum_r dvalues[r]
+ * (may be NULL). */
+RL_OPDEF(value_head_bwd, (rl_ctx *ctx, void *dhidden, float *dweight, float *dbias, const float *dvalues,
+                          const void *hidden, const void *weight, int n_rows, int dim),
+         (ctx, dhidden, dweight, dbias, dvalues, hidden, weight, n_rows, dim))
+
 /* ---- sampling --------------------------------------------------------------------------------- */
 /* One token per row of logits [n_rows, vocab] (fp32; may be modified as scratch), with the
  * parameters of rows[r] (backend [n_rows]). Filters in the order temperature, top-k, top-p,

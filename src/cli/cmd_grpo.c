@@ -21,7 +21,8 @@ static const char usage[] =
     "kernel: data lines {\"task\": DIR | PROBLEM.py}, prompts built each step from OUT/attempts.jsonl,\n"
     "the answer's kernel evaluated on the GPU, docs/kernel-env.md \"Training on the kernel reward\").\n"
     "--variant dapo: clip-higher 0.28, token-level loss; dr_grpo: no std scaling, constant\n"
-    "normaliser. metrics.jsonl has each step's train-vs-rollout log-prob mismatch (0 with\n"
+    "normaliser; rloo: leave-one-out baseline; reinforce_pp: REINFORCE++ (KL from --kl-beta in the\n"
+    "rewards, returns normalised over the batch). metrics.jsonl has each step's train-vs-rollout log-prob mismatch (0 with\n"
     "--deterministic). Writes OUT/model and OUT/metrics.jsonl; Ctrl-C saves after the current step;\n"
     "--resume OUT/model continues.\n"
     "--env: multi-turn episodes instead of --reward (docs/episodes.md): ENV is a program speaking JSON\n"
@@ -29,10 +30,10 @@ static const char usage[] =
     "episode with a reward) or `kernel` (tools compile, check, profile, submit on kernel tasks).\n\n";
 
 typedef struct options {
-    const char *model_dir, *data, *out, *resume, *tokenizer, *reward, *env;
+    const char *model_dir, *data, *out, *resume, *tokenizer, *reward, *env, *eval_data;
     int64_t steps;
     int max_prompt, save_every, save, seed, schedule, loss_norm, variant, reward_errors, log_samples, max_turns,
-        max_episode_tokens, thinking_off;
+        max_episode_tokens, eval_every, thinking_off;
     rl_cli_ranks ranks;
     double temperature, top_p, clip_low, clip_high, kl_beta, reward_timeout, tis_cap, env_timeout, env_fail_reward;
     rl_opt_list stop;
@@ -48,7 +49,7 @@ static int run(options *o, const cJSON *saved_options, char **argv)
                        .reward_options = {.timeout_s = o->reward_timeout, .on_error = (rl_reward_errors)o->reward_errors, .kernel = o->kernel},
                        .env = o->env, .max_turns = o->max_turns, .max_episode_tokens = o->max_episode_tokens,
                        .env_timeout = o->env_timeout, .env_fail_reward = o->env_fail_reward,
-                       .grpo = o->c, .options = saved_options,
+                       .grpo = o->c, .options = saved_options, .eval_data = o->eval_data, .eval_every = o->eval_every,
                        .no_save = !o->save, .log_samples = o->log_samples};
     return rl_cli_train("grpo", &o->ranks, &c, argv);
 }
@@ -80,7 +81,7 @@ static void make_config(options *o, rl_opts *cli)
 int rl_cmd_grpo(int argc, char **argv)
 {
     rl_grpo_config c = rl_grpo_defaults();
-    options o = {.ranks = {.device = RL_DEVICE_AUTO, .gpus = 1}, .save = 1, .steps = 100, .max_prompt = 1024, .seed = 1234, .schedule = RL_LR_CONSTANT,
+    options o = {.ranks = {.device = RL_DEVICE_AUTO, .gpus = 1}, .save = 1, .steps = 100, .eval_every = 50, .max_prompt = 1024, .seed = 1234, .schedule = RL_LR_CONSTANT,
                  .loss_norm = c.loss_norm, .temperature = c.gen.sample.temperature, .top_p = c.gen.sample.top_p,
                  .clip_low = c.clip_low, .clip_high = c.clip_high, .kl_beta = c.kl_beta, .reward_timeout = 60,
                  .log_samples = RL_RUNLOG_DEFAULT_SAMPLES, .max_turns = 4, .env_timeout = 60, .c = c};
@@ -98,6 +99,8 @@ int rl_cmd_grpo(int argc, char **argv)
         RL_OPT_S("out", &o.out, "DIR", "output directory", .flags = RL_OPT_REQUIRED),
         RL_OPT_S("resume", &o.resume, "DIR", "continue from a checkpoint (OUT/model of an earlier run)"),
         RL_OPT_S("tokenizer", &o.tokenizer, "FILE", "tokenizer.json (default: the model's)"),
+        RL_OPT_S("eval-data", &o.eval_data, "FILE", "prompts with answers: greedy accuracy every --eval-every steps"),
+        RL_OPT_I("eval-every", &o.eval_every, 1, 1 << 30, "steps between evaluations (with --eval-data)"),
         RL_OPT_C("variant", &o.variant, rl_grpo_variant_names, "presets (see above) under the options below"),
         RL_OPT_L("steps", &o.steps, 1, 1e12, "rollout steps"),
         RL_OPT_I("prompts-per-step", &o.c.prompts_per_step, 1, 1 << 20, "prompts per rollout"),
@@ -118,6 +121,7 @@ int rl_cmd_grpo(int argc, char **argv)
         RL_OPT_S("kernel-protocol", &o.kernel.protocol, "FILE", "kernel reward: protocol.json"),
         RL_OPT_I("kernel-gpus", &o.kernel.gpus, 0, 16, "kernel reward: GPUs timing candidates (0 = all the worker sees)"),
         RL_OPT_I("kernel-jobs", &o.kernel.jobs, 0, 64, "kernel reward: evaluations in flight (0 = two per GPU)"),
+        RL_OPT_F("kernel-no-sandbox", &o.kernel.no_sandbox, "kernel reward: workers and nvcc run without the sandbox (debugging)"),
         RL_OPT_F("kernel-memo", &o.kernel.memo, "kernel reward: a code seen before in the run keeps its first verdict (not re-timed)"),
         RL_OPT_D("clip-low", &o.clip_low, 0, 1, "ratio clipped below at 1 - clip-low"),
         RL_OPT_D("clip-high", &o.clip_high, 0, 100, "ratio clipped above at 1 + clip-high"),

@@ -238,7 +238,9 @@ int rl_cmd_kernel_eval(int argc, char **argv)
         RL_OPT_F("json", &json, "print the result as JSON (single mode)"),
         RL_OPT_F("batch", &batch_mode, "read requests from stdin, one result line each"),
         RL_OPT_I("gpus", &gpus, 1, 16, "GPUs to use in batch mode (0 = all the worker sees)", .range.or_zero = 1),
-        RL_OPT_I("jobs", &jobs, 1, 64, "batch requests in flight; compiles overlap (0 = 2 per GPU)", .range.or_zero = 1),
+        RL_OPT_I("jobs", &jobs, 1, 64, "batch requests in flight; compiles overlap (0 = 2 per GPU worker)", .range.or_zero = 1),
+        RL_OPT_I("gpu-workers", &o.gpu_workers, 1, 16,
+                 "workers at once per GPU: correctness shared, timing exclusive by a lock (0 = 4)", .range.or_zero = 1),
         RL_OPT_S("protocol", &o.protocol_path, "FILE", "protocol parameters (protocol.json)"),
         RL_OPT_S("worker", &o.worker, "PATH", "rlc-kernel-worker"),
         RL_OPT_S("python", &o.python, "PATH", "Python with torch for KernelBench tasks"),
@@ -256,6 +258,9 @@ int rl_cmd_kernel_eval(int argc, char **argv)
         RL_OPT_S("watchdog-ms", &proto_values[6], "MS", "limit for one call plus synchronize (protocol watchdog_ms)"),
         RL_OPT_S("mem-cap", &proto_values[7], "MB", "GPU memory a candidate may keep (protocol mem_cap_mb)"),
         RL_OPT_F("keep-going", &o.keep_going, "run the GPU protocol even after a fatal static finding"),
+        RL_OPT_F("no-sandbox", &o.no_sandbox, "run workers and nvcc without the sandbox (docs/kernel-env.md; debugging)"),
+        RL_OPT_F("require-kernel", &o.require_kernel,
+                 "KernelBench: ModelNew must launch a GPU kernel its own code defines (else status disallowed)"),
         RL_OPT_END,
     };
     rl_opts cli = {.cmd = "kernel-eval", .usage = usage, .list = list};

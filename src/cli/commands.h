@@ -30,5 +30,7 @@ int rl_cmd_demo_kernel(int argc, char **argv);
 int rl_cmd_sft(int argc, char **argv);
 int rl_cmd_grpo(int argc, char **argv);
 int rl_cmd_report(int argc, char **argv);
+int rl_cmd_ppo(int argc, char **argv);
+int rl_cmd_eval(int argc, char **argv);
 
 #endif

@@ -14,6 +14,8 @@ const rl_command rl_commands[] = {
     {"sft", rl_cmd_sft, "supervised fine-tuning on JSON lines (prompt/completion or messages)"},
     {"grpo", rl_cmd_grpo, "GRPO / DAPO / Dr. GRPO with a reward (math, exact, regex, format, cmd)"},
     {"report", rl_cmd_report, "an HTML page with the plots and sample completions of training runs"},
+    {"ppo", rl_cmd_ppo, "PPO with a value model (GAE, KL-shaped rewards, reward normalisation)"},
+    {"eval", rl_cmd_eval, "greedy accuracy and mean reward of a model on prompts with answers"},
     {"demo", rl_cmd_demo, "train a tiny model on CPU: SFT then GRPO on addition (the README's demo)"},
     {"demo-kernel", rl_cmd_demo_kernel, "GPU: a tiny policy learns which of its kernels is fastest (kernel reward)"},
     {NULL, NULL, NULL},

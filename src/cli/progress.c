@@ -59,7 +59,9 @@ static void step(rl_progress *p, const rl_step_stats *s)
     int n = snprintf(line, sizeof line, "%s step %lld/%lld", p->label, (long long)s->step, (long long)p->total);
     if (s->has_rewards)
         n += snprintf(line + n, sizeof line - n, "  reward %.3f  loss %+.4f  kl %.4f", s->reward_mean, s->loss, s->kl);
-    else
+    if (s->has_ppo)
+        n += snprintf(line + n, sizeof line - n, "  vloss %.4f  ev %+.2f", s->value_loss, s->explained_var);
+    if (!s->has_rewards)
         n += snprintf(line + n, sizeof line - n, "  loss %.4f", s->loss);
     snprintf(line + n, sizeof line - n, "  lr %.2e  %.0f tok/s  ETA %s", s->lr, s->tokens_per_s, when);
     if (p->tty) {

@@ -66,6 +66,23 @@ static int get_number(const cJSON *root, const char *key, double *out, int requi
     return 0;
 }
 
+/* The head suffixes of architecture names: "Qwen3" + one of these (config.h, rl_head_kind). */
+static const char *const head_suffix[] = {"ForCausalLM", "ForTokenClassification", "ForSequenceClassification"};
+
+/* A value model's head has one label: num_labels 1, or an id2label with one entry (transformers
+ * writes the latter; its default is two labels). */
+static int parse_labels(const cJSON *root, const char *what, rl_err *err)
+{
+    const cJSON *id2label = cJSON_GetObjectItemCaseSensitive(root, "id2label");
+    int labels = 2;
+    if (id2label && cJSON_IsObject(id2label)) labels = cJSON_GetArraySize(id2label);
+    if (get_int(root, "num_labels", &labels, 0, 0, 1 << 20, what, err)) return -1;
+    if (labels != 1)
+        return rl_err_set(err, "%s: a value model needs one label (num_labels 1 or an id2label of one entry), "
+                          "got %d", what, labels);
+    return 0;
+}
+
 static int parse_arch(rl_model_config *cfg, const cJSON *root, const char *what, rl_err *err)
 {
     const char *model_type = NULL, *architecture = NULL;
@@ -77,20 +94,39 @@ static int parse_arch(rl_model_config *cfg, const cJSON *root, const char *what,
         architecture = archs->child->valuestring;
     }
     int found = -1;
+    cfg->head = RL_HEAD_LM;
     for (int i = 0; i < N_ARCH; i++) {
-        if (architecture ? !strcmp(architecture, arch_table[i].architecture) : !strcmp(model_type, arch_table[i].model_type))
-            found = i;
+        if (!architecture) {
+            if (!strcmp(model_type, arch_table[i].model_type)) found = i;
+            continue;
+        }
+        /* "Qwen3" + a head suffix */
+        size_t stem = strlen(arch_table[i].architecture) - strlen(head_suffix[0]);
+        for (int h = 0; h < 3; h++)
+            if (!strncmp(architecture, arch_table[i].architecture, stem) && !strcmp(architecture + stem, head_suffix[h]))
+                found = i, cfg->head = (rl_head_kind)h;
     }
     if (found < 0)
         return rl_err_set(err, "%s: architecture '%.64s' is not supported (rlc runs Qwen3ForCausalLM, "
-                          "Qwen2ForCausalLM, LlamaForCausalLM)", what, architecture ? architecture : model_type);
+                          "Qwen2ForCausalLM, LlamaForCausalLM, and as value models their ForTokenClassification "
+                          "and ForSequenceClassification with one label)", what, architecture ? architecture : model_type);
     if (strcmp(model_type, arch_table[found].model_type))
         return rl_err_set(err, "%s: model_type '%.32s' does not match architecture %s (expected '%s')", what,
                           model_type, arch_table[found].architecture, arch_table[found].model_type);
+    if (cfg->head != RL_HEAD_LM && parse_labels(root, what, err)) return -1;
     cfg->arch = arch_table[found].arch;
-    snprintf(cfg->architecture, sizeof cfg->architecture, "%s", arch_table[found].architecture);
+    snprintf(cfg->architecture, sizeof cfg->architecture, "%s", architecture ? architecture : arch_table[found].architecture);
     snprintf(cfg->model_type, sizeof cfg->model_type, "%s", arch_table[found].model_type);
     return 0;
+}
+
+void rl_config_as_value(rl_model_config *cfg, rl_head_kind kind)
+{
+    if (cfg->head != RL_HEAD_LM) return;
+    const char *name = rl_arch_name(cfg->arch);
+    size_t stem = strlen(name) - strlen(head_suffix[0]);
+    cfg->head = kind;
+    snprintf(cfg->architecture, sizeof cfg->architecture, "%.*s%s", (int)stem, name, head_suffix[kind]);
 }
 
 /* Fields whose mere presence (with a value that switches a feature on) means a model rlc does
@@ -302,7 +338,17 @@ int rl_config_save(const rl_model_config *cfg, const char *path, rl_err *err)
     if (!qwen2 || cfg->head_dim * cfg->n_heads != cfg->hidden_size) cJSON_AddNumberToObject(root, "head_dim", cfg->head_dim);
     cJSON_AddStringToObject(root, "hidden_act", "silu");
     cJSON_AddNumberToObject(root, "hidden_size", cfg->hidden_size);
+    if (cfg->head != RL_HEAD_LM) { /* one label, as transformers writes num_labels = 1 */
+        cJSON *id2label = cJSON_CreateObject();
+        cJSON_AddStringToObject(id2label, "0", "LABEL_0");
+        cJSON_AddItemToObject(root, "id2label", id2label);
+    }
     cJSON_AddNumberToObject(root, "intermediate_size", cfg->intermediate_size);
+    if (cfg->head != RL_HEAD_LM) {
+        cJSON *label2id = cJSON_CreateObject();
+        cJSON_AddNumberToObject(label2id, "LABEL_0", 0);
+        cJSON_AddItemToObject(root, "label2id", label2id);
+    }
     cJSON_AddNumberToObject(root, "max_position_embeddings", cfg->max_position_embeddings);
     cJSON_AddStringToObject(root, "model_type", cfg->model_type);
     cJSON_AddNumberToObject(root, "num_attention_heads", cfg->n_heads);
@@ -366,12 +412,12 @@ static void add_spec(rl_tensor_spec *specs, int *n, int64_t rows, int64_t cols, 
     s->shape[1] = cols;
 }
 
-/* At most 13 tensors per layer (Qwen2 biases or Qwen3 norms, never both) plus 3 outside. */
+/* At most 13 tensors per layer (Qwen2 biases or Qwen3 norms, never both) plus 4 outside. */
 #define MAX_PER_LAYER 13
 
 int rl_config_tensor_specs(const rl_model_config *cfg, rl_tensor_spec **specs, int *n, rl_err *err)
 {
-    size_t cap = (size_t)cfg->n_layers * MAX_PER_LAYER + 3;
+    size_t cap = (size_t)cfg->n_layers * MAX_PER_LAYER + 4;
     rl_tensor_spec *s = calloc(cap, sizeof *s);
     *specs = s;
     *n = 0;
@@ -399,7 +445,12 @@ int rl_config_tensor_specs(const rl_model_config *cfg, rl_tensor_spec **specs, i
         add_spec(s, &k, hidden, inter, "model.layers.%d.mlp.down_proj.weight", l);
     }
     add_spec(s, &k, hidden, 0, "model.norm.weight", 0);
-    if (!cfg->tie_word_embeddings) add_spec(s, &k, cfg->vocab_size, hidden, "lm_head.weight", 0);
+    if (cfg->head != RL_HEAD_LM) {
+        add_spec(s, &k, 1, hidden, "score.weight", 0);
+        if (cfg->head == RL_HEAD_TOKEN_CLS) add_spec(s, &k, 1, 0, "score.bias", 0);
+    } else if (!cfg->tie_word_embeddings) {
+        add_spec(s, &k, cfg->vocab_size, hidden, "lm_head.weight", 0);
+    }
     RL_ASSERT((size_t)k <= cap);
     *n = k;
     return 0;
@@ -413,5 +464,6 @@ int64_t rl_config_param_count(const rl_model_config *cfg)
     if (cfg->attention_bias) layer += q_dim + 2 * kv_dim;
     if (cfg->qk_norm) layer += 2 * (int64_t)cfg->head_dim;
     int64_t embed = (int64_t)cfg->vocab_size * hidden;
+    if (cfg->head != RL_HEAD_LM) return embed + hidden + layer * cfg->n_layers + hidden + (cfg->head == RL_HEAD_TOKEN_CLS);
     return embed * (cfg->tie_word_embeddings ? 1 : 2) + hidden + layer * cfg->n_layers;
 }

@@ -19,13 +19,23 @@
 
 typedef enum { RL_ARCH_QWEN3, RL_ARCH_QWEN2, RL_ARCH_LLAMA } rl_arch;
 
+/* The head on the last hidden states. A value model (PPO's critic, or a reward model) is the
+ * same decoder with a one-label score head instead of the lm_head, in transformers' layouts:
+ *   RL_HEAD_TOKEN_CLS  <Arch>ForTokenClassification, num_labels 1: score.weight [1, hidden]
+ *                      and score.bias [1]; transformers returns the score of every position
+ *   RL_HEAD_SEQ_CLS    <Arch>ForSequenceClassification, num_labels 1: score.weight [1, hidden],
+ *                      no bias (TRL's reward and value models); transformers returns the last
+ *                      token's score, rlc every position's (as TRL's PPO reads it) */
+typedef enum { RL_HEAD_LM, RL_HEAD_TOKEN_CLS, RL_HEAD_SEQ_CLS } rl_head_kind;
+
 enum { RL_ROPE_NONE = 0, RL_ROPE_LLAMA3 = 1 };
 
 #define RL_CONFIG_MAX_EOS 8
 
 typedef struct rl_model_config {
     rl_arch arch;
-    char architecture[64]; /* "Qwen3ForCausalLM" */
+    char architecture[64]; /* "Qwen3ForCausalLM" (or ...ForTokenClassification, see head) */
+    rl_head_kind head;     /* RL_HEAD_LM unless a value model */
     char model_type[32];   /* "qwen3" */
     int vocab_size, hidden_size, intermediate_size, n_layers, n_heads, n_kv_heads, head_dim,
         max_position_embeddings;
@@ -67,7 +77,8 @@ typedef struct rl_tensor_spec {
 
 /* The checkpoint's tensors in a fixed order: embed_tokens, then per layer (input_layernorm,
  * q/k/v/o projections with biases and q/k norms where configured, post_attention_layernorm,
- * gate/up/down), then model.norm, then lm_head unless tied. *specs is malloc'd (caller frees). */
+ * gate/up/down), then model.norm, then lm_head unless tied (a value model: score.weight and,
+ * RL_HEAD_TOKEN_CLS, score.bias; never an lm_head). *specs is malloc'd (caller frees). */
 int rl_config_tensor_specs(const rl_model_config *cfg, rl_tensor_spec **specs, int *n,
                            rl_err *err);
 
@@ -76,5 +87,9 @@ int64_t rl_config_param_count(const rl_model_config *cfg);
 
 /* "Qwen3ForCausalLM" etc. for an arch. */
 const char *rl_arch_name(rl_arch arch);
+
+/* The value-model config of a causal LM's (or of a value model's: unchanged): head and
+ * architecture name set for kind (RL_HEAD_TOKEN_CLS or RL_HEAD_SEQ_CLS). */
+void rl_config_as_value(rl_model_config *cfg, rl_head_kind kind);
 
 #endif

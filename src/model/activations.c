@@ -210,6 +210,20 @@ int rl_acts_create(rl_acts **out, const rl_model *m, int max_tokens, rl_acts_mod
     return 0;
 }
 
+int rl_acts_share(rl_acts *a, const rl_model *m, rl_err *err)
+{
+    const rl_model_config *x = &a->model->config, *y = &m->config;
+    if (a->mode == RL_ACTS_INFER)
+        return rl_err_set(err, "model: inference activations are not shared (their plan follows the weights' layout)");
+    if (a->model->ctx != m->ctx || x->hidden_size != y->hidden_size || x->intermediate_size != y->intermediate_size ||
+        x->n_layers != y->n_layers || x->n_heads != y->n_heads || x->n_kv_heads != y->n_kv_heads ||
+        x->head_dim != y->head_dim || x->qk_norm != y->qk_norm || x->attention_bias != y->attention_bias)
+        return rl_err_set(err, "model: the activations were planned for another shape of model");
+    a->model = m;
+    a->have_batch = 0;
+    return 0;
+}
+
 size_t rl_acts_plan_bytes(const rl_model_config *cfg, rl_dtype act_dtype, int max_tokens, rl_acts_mode mode)
 {
     /* inference fuses q, k, v when their weights are adjacent (params.c): counted whenever they

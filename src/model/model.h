@@ -17,6 +17,13 @@
  * with the token it scores; logp[t] = 0 at the first token of every sequence (nothing
  * predicts it). A trainer masks completion tokens with the same index it uses for the tokens.
  *
+ * Value models (config.h: a one-label score head instead of the lm_head; PPO's critic). The
+ * training forward and backward are the same calls: where a causal LM writes logp[t], a value
+ * model writes values[t] = score(hidden state of token t - 1) (+ bias), i.e. the value of the
+ * state in which token t was chosen, aligned like log-probs (0 at each sequence's first token;
+ * inv_temperature is ignored, entropy must be NULL), and rl_model_backward takes dvalues.
+ * A value model does not generate (rl_model_forward_paged refuses it).
+ *
  * Activations live in an rl_acts (activations.c): one backend allocation planned for a maximum
  * token count and a mode, so that the forward never allocates. Training mode keeps what the
  * backward needs for every layer; checkpoint mode keeps only each layer's input and recomputes
@@ -66,7 +73,8 @@ typedef struct rl_model {
     float *grads;              /* fp32 gradients (backend), NULL until rl_model_enable_grads */
     void *working;             /* ctx->act_dtype weights the forward reads (== master on CPU) */
     rl_layer_offsets *layers;  /* [n_layers] */
-    size_t embed, final_norm, lm_head; /* lm_head == embed when tied */
+    size_t embed, final_norm, lm_head; /* lm_head == embed when tied; SIZE_MAX in a value model */
+    size_t score, score_bias;  /* a value model's head (config.h); SIZE_MAX where absent */
     float *inv_freq;           /* RoPE inverse frequencies [head_dim / 2] (backend) */
     size_t master_lo, master_count; /* the elements master holds: 0 and n_elems unless sharded */
     const struct rl_grad_hooks *grad_hooks; /* NULL: gradients go to grads, nobody is told */
@@ -79,6 +87,12 @@ typedef struct rl_model {
 /* Loads dir/config.json and the safetensors checkpoint in dir (any of fp32/fp16/bf16), after
  * checking the tensors against rl_config_tensor_specs (names, shapes, nothing extra). */
 int rl_model_load(rl_model *m, rl_ctx *ctx, const char *dir, rl_err *err);
+
+/* A value model (see "Value models" above) from dir: dir's own when it is one (a trained reward
+ * or value model), else dir's causal LM with its lm_head dropped and a new
+ * <Arch>ForTokenClassification head (score.weight and score.bias) of zeros: every value starts
+ * at 0 and the first updates move the head alone (the trunk's gradient is the head's weight). */
+int rl_model_load_value(rl_model *m, rl_ctx *ctx, const char *dir, rl_err *err);
 
 /* A freshly initialised model as transformers initialises one: every linear and embedding
  * weight ~ normal(0, 0.02), biases 0, RMSNorm weights 1. Deterministic in seed. */
@@ -94,6 +108,11 @@ int rl_model_save_host(const rl_model *m, const float *master, const char *dir, 
 
 /* Safe on a model whose load or init failed (it is left zeroed). */
 void rl_model_free(rl_model *m);
+
+/* A frozen model (a KL reference: forward only) drops its fp32 masters where the forward reads
+ * a separate working copy (CUDA: only the bf16 weights stay); a no-op on the CPU. It can then
+ * not be trained, saved or sharded. */
+void rl_model_freeze(rl_model *m);
 
 /* Allocates m->grads (zeroed); a no-op when already there. */
 int rl_model_enable_grads(rl_model *m, rl_err *err);
@@ -135,6 +154,10 @@ size_t rl_acts_plan_bytes(const rl_model_config *cfg, rl_dtype act_dtype, int ma
 int rl_acts_create(rl_acts **out, const rl_model *m, int max_tokens, rl_acts_mode mode,
                    rl_err *err);
 void rl_acts_free(rl_acts *a);
+/* Hands training-mode activations to another model of the same shape (layers, widths, heads;
+ * the vocabulary and the head may differ), e.g. PPO's policy and value model, which never hold
+ * a batch at the same time: the last forward's batch is forgotten. */
+int rl_acts_share(rl_acts *a, const rl_model *m, rl_err *err);
 /* Bytes of backend memory the activations hold. */
 size_t rl_acts_bytes(const rl_acts *a);
 

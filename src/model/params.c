@@ -78,7 +78,8 @@ static int resolve_offsets(rl_model *m, rl_err *err)
         if (L->up != L->gate + (size_t)c->intermediate_size * D) m->fused_gate_up = 0;
     }
     /* Every tensor of the table must be one the forward reads: never half-run a checkpoint. */
-    int n_used = c->tie_word_embeddings ? 2 : 3;
+    int value = c->head != RL_HEAD_LM;
+    int n_used = value ? 3 + (c->head == RL_HEAD_TOKEN_CLS) : c->tie_word_embeddings ? 2 : 3;
     for (int l = 0; l < c->n_layers; l++) {
         const size_t *field = (const size_t *)&m->layers[l];
         for (size_t i = 0; i < sizeof(rl_layer_offsets) / sizeof(size_t); i++) n_used += field[i] != SIZE_MAX;
@@ -87,9 +88,11 @@ static int resolve_offsets(rl_model *m, rl_err *err)
         return rl_err_set(err, "model: the checkpoint layout has %d tensors, the model code reads %d", m->n_params, n_used);
     m->embed = offset_of(m, "model.embed_tokens.weight");
     m->final_norm = offset_of(m, "model.norm.weight");
-    m->lm_head = c->tie_word_embeddings ? m->embed : offset_of(m, "lm_head.weight");
-    if (m->embed == SIZE_MAX || m->final_norm == SIZE_MAX || m->lm_head == SIZE_MAX)
-        return rl_err_set(err, "model: embed_tokens, norm or lm_head missing from the tensor list");
+    m->lm_head = value ? SIZE_MAX : c->tie_word_embeddings ? m->embed : offset_of(m, "lm_head.weight");
+    m->score = value ? offset_of(m, "score.weight") : SIZE_MAX;
+    m->score_bias = offset_of(m, "score.bias");
+    if (m->embed == SIZE_MAX || m->final_norm == SIZE_MAX || (value ? m->score : m->lm_head) == SIZE_MAX)
+        return rl_err_set(err, "model: embed_tokens, norm or the head missing from the tensor list");
     return 0;
 }
 
@@ -186,7 +189,8 @@ static size_t largest_param(const rl_model *m)
     return most;
 }
 
-int rl_model_load(rl_model *m, rl_ctx *ctx, const char *dir, rl_err *err)
+/* as_value: a causal LM's checkpoint becomes a value model (rl_model_load_value). */
+static int load(rl_model *m, rl_ctx *ctx, const char *dir, int as_value, rl_err *err)
 {
     char path[4096];
     rl_model_config cfg;
@@ -194,11 +198,13 @@ int rl_model_load(rl_model *m, rl_ctx *ctx, const char *dir, rl_err *err)
     if (rl_path_join(path, sizeof path, dir, "config.json"))
         return rl_err_set(err, "%s: path too long", dir);
     if (rl_config_load(&cfg, path, err)) return -1;
+    rl_model_config file_cfg = cfg; /* what the checkpoint holds (checked below) */
+    if (as_value) rl_config_as_value(&cfg, RL_HEAD_TOKEN_CLS);
     rl_safetensors *st = NULL;
     if (rl_safetensors_open_dir(&st, dir, err)) return -1;
     rl_tensor_spec *specs = NULL;
     int n_specs = 0;
-    if (rl_config_tensor_specs(&cfg, &specs, &n_specs, err)) goto fail_st;
+    if (rl_config_tensor_specs(&file_cfg, &specs, &n_specs, err)) goto fail_st;
     int bad = rl_safetensors_check_specs(st, specs, n_specs, err);
     free(specs);
     if (bad) {
@@ -216,6 +222,7 @@ int rl_model_load(rl_model *m, rl_ctx *ctx, const char *dir, rl_err *err)
     for (int i = 0; i < m->n_params; i++) {
         const rl_param *p = &m->params[i];
         const rl_st_tensor *t = rl_safetensors_find(st, p->name);
+        if (!t && file_cfg.head != cfg.head) continue; /* a new value head: left at zero */
         RL_ASSERT(t && (size_t)rl_st_tensor_numel(t) == p->count); /* check_specs passed */
         rl_safetensors_to_f32(t, staging);
         if (store_f32(m, p->offset, staging, p->count)) {
@@ -235,6 +242,10 @@ fail_st:
     return -1;
 }
 
+int rl_model_load(rl_model *m, rl_ctx *ctx, const char *dir, rl_err *err) { return load(m, ctx, dir, 0, err); }
+
+int rl_model_load_value(rl_model *m, rl_ctx *ctx, const char *dir, rl_err *err) { return load(m, ctx, dir, 1, err); }
+
 int rl_model_init_random(rl_model *m, rl_ctx *ctx, const rl_model_config *cfg, uint64_t seed,
                          rl_err *err)
 {
@@ -249,8 +260,20 @@ int rl_model_init_random(rl_model *m, rl_ctx *ctx, const rl_model_config *cfg, u
     for (int i = 0; i < m->n_params; i++) {
         const rl_param *p = &m->params[i];
         int is_norm = strstr(p->name, "norm.weight") != NULL;
-        for (size_t j = 0; j < p->count; j++)
-            staging[j] = p->n_dims == 2 ? 0.02f * rl_rng_normal(&rng) : is_norm ? 1.0f : 0.0f;
+        if (p->n_dims == 2) {
+            /* Each normal takes exactly one Philox block (rng.h), so element j of this tensor is
+             * block counter + j: filled in parallel, the values are the sequential stream's. */
+            RL_ASSERT(rng.buf_used == 4);
+            uint64_t first = rng.counter;
+#pragma omp parallel for schedule(static)
+            for (size_t j = 0; j < p->count; j++) {
+                rl_rng at = {.seed = rng.seed, .counter = first + j, .buf_used = 4};
+                staging[j] = 0.02f * rl_rng_normal(&at);
+            }
+            rng.counter = first + p->count;
+        } else {
+            for (size_t j = 0; j < p->count; j++) staging[j] = is_norm ? 1.0f : 0.0f;
+        }
         if (store_f32(m, p->offset, staging, p->count)) {
             free(staging);
             rl_ctx_error(ctx, err);
@@ -306,6 +329,14 @@ int rl_model_save_host(const rl_model *m, const float *host, const char *dir, rl
 done:
     free(tensors);
     return rc;
+}
+
+void rl_model_freeze(rl_model *m)
+{
+    if (m->working == (void *)m->master || !m->master) return;
+    rl_free(m->ctx, m->master);
+    m->master = NULL;
+    m->master_count = 0;
 }
 
 int rl_model_enable_grads(rl_model *m, rl_err *err)

@@ -6,7 +6,9 @@
  *   q, k = rmsnorm_head(q), rmsnorm_head(k)      (qk_norm)
  *   q, k = rope(q), rope(k) ; attn = causal GQA attention(q, k, v) with scale 1/sqrt(head_dim)
  *   h = x + attn Wo^T ; xn2 = rmsnorm(h) ; x' = h + (silu(xn2 Wg^T) * xn2 Wu^T) Wd^T
- * then logits = rmsnorm(x_L) W_lm^T, log-softmax, picked at the next token.
+ * then logits = rmsnorm(x_L) W_lm^T, log-softmax, picked at the next token. A value model
+ * (config.h's head) scores rmsnorm(x_L) with its one-label head instead (rl_value_head_fwd),
+ * through the same rows and the same shift: model.h's "values".
  *
  * The residual additions are matmuls that read the stream as their residual input
  * (rl_matmul_residual_fwd: out = stream + in W^T), so no separate add or copy runs. The backward walks the same steps in reverse with one gradient
@@ -308,9 +310,15 @@ int rl_model_forward(rl_model *m, rl_acts *a, const int32_t *tokens, const int32
         if (layer_fwd(m, a, l, &b, 1, err)) return rl_err_prefix(err, "layer %d: ", l);
     RL_TRY_OP(ctx, err, rl_rmsnorm_fwd(ctx, a->xf, a->rstd_f, a->x[c->n_layers], weight(m, m->final_norm), T, D,
                                        (float)c->rms_norm_eps));
-    RL_TRY_OP(ctx, err, rl_lm_head_logprobs_fwd(ctx, a->logp_next, a->head_lse, entropy ? a->entropy_next : NULL,
-                                                a->xf, weight(m, m->lm_head), a->targets, T, D, c->vocab_size,
-                                                inv_temperature));
+    if (c->head != RL_HEAD_LM) {
+        if (entropy) return rl_err_set(err, "model: a value model has no token distribution (entropy must be NULL)");
+        RL_TRY_OP(ctx, err, rl_value_head_fwd(ctx, a->logp_next, a->xf, weight(m, m->score), weight(m, m->score_bias),
+                                              T, D));
+    } else {
+        RL_TRY_OP(ctx, err, rl_lm_head_logprobs_fwd(ctx, a->logp_next, a->head_lse, entropy ? a->entropy_next : NULL,
+                                                    a->xf, weight(m, m->lm_head), a->targets, T, D, c->vocab_size,
+                                                    inv_temperature));
+    }
     if (shift_to_tokens(m, logp, a->logp_next, cu_seqlens, n_seqs, err)) return -1;
     if (entropy && shift_to_tokens(m, entropy, a->entropy_next, cu_seqlens, n_seqs, err)) return -1;
 
@@ -343,9 +351,13 @@ int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err)
                     .max_seqlen_k = a->max_seqlen, .positions = a->positions, .cu_q = a->cu_q};
     int L = c->n_layers, tied = m->lm_head == m->embed;
     if ((tied && region_hook(m, 1, L + 1, err)) || region_hook(m, 1, 0, err)) return -1;
-    RL_TRY_OP(ctx, err, rl_lm_head_logprobs_bwd(ctx, a->dxn, grad(m, m->lm_head), a->dlogp_next, a->xf,
-                                                weight(m, m->lm_head), a->targets, a->head_lse, T, D, c->vocab_size,
-                                                a->inv_temperature));
+    if (c->head != RL_HEAD_LM)
+        RL_TRY_OP(ctx, err, rl_value_head_bwd(ctx, a->dxn, grad(m, m->score), grad(m, m->score_bias), a->dlogp_next,
+                                              a->xf, weight(m, m->score), T, D));
+    else
+        RL_TRY_OP(ctx, err, rl_lm_head_logprobs_bwd(ctx, a->dxn, grad(m, m->lm_head), a->dlogp_next, a->xf,
+                                                    weight(m, m->lm_head), a->targets, a->head_lse, T, D,
+                                                    c->vocab_size, a->inv_temperature));
     RL_TRY_OP(ctx, err, rl_rmsnorm_bwd(ctx, a->dres, grad(m, m->final_norm), a->dxn, a->x[L],
                                        weight(m, m->final_norm), a->rstd_f, T, D, 0));
     if (region_hook(m, 0, 0, err)) return -1;
@@ -364,6 +376,7 @@ int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err)
 int rl_model_forward_paged(rl_model *m, rl_acts *a, const rl_kv_pool_view *pool,
                            const rl_paged_batch *b, float *logits, rl_err *err)
 {
+    if (m->config.head != RL_HEAD_LM) return rl_err_set(err, "model: a value model (%s) does not generate", m->config.architecture);
     rl_ctx *ctx = m->ctx;
     const rl_model_config *c = &m->config;
     a->have_batch = 0;

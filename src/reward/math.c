@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef __int128 i128;
@@ -29,38 +30,60 @@ static void trim_span(const char **s, size_t *len)
     while (*len > 0 && isspace((unsigned char)(*s)[*len - 1])) (*len)--;
 }
 
-/* Given s pointing at '{', returns the index just past the matching '}', or 0 if unmatched. */
-static size_t match_brace(const char *s)
+/* The last complete \boxed{...}, in time linear in the text: one left-to-right pass gives the
+ * brace depth before every position (an escaped character, the one after a backslash, does not
+ * count), a right-to-left pass its suffix minimum. The '{' opening a \boxed at b is closed iff
+ * the depth after it falls back to depth[b] somewhere later, i.e. sufmin[b + 1] <= depth[b];
+ * only the last closed one is then scanned for its closing brace. (Matching each \boxed by its
+ * own scan was quadratic: 16 kB of unclosed "\boxed{" took 21 ms.) steps, when not NULL,
+ * receives the number of character visits. */
+int rl_math_boxed_counted(const char *text, char *out, size_t size, size_t *steps)
 {
-    int depth = 0;
-    for (size_t i = 0; s[i]; i++) {
-        if (s[i] == '\\' && s[i + 1]) {
-            i++; /* an escaped brace does not count */
+    size_t n = strlen(text), visits = 0;
+    int *depth = malloc((n + 2) * sizeof *depth), *sufmin = malloc((n + 2) * sizeof *sufmin);
+    int found = 0;
+    if (!depth || !sufmin) goto done;
+    depth[0] = 0;
+    for (size_t i = 0; i < n; i++, visits++) {
+        int d = depth[i];
+        if (text[i] == '\\' && i + 1 < n) {
+            depth[i + 1] = d;
+            depth[i + 2] = d; /* the escaped character changes nothing */
+            i++;
+            visits++;
             continue;
         }
-        if (s[i] == '{') depth++;
-        if (s[i] == '}' && --depth == 0) return i + 1;
+        depth[i + 1] = d + (text[i] == '{') - (text[i] == '}');
     }
-    return 0;
+    sufmin[n] = depth[n];
+    for (size_t i = n; i-- > 0; visits++) sufmin[i] = depth[i] < sufmin[i + 1] ? depth[i] : sufmin[i + 1];
+    const char *open = NULL;
+    for (const char *p = strstr(text, "\\boxed"); p; p = strstr(p + 1, "\\boxed")) {
+        const char *b = p + strlen("\\boxed");
+        while (*b == ' ') b++, visits++;
+        visits += (size_t)(b - p);
+        size_t at = (size_t)(b - text);
+        if (*b == '{' && sufmin[at + 1] <= depth[at]) open = b; /* closed later on */
+    }
+    if (open) {
+        size_t at = (size_t)(open - text), close = at + 1;
+        while (!(depth[close + 1] == depth[at] && text[close] == '}')) close++, visits++;
+        const char *span = open + 1;
+        size_t len = close - at - 1;
+        trim_span(&span, &len);
+        copy_span(out, size, span, len);
+        found = 1;
+    }
+done:
+    free(depth);
+    free(sufmin);
+    if (steps) *steps = visits;
+    return found;
 }
 
 int rl_math_boxed(const char *text, char *out, size_t size)
 {
-    const char *found = NULL;
-    size_t found_len = 0;
-    for (const char *p = strstr(text, "\\boxed"); p; p = strstr(p + 1, "\\boxed")) {
-        const char *b = p + strlen("\\boxed");
-        while (*b == ' ') b++;
-        if (*b != '{') continue;
-        size_t end = match_brace(b);
-        if (end == 0) continue; /* cut off before the closing brace */
-        found = b + 1;
-        found_len = end - 2;
-    }
-    if (!found) return 0;
-    trim_span(&found, &found_len);
-    copy_span(out, size, found, found_len);
-    return 1;
+    return rl_math_boxed_counted(text, out, size, NULL);
 }
 
 /* The rest of the last line holding marker (case-insensitive), if not empty. */

@@ -19,6 +19,9 @@ int rl_math_extract(const char *text, char *out, size_t size);
 
 /* The content of the last complete \boxed{...} of text, trimmed, into out; 1 if found, else 0. */
 int rl_math_boxed(const char *text, char *out, size_t size);
+/* The same, reporting in *steps how many character visits it took (linear in the text; for
+ * tests). */
+int rl_math_boxed_counted(const char *text, char *out, size_t size, size_t *steps);
 
 /* 1 if the two answers (already extracted) are equal by value or by normalised text. */
 int rl_math_equal(const char *a, const char *b);

@@ -11,6 +11,7 @@
 #include "core/timer.h"
 #include "train/dp.h"
 #include "train/runlog.h"
+#include "train/ppo_math.h"
 
 enum { D_LOGP, D_OLD, D_REF, D_ADV, D_W, D_DLOGP, N_DEV };
 
@@ -37,7 +38,7 @@ rl_grpo_config rl_grpo_defaults(void)
     return c;
 }
 
-const char *const rl_grpo_variant_names[] = {"grpo", "dapo", "dr_grpo", NULL};
+const char *const rl_grpo_variant_names[] = {"grpo", "dapo", "dr_grpo", "rloo", "reinforce_pp", NULL};
 
 void rl_grpo_variant(rl_grpo_config *c, rl_grpo_variant_kind variant, unsigned keep)
 {
@@ -47,6 +48,9 @@ void rl_grpo_variant(rl_grpo_config *c, rl_grpo_variant_kind variant, unsigned k
     } else if (variant == RL_GRPO_VARIANT_DR_GRPO) {
         if (!(keep & RL_GRPO_KEEP_LOSS_NORM)) c->loss_norm = RL_NORM_DR_GRPO;
         if (!(keep & RL_GRPO_KEEP_SCALE_STD)) c->scale_std = 0;
+    } else if (variant == RL_GRPO_VARIANT_RLOO || variant == RL_GRPO_VARIANT_REINFORCE_PP) {
+        c->advantage = variant == RL_GRPO_VARIANT_RLOO ? RL_ADV_RLOO : RL_ADV_REINFORCE_PP;
+        if (!(keep & RL_GRPO_KEEP_LOSS_NORM)) c->loss_norm = RL_NORM_TOKEN;
     }
 }
 
@@ -91,6 +95,8 @@ static int check_config(const rl_grpo_config *c, const rl_model *ref, rl_err *er
     if (c->kl_beta < 0) return rl_err_set(err, "grpo: kl_beta must be >= 0, got %g", c->kl_beta);
     if (c->kl_beta > 0 && !ref) return rl_err_set(err, "grpo: kl_beta > 0 needs a reference model");
     if (!(c->tis_cap >= 0)) return rl_err_set(err, "grpo: tis_cap must be >= 0 (0 = off), got %g", c->tis_cap);
+    if (c->advantage == RL_ADV_REINFORCE_PP && c->optim.dp)
+        return rl_err_set(err, "grpo: --variant reinforce_pp normalises over the whole batch: one rank only for now");
     return 0;
 }
 
@@ -265,7 +271,8 @@ static int score(rl_grpo *t, double *mean, double *std, double *mean_len, double
     double m2 = dp ? st[2] + st[3] - st[0] * *mean * *mean : st[2];
     *std = sqrt((m2 > 0 ? m2 : 0) / st[0]);
     *mean_len = st[4] / st[0];
-    rl_grpo_advantages(t->rewards, t->cfg.prompts_per_step, t->cfg.group_size, t->cfg.scale_std, t->adv);
+    if (t->cfg.advantage == RL_ADV_RLOO) rl_rloo_advantages(t->rewards, t->cfg.prompts_per_step, t->cfg.group_size, t->adv);
+    else rl_grpo_advantages(t->rewards, t->cfg.prompts_per_step, t->cfg.group_size, t->cfg.scale_std, t->adv);
     rl_grpo_weights(t->cfg.loss_norm, t->comp_len, n, t->cfg.gen.max_new_tokens, t->seq_w);
     /* the normalisers are the step's, over every rank's sequences (grpo_math.h) */
     double global = t->cfg.loss_norm == RL_NORM_TOKEN ? (len > 0 ? len / st[4] : 0) : st[0] > 0 ? n / st[0] : 0;
@@ -323,7 +330,9 @@ static int reduce_acc(rl_dp *dp, update_acc *a, double *tokens, rl_err *err)
 static int update(rl_grpo *t, int pass, const int *mb, int n_mb, update_acc *a, rl_optim_stats *os, rl_err *err)
 {
     rl_ctx *ctx = t->model->ctx;
-    rl_policy_loss_params lp = {t->cfg.clip_low, t->cfg.clip_high, t->cfg.kl_beta};
+    /* REINFORCE++ puts the KL in the rewards, not in the loss */
+    float beta = t->cfg.advantage == RL_ADV_REINFORCE_PP ? 0.0f : t->cfg.kl_beta;
+    rl_policy_loss_params lp = {t->cfg.clip_low, t->cfg.clip_high, beta};
     if (rl_dp_begin_update(t->cfg.optim.dp, n_mb, err) != 0) return -1;
     for (int b = 0; b < n_mb; b++) {
         int s0 = mb[b], s1 = mb[b + 1];
@@ -404,6 +413,9 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
     if (rc == 0 && t->ref) /* the reference scores completion tokens only, like the rest */
         for (int i = 0; i < t->cu[n]; i++)
             if (t->tok_w[i] == 0) t->ref_lp[i] = 0;
+    if (rc == 0 && t->cfg.advantage == RL_ADV_REINFORCE_PP)
+        rl_reinforce_pp_advantages(t->old_lp, t->ref ? t->ref_lp : NULL, t->completion, t->cu, n, t->rewards,
+                                   t->cfg.kl_beta, t->tok_adv);
     for (int it = 0; rc == 0 && it < t->cfg.mu; it++) rc = update(t, it, mb, n_mb, &a, &os, err);
     double tokens = rc == 0 ? t->cu[n] : 0;
     if (rc == 0) rc = reduce_acc(dp, &a, &tokens, err);
@@ -423,6 +435,10 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
     stats->step = t->state.step;
     stats->loss = a.loss / mu;
     stats->kl = a.wsum > 0 ? a.kl / a.wsum : 0;
+    if (t->cfg.advantage == RL_ADV_REINFORCE_PP && t->ref) { /* its KL is in the rewards: the rollout's k3 */
+        double k1;
+        rl_ppo_kl_estimates(t->old_lp, t->ref_lp, t->completion, (size_t)t->cu[n], &k1, &stats->kl);
+    }
     stats->clip_frac = a.wsum > 0 ? a.clipped / a.wsum : 0;
     stats->ratio_mean = a.wsum > 0 ? a.ratio / a.wsum : 0;
     stats->logp_diff_mean = a.n_completion ? a.diff_sum / (double)a.n_completion : 0;

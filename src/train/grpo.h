@@ -78,6 +78,8 @@ typedef struct rl_grpo_config {
     float kl_beta;           /* > 0 needs a reference model */
     rl_loss_norm loss_norm;
     int scale_std;           /* 0: Dr. GRPO advantages (no division by the group std) */
+    rl_adv_kind advantage;   /* group (GRPO), rloo, reinforce_pp (grpo_math.h): set by the variant;
+                                reinforce_pp takes kl_beta as its reward's KL coefficient */
     int mu;                  /* optimizer updates per rollout batch */
     int recompute_old_logp;
     int max_tokens;          /* token budget of one packed micro-batch */
@@ -126,9 +128,17 @@ rl_grpo_config rl_grpo_defaults(void);
 
 /* The published variants as presets over a config: "grpo" changes nothing; "dapo" (Yu et al.
  * 2025) clips the ratio above at 1.28 and normalises the loss per token; "dr_grpo" (Liu et al.
- * 2025) keeps advantages unscaled by the group std and normalises by a constant. Settings named
- * in `keep` (RL_GRPO_KEEP_*: the caller chose them itself) are left as they are. */
-typedef enum { RL_GRPO_VARIANT_GRPO, RL_GRPO_VARIANT_DAPO, RL_GRPO_VARIANT_DR_GRPO } rl_grpo_variant_kind;
+ * 2025) keeps advantages unscaled by the group std and normalises by a constant; "rloo" and
+ * "reinforce_pp" take their advantages from grpo_math.h's RLOO and REINFORCE++ (both with the
+ * token-level loss normalisation). Settings named in `keep` (RL_GRPO_KEEP_*: the caller chose
+ * them itself) are left as they are. */
+typedef enum {
+    RL_GRPO_VARIANT_GRPO,
+    RL_GRPO_VARIANT_DAPO,
+    RL_GRPO_VARIANT_DR_GRPO,
+    RL_GRPO_VARIANT_RLOO,
+    RL_GRPO_VARIANT_REINFORCE_PP
+} rl_grpo_variant_kind;
 extern const char *const rl_grpo_variant_names[]; /* by rl_grpo_variant_kind, then NULL */
 enum { RL_GRPO_KEEP_CLIP_HIGH = 1, RL_GRPO_KEEP_LOSS_NORM = 2, RL_GRPO_KEEP_SCALE_STD = 4 };
 void rl_grpo_variant(rl_grpo_config *c, rl_grpo_variant_kind variant, unsigned keep);

@@ -25,6 +25,41 @@ void rl_grpo_advantages(const float *rewards, int n_groups, int group_size, int 
     }
 }
 
+void rl_rloo_advantages(const float *rewards, int n_groups, int group_size, float *adv)
+{
+    for (int g = 0; g < n_groups; g++) {
+        const float *r = rewards + (size_t)g * group_size;
+        double sum = 0;
+        for (int i = 0; i < group_size; i++) sum += r[i];
+        for (int i = 0; i < group_size; i++)
+            adv[(size_t)g * group_size + i] = group_size > 1 ? (float)(r[i] - (sum - r[i]) / (group_size - 1)) : 0.0f;
+    }
+}
+
+void rl_reinforce_pp_advantages(const float *logp, const float *ref_logp, const unsigned char *completion,
+                                const int32_t *cu, int n_seqs, const float *scores, float beta, float *tok_adv)
+{
+    double sum = 0, sq = 0, count = 0;
+    for (int s = 0; s < n_seqs; s++) {
+        double to_go = 0;
+        int last = 1; /* the score goes to the last completion token */
+        for (int i = cu[s + 1] - 1; i >= cu[s]; i--) {
+            tok_adv[i] = 0;
+            if (!completion[i]) continue;
+            double r = ref_logp ? -(double)beta * (logp[i] - ref_logp[i]) : 0;
+            if (last) r += scores[s], last = 0;
+            to_go += r;
+            tok_adv[i] = (float)to_go;
+            sum += to_go, sq += to_go * to_go, count++;
+        }
+    }
+    if (count < 2) return;
+    double mean = sum / count, var = (sq - count * mean * mean) / (count - 1);
+    double inv = 1.0 / sqrt((var > 0 ? var : 0) + 1e-8);
+    for (int i = 0; i < cu[n_seqs]; i++)
+        if (completion[i]) tok_adv[i] = (float)((tok_adv[i] - mean) * inv);
+}
+
 void rl_grpo_weights(rl_loss_norm norm, const int *lens, int n_seqs, int max_len, float *w)
 {
     double total = 0;

@@ -17,9 +17,30 @@
 #ifndef RL_TRAIN_GRPO_MATH_H
 #define RL_TRAIN_GRPO_MATH_H
 
+#include <stdint.h>
+
 #include "core/error.h"
 
 typedef enum { RL_NORM_SEQUENCE, RL_NORM_TOKEN, RL_NORM_DR_GRPO } rl_loss_norm;
+
+/* Where the advantages come from (no critic in any of them):
+ *   RL_ADV_GROUP         GRPO's group-normalised rewards (above)
+ *   RL_ADV_RLOO          RLOO (Ahmadian et al. 2024): the leave-one-out baseline within the group,
+ *                        A_i = r_i - mean_{j != i} r_j = G / (G - 1) (r_i - mean(r))
+ *   RL_ADV_REINFORCE_PP  REINFORCE++ (Hu 2025): per-token rewards -beta (logp - ref_logp) with the
+ *                        score added at the last token, returns-to-go (gamma 1), then normalised
+ *                        over every completion token of the batch (the KL is in the reward, not in
+ *                        the loss) */
+typedef enum { RL_ADV_GROUP, RL_ADV_RLOO, RL_ADV_REINFORCE_PP } rl_adv_kind;
+
+/* RLOO advantages, laid out as rl_grpo_advantages'. */
+void rl_rloo_advantages(const float *rewards, int n_groups, int group_size, float *adv);
+
+/* REINFORCE++ token advantages of a packed batch: sequence s has tokens [cu[s], cu[s + 1]) and
+ * completion[i] marks its completion tokens; logp / ref_logp (ref_logp NULL: no KL term) per
+ * token; scores per sequence. Writes tok_adv on completion tokens (others 0). */
+void rl_reinforce_pp_advantages(const float *logp, const float *ref_logp, const unsigned char *completion,
+                                const int32_t *cu, int n_seqs, const float *scores, float beta, float *tok_adv);
 
 /* rewards and adv are [n_groups * group_size], group g at [g * group_size, ...). */
 void rl_grpo_advantages(const float *rewards, int n_groups, int group_size, int scale_std, float *adv);

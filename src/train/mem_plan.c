@@ -26,9 +26,21 @@ void rl_mem_plan_make(rl_mem_plan *p, const rl_model_config *cfg, rl_backend_kin
     }
     p->acts = rl_acts_plan_bytes(cfg, cuda ? RL_BF16 : RL_F32, max_tokens, mode);
     p->workspace = cuda ? WORKSPACE : 0;
-    p->reference = with_reference ? (size_t)((cuda ? 6 : 4) * psi) : 0;
+    p->reference = with_reference ? (size_t)((cuda ? 2 : 4) * psi) : 0; /* frozen: bf16 weights only on CUDA */
     p->zero_total = p->weights + p->master + p->moments + p->grads;
     p->total = p->zero_total + p->buckets + p->acts + p->workspace + p->reference;
+}
+
+void rl_mem_plan_add_value(rl_mem_plan *p, const rl_model_config *value_cfg)
+{
+    rl_mem_plan v;
+    rl_mem_plan_make(&v, value_cfg, p->cuda ? RL_BACKEND_CUDA : RL_BACKEND_CPU, 1, 0, p->max_tokens, p->mode, 0);
+    const rl_model_config *a = &p->cfg, *b = value_cfg;
+    int shared = a->hidden_size == b->hidden_size && a->intermediate_size == b->intermediate_size &&
+                 a->n_layers == b->n_layers && a->n_heads == b->n_heads && a->n_kv_heads == b->n_kv_heads &&
+                 a->head_dim == b->head_dim; /* the trainer shares the activations (rl_acts_share) */
+    p->value = v.zero_total + (shared ? 0 : v.acts);
+    p->total += p->value;
 }
 
 void rl_mem_plan_describe(const rl_mem_plan *p, char *out, size_t size)
@@ -39,7 +51,10 @@ void rl_mem_plan_describe(const rl_mem_plan *p, char *out, size_t size)
              "+ activations %.1f + workspace %.1f%s",
              p->total / GIB, p->cuda ? "GPU" : "CPU rank", p->n_params / 1e9, p->world, p->world > 1 ? "s" : "",
              p->zero, p->zero_total / GIB, p->weights / GIB, p->master / GIB, p->moments / GIB, p->grads / GIB,
-             p->buckets / GIB, p->acts / GIB, p->workspace / GIB, p->reference ? " + the KL reference model" : "");
+             p->buckets / GIB, p->acts / GIB, p->workspace / GIB,
+             p->reference && p->value ? " + the KL reference and the value model"
+             : p->reference          ? " + the KL reference model"
+             : p->value              ? " + the value model" : "");
 }
 
 int rl_mem_plan_check(const rl_mem_plan *p, rl_ctx *ctx, rl_err *err)
@@ -58,7 +73,8 @@ int rl_mem_plan_check(const rl_mem_plan *p, rl_ctx *ctx, rl_err *err)
         rl_mem_plan wider;
         rl_mem_plan_make(&wider, &p->cfg, RL_BACKEND_CUDA, n, 2, p->max_tokens, p->mode, p->with_reference);
         if (n > p->world && wider.total <= free_bytes) {
-            snprintf(fits, sizeof fits, "With --gpus %d --zero 2 it needs about %.1f GiB per GPU", n, wider.total / GIB);
+            snprintf(fits, sizeof fits, "With --gpus %d --zero 2 it needs about %.1f GiB per GPU", n,
+                     (wider.total + p->value) / GIB);
             break;
         }
     }

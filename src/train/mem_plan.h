@@ -10,7 +10,8 @@
  * which is what ZeRO's paper predicts for this mix of dtypes (its 2 + 2 + 12 bytes become
  * 2 + 4 + 12 here: rlc keeps fp32 gradients); rlc adds the ZeRO 2 region buffers (one sized for
  * the embedding or lm_head, two for layers), the activations for --max-tokens, and a
- * workspace allowance (cuBLASLt, NCCL, scratch). On the CPU the masters are the working
+ * workspace allowance (cuBLASLt, NCCL, scratch), a frozen KL reference (bf16 weights only on
+ * CUDA) and PPO's value model. On the CPU the masters are the working
  * weights (4 Psi, never sharded). Generation's key/value cache (GRPO) is allocated only while
  * generating and is not counted. */
 #ifndef RL_TRAIN_MEM_PLAN_H
@@ -30,11 +31,15 @@ typedef struct rl_mem_plan {
     double n_params;
     size_t weights, master, moments, grads; /* as ZeRO counts */
     size_t buckets, acts, workspace, reference; /* what rlc adds; reference: a frozen copy (KL) */
+    size_t value;                               /* PPO's value model (rl_mem_plan_add_value) */
     size_t zero_total, total;
 } rl_mem_plan;
 
 void rl_mem_plan_make(rl_mem_plan *p, const rl_model_config *cfg, rl_backend_kind backend, int world, int zero,
                       int max_tokens, rl_acts_mode mode, int with_reference);
+/* Adds a PPO value model of value_cfg: its weights, masters, moments and gradients, and its own
+ * activations unless it has the planned model's shape (then it shares them). */
+void rl_mem_plan_add_value(rl_mem_plan *p, const rl_model_config *value_cfg);
 /* Refuses (err) when the plan exceeds the free memory of ctx's device; CPU contexts pass. */
 int rl_mem_plan_check(const rl_mem_plan *p, rl_ctx *ctx, rl_err *err);
 /* "81.9 GiB as ZeRO counts (weights 15.3, masters 15.3, moments 30.5, gradients 15.3) + ..." */

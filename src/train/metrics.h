@@ -25,6 +25,14 @@ typedef struct rl_step_stats {
     int has_tis;              /* GRPO with truncated importance sampling: */
     double tis_mean;          /* its mean weight min(exp(old - rollout), cap) */
     double reward_errors;     /* RL (with the rewards): broken reward answers scored 0 (--reward-errors zero) */
+    int has_eval;             /* RL with evaluation prompts, on the steps that ran it: */
+    double eval_accuracy, eval_reward; /* greedy: fraction scoring >= 1, mean reward */
+    int has_ppo;              /* PPO (kl above is k1 per token, loss the policy loss): */
+    double value_loss, vf_clip_frac, value_grad_norm, explained_var, kl_k3, kl_coef;
+    double return_mean, value_mean, adv_mean, entropy; /* means over completion tokens */
+    double reward_used_mean;  /* the scores as used (after penalty, normalisation, clip) */
+    double update_seconds;    /* forwards without gradients + the PPO epochs */
+    double peak_mem_gib;      /* CUDA: most device memory seen in use during the step */
 } rl_step_stats;
 
 typedef struct rl_metrics {

@@ -3,6 +3,7 @@
 #include "train/run.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/file.h"
@@ -17,15 +18,16 @@ typedef struct run {
     const char *tok_dir; /* copied into checkpoints; NULL when --tokenizer named a file */
     rl_dp *dp;           /* data parallel, or NULL */
     const rl_loop_watch *lead; /* the watcher on rank 0, NULL on the others: one set of notes */
-    rl_model model, ref;
-    int have_model, have_ref;
+    rl_model model, ref, value;
+    int have_model, have_ref, have_value;
     rl_tokenizer *tok;
     rl_reward *reward;
-    rl_train_data data;
+    rl_train_data data, eval; /* eval: the evaluation prompts (eval_data) */
     rl_rollout_setup rollout; /* data and hooks of runs that are not plain prompts */
     union {
         rl_sft sft;
         rl_grpo grpo;
+        rl_ppo ppo;
     } t;
     int have_trainer;
 } run;
@@ -40,13 +42,51 @@ static int sft_save(void *r, const char *dir, rl_err *e)
 
 static int sft_rescue(void *r) { return rl_sft_rescue(&((run *)r)->t.sft); }
 static int grpo_rescue(void *r) { return rl_grpo_rescue(&((run *)r)->t.grpo); }
+static int ppo_rescue(void *r) { return rl_ppo_rescue(&((run *)r)->t.ppo); }
 
-static int grpo_step(void *r, rl_step_stats *s, rl_err *e) { return rl_grpo_step(&((run *)r)->t.grpo, s, e); }
+/* Every eval_every steps: greedy accuracy on the evaluation prompts with the trainer's engine
+ * (its prefix cache dropped first: the update changed the weights), into the step's stats. */
+static int maybe_eval(run *r, rl_engine *engine, const rl_gen_params *train_gen, rl_step_stats *s, rl_err *e)
+{
+    const rl_run_config *c = r->c;
+    if (!c->eval_data || c->eval_every <= 0 || s->step % c->eval_every) return 0;
+    rl_gen_params g = *train_gen;
+    g.sample = rl_gen_params_default().sample;
+    g.sample.temperature = 0;
+    int correct = 0;
+    rl_engine_reset_prefix_cache(engine);
+    if (rl_grpo_evaluate(engine, r->reward, r->eval.prompts, r->eval.n, &g, &s->eval_reward, &correct, e))
+        return rl_err_prefix(e, "evaluation on %s: ", c->eval_data);
+    rl_engine_reset_prefix_cache(engine);
+    s->has_eval = 1;
+    s->eval_accuracy = r->eval.n ? (double)correct / r->eval.n : 0;
+    return 0;
+}
+
+static int grpo_step(void *p, rl_step_stats *s, rl_err *e)
+{
+    run *r = p;
+    if (rl_grpo_step(&r->t.grpo, s, e)) return -1;
+    return maybe_eval(r, r->t.grpo.engine, &r->t.grpo.cfg.gen, s, e);
+}
 static int64_t grpo_done(void *r) { return ((run *)r)->t.grpo.state.step; }
 static int grpo_save(void *r, const char *dir, rl_err *e)
 {
     run *x = r;
     return rl_grpo_save(&x->t.grpo, dir, x->c->options, x->tok_dir, e);
+}
+
+static int ppo_step(void *p, rl_step_stats *s, rl_err *e)
+{
+    run *r = p;
+    if (rl_ppo_step(&r->t.ppo, s, e)) return -1;
+    return maybe_eval(r, r->t.ppo.engine, &r->t.ppo.cfg.gen, s, e);
+}
+static int64_t ppo_done(void *r) { return ((run *)r)->t.ppo.state.step; }
+static int ppo_save(void *r, const char *dir, rl_err *e)
+{
+    run *x = r;
+    return rl_ppo_save(&x->t.ppo, dir, x->c->options, x->tok_dir, e);
 }
 
 /* SFT without a step count: enough steps for `epochs` passes over the data's tokens. */
@@ -75,11 +115,24 @@ static int check_memory(run *r, rl_ctx *ctx, const char *load_dir, rl_err *err)
     rl_model_config cfg;
     if (rl_path_join(path, sizeof path, load_dir, "config.json")) return rl_err_set(err, "path too long: %s", load_dir);
     if (rl_config_load(&cfg, path, err)) return -1;
-    int recompute = c->kind == RL_RUN_SFT ? c->sft.recompute : c->grpo.recompute;
-    int max_tokens = c->kind == RL_RUN_SFT ? c->sft.max_tokens : c->grpo.max_tokens;
+    int ppo = c->kind == RL_RUN_PPO;
+    int recompute = c->kind == RL_RUN_SFT ? c->sft.recompute : ppo ? c->ppo.recompute : c->grpo.recompute;
+    int max_tokens = c->kind == RL_RUN_SFT ? c->sft.max_tokens : ppo ? c->ppo.max_tokens : c->grpo.max_tokens;
     rl_mem_plan plan;
     rl_mem_plan_make(&plan, &cfg, ctx->kind, rl_dp_world(r->dp), c->zero, max_tokens,
-                     recompute ? RL_ACTS_TRAIN_CHECKPOINT : RL_ACTS_TRAIN, c->kind == RL_RUN_GRPO && c->grpo.kl_beta > 0);
+                     recompute ? RL_ACTS_TRAIN_CHECKPOINT : RL_ACTS_TRAIN,
+                     (c->kind == RL_RUN_GRPO && c->grpo.kl_beta > 0) || (ppo && c->ppo.kl_coef > 0));
+    if (ppo) { /* the value model: RESUME/value, --value-model or the policy's shape */
+        char vpath[4200];
+        rl_model_config vcfg = cfg;
+        if (c->resume || c->value_model) {
+            snprintf(vpath, sizeof vpath, "%s%s/config.json", c->resume ? c->resume : c->value_model,
+                     c->resume ? "/value" : "");
+            if (rl_config_load(&vcfg, vpath, err)) return rl_err_prefix(err, "value model: ");
+        }
+        rl_config_as_value(&vcfg, RL_HEAD_TOKEN_CLS);
+        rl_mem_plan_add_value(&plan, &vcfg);
+    }
     if (rl_mem_plan_check(&plan, ctx, err)) return -1;
     if (r->dp && ctx->kind == RL_BACKEND_CUDA) {
         char text[600];
@@ -96,6 +149,63 @@ static void note_memory(const run *r, rl_ctx *ctx, const rl_loop_watch *watch)
     if (!r->dp || ctx->kind != RL_BACKEND_CUDA || rl_mem_info(ctx, &free_bytes, &total)) return;
     rl_loop_note(watch, "rank %d: GPU memory in use after training: %.1f GiB of %.1f", rl_dp_rank(r->dp),
                  (double)(total - free_bytes) / (1 << 30), (double)total / (1 << 30));
+}
+
+/* The value model: RESUME/value, else --value-model (a value model, or a causal LM given a new
+ * head), else the policy's trunk; it must read the policy's tokens. */
+static int load_value(run *r, rl_err *err)
+{
+    const rl_run_config *c = r->c;
+    char dir[4096];
+    if (c->resume && rl_path_join(dir, sizeof dir, c->resume, "value")) return rl_err_set(err, "path too long");
+    const char *from = c->resume ? dir : c->value_model ? c->value_model : c->model_dir;
+    if (rl_model_load_value(&r->value, r->model.ctx, from, err)) return rl_err_prefix(err, "value model: ");
+    r->have_value = 1;
+    if (r->value.config.vocab_size != r->model.config.vocab_size)
+        return rl_err_set(err, "value model %s: vocab_size %d differs from the policy's %d (a value model must read "
+                               "the policy's tokens)", from, r->value.config.vocab_size, r->model.config.vocab_size);
+    /* a tokenizer beside both: the same file */
+    char a[4200], b[4200];
+    snprintf(a, sizeof a, "%s/tokenizer.json", from);
+    snprintf(b, sizeof b, "%s/tokenizer.json", c->resume ? c->resume : c->model_dir ? c->model_dir : from);
+    if (c->value_model && !c->resume && !c->tokenizer && rl_file_exists(a) && rl_file_exists(b)) {
+        char *ta = NULL, *tb = NULL;
+        size_t la = 0, lb = 0;
+        int rc = rl_file_read_all(a, &ta, &la, err) || rl_file_read_all(b, &tb, &lb, err) ? -1 : 0;
+        if (rc == 0 && (la != lb || memcmp(ta, tb, la)))
+            rc = rl_err_set(err, "value model %s: its tokenizer.json differs from the policy's (%s)", from, b);
+        free(ta), free(tb);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+static int make_ppo(run *r, int64_t *steps, rl_err *err)
+{
+    const rl_run_config *c = r->c;
+    rl_ppo_config pc = c->ppo;
+    int updates = (int)*steps * pc.ppo_epochs * pc.num_mini_batches;
+    pc.optim.schedule.total_steps = pc.value_optim.schedule.total_steps = updates;
+    if (r->dp) return rl_err_set(err, "ppo runs on one GPU or CPU process (no --gpus N yet)");
+    if (pc.kl_coef > 0) {
+        if (!c->model_dir) return rl_err_set(err, "a KL penalty (--kl-coef > 0) needs the reference model (--model)");
+        if (rl_model_load(&r->ref, r->model.ctx, c->model_dir, err)) return -1;
+        r->have_ref = 1;
+        rl_model_freeze(&r->ref);
+    }
+    if (load_value(r, err) || rl_train_data_rl_chat(&r->data, c->data, r->tok, c->max_len, !c->thinking_off, err) ||
+        (c->eval_data && rl_train_data_rl_chat(&r->eval, c->eval_data, r->tok, c->max_len, !c->thinking_off, err)) ||
+        rl_reward_create(&r->reward, c->reward, &c->reward_options, err))
+        return -1;
+    if (rl_ppo_create(&r->t.ppo, &r->model, &r->value, r->have_ref ? &r->ref : NULL, r->tok, r->reward,
+                      r->data.prompts, r->data.n, &pc, err))
+        return -1;
+    r->have_trainer = 1;
+    if (c->resume && rl_ppo_resume(&r->t.ppo, c->resume, err)) return -1;
+    rl_loop_note(r->lead, "%s, %d prompts, reward %s, value model %s (%.1fM parameters), %lld steps from step %lld (%s)",
+                 c->data, r->data.n, c->reward, r->value.config.architecture, (double)r->value.n_elems / 1e6,
+                 (long long)*steps, (long long)r->t.ppo.state.step, rl_backend_name(r->model.ctx));
+    return 0;
 }
 
 /* Loads the data and creates (and resumes) the trainer; *hooks and *steps describe it. */
@@ -121,6 +231,10 @@ static int make_trainer(run *r, const rl_loop_watch *watch, rl_train_hooks *hook
         return 0;
     }
     *steps = c->steps;
+    if (c->kind == RL_RUN_PPO) {
+        *hooks = (rl_train_hooks){r, ppo_step, ppo_save, ppo_done, ppo_rescue};
+        return make_ppo(r, steps, err);
+    }
     rl_grpo_config gc = c->grpo;
     gc.optim.schedule.total_steps = (int)*steps;
     gc.optim.dp = r->dp;
@@ -128,10 +242,13 @@ static int make_trainer(run *r, const rl_loop_watch *watch, rl_train_hooks *hook
         if (!c->model_dir) return rl_err_set(err, "a KL penalty needs the reference model (--model)");
         if (rl_model_load(&r->ref, r->model.ctx, c->model_dir, err)) return -1;
         r->have_ref = 1;
+        rl_model_freeze(&r->ref);
     }
+    if (c->eval_data && !c->reward) return rl_err_set(err, "--eval-data needs a --reward to score the evaluation");
     rl_reward_options ro = c->reward_options;
     int custom = rl_rollout_setup_make(&r->rollout, c, r->tok, &ro, &gc, err);
     if (custom < 0 || (!custom && rl_train_data_rl_chat(&r->data, c->data, r->tok, c->max_len, !c->thinking_off, err)) ||
+        (c->eval_data && rl_train_data_rl_chat(&r->eval, c->eval_data, r->tok, c->max_len, !c->thinking_off, err)) ||
         (c->reward && rl_reward_create(&r->reward, c->reward, &ro, err)))
         return -1;
     const rl_grpo_prompt *prompts = custom ? r->rollout.prompts : r->data.prompts;
@@ -153,14 +270,17 @@ static void run_free(run *r)
 {
     if (r->have_trainer) {
         if (r->c->kind == RL_RUN_SFT) rl_sft_free(&r->t.sft);
+        else if (r->c->kind == RL_RUN_PPO) rl_ppo_free(&r->t.ppo);
         else rl_grpo_free(&r->t.grpo);
     }
     rl_dp_free(r->dp);
     rl_reward_free(r->reward);
     rl_train_data_free(&r->data);
     rl_rollout_setup_free(&r->rollout);
+    rl_train_data_free(&r->eval);
     rl_tok_free(r->tok);
     if (r->have_ref) rl_model_free(&r->ref);
+    if (r->have_value) rl_model_free(&r->value);
     if (r->have_model) rl_model_free(&r->model);
 }
 
@@ -199,9 +319,11 @@ int rl_train_run(rl_ctx *ctx, const rl_run_config *c, const rl_loop_watch *watch
         goto done;
     if (rl_dp_rank(r.dp) == 0) {
         if (c->kind == RL_RUN_SFT) r.t.sft.log = &log;
-        else r.t.grpo.log = &log;
+        else if (c->kind == RL_RUN_GRPO) r.t.grpo.log = &log;
+        else r.t.ppo.log = &log;
     }
-    rl_loop_config lc = {c->kind == RL_RUN_SFT ? "sft" : "grpo", steps, c->save_every, c->no_save ? NULL : ckpt,
+    static const char *const labels[] = {"sft", "grpo", "ppo"};
+    rl_loop_config lc = {labels[c->kind], steps, c->save_every, c->no_save ? NULL : ckpt,
                          &met, watch, r.dp};
     rc = rl_train_loop(&hooks, &lc, err);
     if (rc == 0 && c->no_save) rl_loop_note(r.lead, "metrics in %s (no checkpoint: --no-save)", metrics_path);

@@ -3,7 +3,8 @@
  *
  * A run loads the model to start from (the checkpoint named by resume, else model_dir), its
  * tokenizer (tokenizer, else the loaded directory's tokenizer.json), the data (train/data.h) and,
- * for RL, the reward and the frozen KL reference (model_dir, only when kl_beta > 0); creates the
+ * for RL, the reward and the frozen KL reference (model_dir, only when kl_beta / kl_coef > 0; on
+ * CUDA without fp32 masters, rl_model_freeze), for PPO the value model; creates the
  * trainer, continues it from resume when given, and runs the step loop (train/loop.h) with
  * checkpoints in OUT/model, one metrics line per step in OUT/metrics.jsonl, a few samples per
  * step in OUT/samples.jsonl and every broken reward answer in OUT/reward_errors.jsonl
@@ -33,9 +34,10 @@
 #include "reward/reward.h"
 #include "train/grpo.h"
 #include "train/loop.h"
+#include "train/ppo.h"
 #include "train/sft.h"
 
-typedef enum { RL_RUN_SFT, RL_RUN_GRPO } rl_run_kind;
+typedef enum { RL_RUN_SFT, RL_RUN_GRPO, RL_RUN_PPO } rl_run_kind;
 
 typedef struct rl_run_config {
     rl_run_kind kind;
@@ -47,7 +49,7 @@ typedef struct rl_run_config {
     int64_t steps;           /* SFT: 0 = from epochs */
     double epochs;           /* SFT, when steps is 0 */
     int max_len;             /* SFT: examples cut to this many tokens; RL: longest prompt */
-    int thinking_off;        /* RL: chat prompts with enable_thinking false (io/chat.h) */
+    int thinking_off;        /* RL, PPO: chat prompts with enable_thinking false (io/chat.h) */
     int save_every;          /* checkpoint every N steps (0: at the end only) */
     const char *reward;      /* RL: reward spec (reward/reward.h); NULL with env */
     rl_reward_options reward_options;
@@ -58,6 +60,11 @@ typedef struct rl_run_config {
     double env_fail_reward;  /* env: the reward of an episode the environment failed */
     rl_sft_config sft;       /* the trainer's settings (seed and schedule included) */
     rl_grpo_config grpo;
+    rl_ppo_config ppo;
+    const char *eval_data;   /* RL: prompts with answers for greedy evaluation, or NULL */
+    int eval_every;          /* RL: evaluate every N steps (metrics: eval_accuracy, eval_reward) */
+    const char *value_model; /* PPO: the value model to start from; NULL: the policy's trunk with a
+                                new head (rl_model_load_value); resuming: RESUME/value */
     const cJSON *options;    /* saved with every checkpoint: the defaults of a resumed run */
     rl_comm *comm;           /* this rank's communicator (not owned); NULL: a single process */
     int zero;                /* ZeRO stage 0, 1 or 2 (train/dp.h), with a communicator */

@@ -85,7 +85,7 @@ Test(cli_env_train, kernel_environment_without_tool_calls)
     fclose(f);
     setenv("FAKE_WORKER_MODE", "marks", 1);
     int rc = sh(out, sizeof out, "%s grpo --model %s --data %s --out %s/kenv --steps 1 --max-turns 1 --env kernel "
-                "--kernel-nvcc tests/fixtures/kernel_env/fake_nvcc.sh --kernel-worker tests/fixtures/kernel_env/fake_worker.sh "
+                "--kernel-nvcc tests/fixtures/kernel_env/fake_nvcc.sh --kernel-worker tests/fixtures/kernel_env/fake_worker.sh --kernel-no-sandbox "
                 "--kernel-cache %s/cache --max-prompt-len 900 --max-episode-tokens 100 " COMMON, rlc, model, data, tmp, tmp);
     cr_assert_eq(rc, 0, "%s", out);
     double r[2];

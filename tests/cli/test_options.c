@@ -71,7 +71,7 @@ Test(options, usage_errors_have_one_format)
         {"tokenize --tokenizer " TOK " --json=maybe", "rlc tokenize: --json is a flag (true or false), got 'maybe'"},
         {"sft --data x --out y", "rlc sft: --model (or --resume) is required"},
         {"grpo --model m --data x --out y --reward math --variant ppo",
-         "rlc grpo: --variant must be grpo, dapo or dr_grpo, got 'ppo'"},
+         "rlc grpo: --variant must be grpo, dapo, dr_grpo, rloo or reinforce_pp, got 'ppo'"},
         {"grpo --model m --data x --out y --reward math --schedule cosin",
          "rlc grpo: --schedule must be constant, linear or cosine, got 'cosin'"},
         {"kernel-eval --gpus 17", "rlc kernel-eval: --gpus must be 0 or an integer in [1, 16], got '17'"},

@@ -67,12 +67,6 @@ Test(cli_train, grpo_interrupted_saves_and_exits_130)
               (long long)s.step, count_lines(metrics));
 }
 
-static int same_file(const char *a, const char *b)
-{
-    char out[256];
-    return sh(out, sizeof out, "cmp %s %s", a, b) == 0;
-}
-
 /* A user's reward program answers garbage from step 3 of 5 on: rlc stops naming the program and
  * the answer, step 2 is on disk, and resuming with a fixed program gives exactly the model an
  * unbroken run gives. */

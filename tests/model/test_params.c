@@ -142,3 +142,29 @@ Test(params, broken_checkpoints_are_refused)
     rl_ctx_free(&ctx);
     remove_dir(dir);
 }
+
+/* The parallel fill (each element its own Philox block) gives the one sequential stream: every
+ * matrix, in table order, is 0.02 x the next normals of rl_rng seeded with the seed. */
+Test(params, random_init_is_the_sequential_stream)
+{
+    rl_ctx ctx;
+    rl_model m;
+    rl_model_config cfg;
+    rl_err err = {{0}};
+    cr_assert_eq(rl_ctx_create(&ctx, RL_BACKEND_CPU, 4, &err), 0);
+    cr_assert_eq(rl_config_load(&cfg, "tests/fixtures/models/qwen3-tiny-untied/config.json", &err), 0, "%s", err.msg);
+    cr_assert_eq(rl_model_init_random(&m, &ctx, &cfg, 11, &err), 0, "%s", err.msg);
+    rl_rng rng;
+    rl_rng_init(&rng, 11);
+    size_t differ = 0;
+    for (int i = 0; i < m.n_params; i++) {
+        const rl_param *p = &m.params[i];
+        for (size_t j = 0; p->n_dims == 2 && j < p->count; j++) {
+            float want = 0.02f * rl_rng_normal(&rng);
+            differ += memcmp(&want, m.master + p->offset + j, sizeof want) != 0;
+        }
+    }
+    cr_assert_eq(differ, 0, "%zu weights differ from the sequential stream", differ);
+    rl_model_free(&m);
+    rl_ctx_free(&ctx);
+}

@@ -25,7 +25,8 @@ Test(env_kernel, tools_submit_and_the_database)
     cr_assert_eq(rl_mkdir_p(dir, &err), 0);
     setenv("FAKE_WORKER_MODE", "marks", 1);
     rl_env_options eo = {.kernel = {.attempts = db, .keep_upto = -1, .nvcc = FIX "/fake_nvcc.sh",
-                                    .worker = FIX "/fake_worker.sh", .cache_dir = cache}};
+                                    .worker = FIX "/fake_worker.sh", .cache_dir = cache,
+                                    .no_sandbox = 1}}; /* the stand-in worker forks */
     rl_env *env;
     cr_assert_eq(rl_env_create(&env, "kernel", &eo, &err), 0, "%s", err.msg);
     cJSON *fields = cJSON_Parse("{\"task\": \"" TASK "\"}");

@@ -68,3 +68,37 @@ Test(grpo_math, loss_through_policy_loss)
     }
     rl_ctx_free(&ctx);
 }
+
+/* RLOO: r_i minus the mean of the group's other rewards. Group 0: 1,0,0,1 -> 1 - 1/3 = 2/3 and
+ * 0 - 2/3; group 1: 3,1,2,2 -> 3 - 5/3, 1 - 7/3, 2 - 2. */
+Test(grpo_math, rloo_advantages)
+{
+    float r[8] = {1, 0, 0, 1, 3, 1, 2, 2}, a[8];
+    tu_poison(a, 8);
+    rl_rloo_advantages(r, 2, 4, a);
+    double want[8] = {2.0 / 3, -2.0 / 3, -2.0 / 3, 2.0 / 3, 4.0 / 3, -4.0 / 3, 0, 0};
+    for (int i = 0; i < 8; i++) cr_assert(fabs(a[i] - want[i]) < 1e-6, "a[%d] = %g, want %g", i, a[i], want[i]);
+}
+
+/* REINFORCE++ on two sequences (prompt tokens marked 0): per-token rewards -beta (logp - ref),
+ * the score added at the last completion token, returns-to-go, then normalised over the five
+ * completion tokens (unbiased std). Worked by hand: beta 0.5, logp - ref = 0.2, -0.4 | 0.6, 0, 0.2,
+ * scores 1 and -1: rewards -0.1, 0.2 + 1 | -0.3, 0, -0.1 - 1; returns 1.1, 1.2 | -1.4, -1.1, -1.1. */
+Test(grpo_math, reinforce_pp_advantages)
+{
+    int32_t cu[3] = {0, 3, 7};
+    unsigned char comp[7] = {0, 1, 1, 0, 1, 1, 1};
+    float logp[7] = {0, -1.0f, -2.0f, 0, -0.5f, -1.5f, -0.3f}, ref[7] = {0, -1.2f, -1.6f, 0, -1.1f, -1.5f, -0.5f};
+    float scores[2] = {1, -1}, adv[7];
+    tu_poison(adv, 7);
+    rl_reinforce_pp_advantages(logp, ref, comp, cu, 2, scores, 0.5f, adv);
+    double ret[5] = {1.1, 1.2, -1.4, -1.1, -1.1}, mean = 0, var = 0;
+    for (int i = 0; i < 5; i++) mean += ret[i] / 5;
+    for (int i = 0; i < 5; i++) var += (ret[i] - mean) * (ret[i] - mean) / 4;
+    int at[5] = {1, 2, 4, 5, 6};
+    for (int i = 0; i < 5; i++) {
+        double want = (ret[i] - mean) / sqrt(var + 1e-8);
+        cr_assert(fabs(adv[at[i]] - want) < 1e-5, "token %d: %g, want %g", at[i], adv[at[i]], want);
+    }
+    cr_assert(adv[0] == 0 && adv[3] == 0, "prompt tokens carry no advantage");
+}

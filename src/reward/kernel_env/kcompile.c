@@ -80,8 +80,22 @@ int rl_kcompile(const char *source, size_t len, int library, const rl_kcompile_o
     po.fsize_limit = (size_t)1 << 30;
     po.as_limit = (size_t)16 << 30; /* cicc and ptxas need a few GiB at most */
     po.merge_stderr = 1;
+    /* Compiling untrusted source: nvcc (cicc, ptxas, the host compiler) writes only in the
+     * cache, its temporary files included. */
+    rl_ksandbox *sb = NULL;
+    char tmp_env[4200];
+    if (opt->sandbox) {
+        rl_ksandbox_spec spec = {.write_dirs = {opt->cache_dir}, .read_paths = {opt->include_dir},
+                                 .cpu_s = opt->timeout_s, .fsize_bytes = po.fsize_limit};
+        if (rl_ksandbox_prepare(&spec, &sb, err)) return rl_err_prefix(err, "compiling %s: ", src_path);
+        snprintf(tmp_env, sizeof tmp_env, "TMPDIR=%s", opt->cache_dir);
+        po.env_set[0] = tmp_env;
+        po.sandbox = sb;
+    }
     rl_kproc_result pr;
-    if (rl_kproc_run(argv, &po, &pr, err)) return rl_err_prefix(err, "compiling %s: ", src_path);
+    int run_rc = rl_kproc_run(argv, &po, &pr, err);
+    rl_ksandbox_free(sb);
+    if (run_rc) return rl_err_prefix(err, "compiling %s: ", src_path);
     res->seconds = pr.seconds;
     res->log = pr.out;
     pr.out = NULL;

@@ -19,6 +19,7 @@ typedef struct rl_kcompile_opts {
     const char *include_dir; /* holds rl_kernel.h */
     const char *arch;        /* e.g. "90a" */
     double timeout_s;
+    int sandbox;             /* 1: nvcc runs in ksandbox.h's sandbox, writing only in cache_dir */
 } rl_kcompile_opts;
 
 typedef struct rl_kcompile_result {

@@ -1,8 +1,6 @@
-/* kenv.c — see kenv.h. A worker's JSON is trusted only as far as the last line of its stdout
- * that carries this run's nonce (given on stdin, which the worker closes after reading), so
- * text a candidate prints cannot pass for a result; that line must also hold a known status
- * and, for "ok", the timings, or the candidate fails ("crash": the worker did not finish
- * properly, whatever the reason). */
+/* kenv.c — see kenv.h. One evaluation: the task (native or KernelBench), the static checks, the
+ * compile (nvcc, or the KernelBench build-only run), the worker run (kworker.h: sandbox, GPU,
+ * verdict), then the reward and the typed view of the record. */
 #include "reward/kernel_env/kenv.h"
 
 #include <errno.h>
@@ -20,6 +18,7 @@
 #include "io/json.h"
 #include "reward/kernel_env/kcompile.h"
 #include "reward/kernel_env/kproc.h"
+#include "reward/kernel_env/kworker.h"
 #include "reward/kernel_env/kspec.h"
 #include "reward/kernel_env/kstatic.h"
 
@@ -28,7 +27,11 @@
  * (a ModelNew may call torch, which calls cuBLAS). */
 #define KB_FORBID (RL_KFORBID_STREAMS | RL_KFORBID_GRAPHS | RL_KFORBID_THREADS)
 
-const char *const rl_kenv_status_names[] = {"ok", "compile_error", "incorrect", "cheat", "crash", "timeout", "error", NULL};
+/* What one call does: everything, compile only (tools' "compile"), or correctness only. */
+enum { MODE_FULL, MODE_COMPILE, MODE_CHECK };
+
+const char *const rl_kenv_status_names[] = {"ok", "compile_error", "incorrect", "cheat", "crash", "timeout", "error",
+                                            "disallowed", NULL};
 
 /* src/reward/kernel_env seen from the executable's directory (build/rlc: one level up,
  * build/<flavour>/rlc: two), canonical; else relative to the working directory. */
@@ -101,6 +104,10 @@ int rl_kenv_reward(const char *status, double speedup, int noisy, double *reward
         *reward = -0.5;
         return 0;
     }
+    if (!strcmp(status, "disallowed")) {
+        *reward = -0.75;
+        return 0;
+    }
     if (!strcmp(status, "cheat")) {
         *reward = -1.0;
         return 0;
@@ -108,21 +115,10 @@ int rl_kenv_reward(const char *status, double speedup, int noisy, double *reward
     return -1;
 }
 
-static uint64_t urandom64(void)
-{
-    uint64_t v = 0;
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        if (read(fd, &v, sizeof v) != (ssize_t)sizeof v) v = 0;
-        close(fd);
-    }
-    return v ^ (uint64_t)(rl_time_now() * 1e9);
-}
-
+/* Status changes go through kworker.c's setter (one place that writes status and failure). */
 static void set_status(cJSON *res, const char *status, const char *failure)
 {
-    cJSON_ReplaceItemInObject(res, "status", cJSON_CreateString(status));
-    cJSON_ReplaceItemInObject(res, "failure", failure ? cJSON_CreateString(failure) : cJSON_CreateNull());
+    rl_kworker_set_status(res, status, failure);
 }
 
 static void add_compile(cJSON *res, const char *key, const rl_kcompile_result *c)
@@ -153,158 +149,6 @@ static void add_static(cJSON *res, const rl_kstatic *st)
     }
 }
 
-/* The last stdout line that parses as an object whose "nonce" is ours; NULL if none. Python
- * and C write the field with or without a space after the colon, so the value is searched. */
-static cJSON *find_worker_json(const char *out, const char *nonce)
-{
-    char key[64];
-    snprintf(key, sizeof key, "\"%s\"", nonce);
-    cJSON *best = NULL;
-    for (const char *p = out; (p = strstr(p, key)) != NULL;) {
-        const char *start = p;
-        while (start > out && start[-1] != '\n') start--;
-        const char *end = strchr(p, '\n');
-        size_t len = end ? (size_t)(end - start) : strlen(start);
-        rl_err e;
-        cJSON *j = rl_json_parse(start, len, "worker output", &e);
-        const cJSON *n = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "nonce") : NULL;
-        if (cJSON_IsString(n) && !strcmp(n->valuestring, nonce)) {
-            cJSON_Delete(best);
-            best = j;
-        } else {
-            cJSON_Delete(j);
-        }
-        if (!end) break;
-        p = end;
-    }
-    return best;
-}
-
-/* A positive finite number. */
-static int positive(const cJSON *v)
-{
-    return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble > 0;
-}
-
-/* What the result line must hold; fills why and returns -1 when it does not. */
-static int check_worker_json(const cJSON *w, char *why, size_t size)
-{
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(w, "status");
-    int known = 0;
-    for (int i = 0; rl_kenv_status_names[i] && cJSON_IsString(st); i++) known |= !strcmp(st->valuestring, rl_kenv_status_names[i]);
-    if (!known) {
-        snprintf(why, size, "status %s%.40s%s is not one of ok, compile_error, incorrect, cheat, crash, timeout, error",
-                 cJSON_IsString(st) ? "'" : "", cJSON_IsString(st) ? st->valuestring : "missing", cJSON_IsString(st) ? "'" : "");
-        return -1;
-    }
-    const cJSON *fa = cJSON_GetObjectItemCaseSensitive(w, "failure");
-    if (fa && !cJSON_IsString(fa) && !cJSON_IsNull(fa)) return snprintf(why, size, "'failure' is not a string"), -1;
-    const cJSON *ck = cJSON_GetObjectItemCaseSensitive(w, "checks");
-    if (ck && !cJSON_IsObject(ck)) return snprintf(why, size, "'checks' is not an object"), -1;
-    if (strcmp(st->valuestring, "ok")) return 0;
-    static const char *const times[] = {"ref_ms", "cand_ms"};
-    for (int i = 0; i < 2; i++) {
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(w, times[i]);
-        if (!cJSON_IsObject(t) || !positive(cJSON_GetObjectItemCaseSensitive(t, "median")))
-            return snprintf(why, size, "status ok without '%s' {\"median\": > 0}", times[i]), -1;
-    }
-    if (!positive(cJSON_GetObjectItemCaseSensitive(w, "speedup")))
-        return snprintf(why, size, "status ok without a positive 'speedup'"), -1;
-    const cJSON *no = cJSON_GetObjectItemCaseSensitive(w, "noisy");
-    if (no && !cJSON_IsBool(no)) return snprintf(why, size, "'noisy' is not true or false"), -1;
-    return 0;
-}
-
-static void tail_of(const char *s, size_t len, char *out, size_t size)
-{
-    size_t keep = len < size - 1 ? len : size - 1;
-    memcpy(out, s + len - keep, keep);
-    out[keep] = 0;
-    for (size_t i = 0; i < keep; i++)
-        if (out[i] == '\n') out[i] = ' ';
-}
-
-/* Turns a finished child into the result: its verdict and measurements, or a failure of the
- * candidate when it was killed, crashed, flooded or printed no valid result line. what names
- * the program in messages ("the worker", "the Python worker"). */
-static void read_worker(cJSON *res, const rl_kproc_result *pr, const rl_kproc_opts *po, const char *nonce,
-                        const char *program, const char *what)
-{
-    char tail[600], msg[900], why[200];
-    tail_of(pr->err, pr->err_len, tail, 400);
-    cJSON *w = pr->timed_out || pr->truncated ? NULL : find_worker_json(pr->out, nonce);
-    if (pr->timed_out) {
-        snprintf(msg, sizeof msg, "wall-time limit of %.0f s passed (killed); stderr: %s", po->timeout_s, tail);
-        set_status(res, "timeout", msg);
-    } else if (pr->truncated) {
-        snprintf(msg, sizeof msg, "wrote more than %zu bytes to stdout (killed)", po->max_stdout);
-        set_status(res, "crash", msg);
-    } else if (!w) {
-        if (pr->exited && pr->exit_code == 127) {
-            snprintf(msg, sizeof msg, "%s: cannot run %s (not found or not executable)", program, what);
-            set_status(res, "error", msg);
-        } else if (pr->signaled) {
-            snprintf(msg, sizeof msg, "%s killed by signal %d (%s); stderr: %s", what, pr->signal, strsignal(pr->signal), tail);
-            set_status(res, "crash", msg);
-        } else {
-            snprintf(msg, sizeof msg, "%s exited with status %d and no result; stderr: %s", what, pr->exit_code, tail);
-            set_status(res, "crash", msg);
-        }
-    } else if (check_worker_json(w, why, sizeof why)) {
-        snprintf(msg, sizeof msg, "%s printed a malformed result (%s); stderr: %s", what, why, tail);
-        set_status(res, "crash", msg);
-    } else {
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(w, "status");
-        const cJSON *fa = cJSON_GetObjectItemCaseSensitive(w, "failure");
-        set_status(res, st->valuestring, cJSON_IsString(fa) ? fa->valuestring : NULL);
-        static const char *copy[] = {"checks", "trials", "max_err_ratio", "max_abs_err", "ref_ms", "cand_ms",
-                                     "speedup", "noisy", "ref_solo_ms", "device"};
-        for (size_t i = 0; i < sizeof copy / sizeof copy[0]; i++) {
-            cJSON *item = cJSON_DetachItemFromObjectCaseSensitive(w, copy[i]);
-            if (item) cJSON_AddItemToObject(res, copy[i], item);
-        }
-    }
-    cJSON_Delete(w);
-}
-
-/* Runs one worker (native or Python) in a limited child on a GPU of the pool, with input on
- * stdin (its first line the nonce) and up to two more environment entries (NULL-terminated
- * list, or NULL), and reads its verdict into res. */
-static void run_worker(const rl_kenv_opts *o, char *const argv[], const char *input, const char *nonce,
-                       double timeout_s, const char *const *extra_env, const char *what, cJSON *res)
-{
-    char gpu_env[64];
-    rl_kproc_opts po = {0};
-    po.timeout_s = timeout_s;
-    po.max_stdout = 1 << 20;
-    po.max_stderr = 16384;
-    po.fsize_limit = (size_t)64 << 20;
-    po.stdin_data = input;
-    po.stdin_len = strlen(input);
-    int n_env = 0;
-    for (int i = 0; extra_env && extra_env[i] && i < 2; i++) po.env_set[n_env++] = extra_env[i];
-    const char *dev = o->gpu_acquire ? o->gpu_acquire(o->gpu_ctx) : o->devices;
-    if (dev) {
-        snprintf(gpu_env, sizeof gpu_env, "CUDA_VISIBLE_DEVICES=%s", dev);
-        po.env_set[n_env++] = gpu_env;
-    }
-    rl_kproc_result pr;
-    rl_err err;
-    int run_rc = rl_kproc_run(argv, &po, &pr, &err);
-    if (o->gpu_acquire) o->gpu_release(o->gpu_ctx, dev);
-    if (run_rc) {
-        set_status(res, "error", err.msg);
-        return;
-    }
-    cJSON_AddNumberToObject(res, "worker_seconds", pr.seconds);
-    read_worker(res, &pr, &po, nonce, argv[0], what);
-    rl_kproc_result_free(&pr);
-}
-
-static void new_nonce(char *out, size_t size)
-{
-    snprintf(out, size, "%016" PRIx64, urandom64());
-}
 
 /* The flags both workers take from the protocol (trials, timing, L2 flush, spread), appended
  * to argv at n with their values formatted into val; returns the new n. */
@@ -324,12 +168,21 @@ static int shared_args(const rl_kproto *p, char val[N_SHARED_FLAGS][32], char **
     return n;
 }
 
-static void run_native(const rl_kenv_opts *o, const rl_kspec *spec, const char *ref_so, const char *cand_so, cJSON *res)
+static int make_private_dir(char *dir, size_t size, rl_err *err)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, size, "%s/rlc-kb-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) return rl_err_set(err, "%s: cannot create a directory for the candidate: %s", dir, strerror(errno));
+    return 0;
+}
+
+static void run_native(const rl_kenv_opts *o, const char *task_dir, const rl_kspec *spec, const char *ref_so,
+                       const char *cand_so, int mode, cJSON *res)
 {
     const rl_kproto *p = &o->proto;
     char plan[16384], nonce[40], seed[32], wd[16], cap[16], val[N_SHARED_FLAGS][32];
     rl_err err;
-    new_nonce(nonce, sizeof nonce);
+    rl_kworker_nonce(nonce, sizeof nonce);
     int n = snprintf(plan, sizeof plan, "%s\n", nonce);
     if (rl_kspec_write_plan(spec, &p->tol, plan + n, sizeof plan - n, &err)) {
         set_status(res, "error", err.msg);
@@ -340,14 +193,25 @@ static void run_native(const rl_kenv_opts *o, const rl_kspec *spec, const char *
     snprintf(cap, sizeof cap, "%d", p->mem_cap_mb);
     char *argv[32] = {(char *)o->worker, "--ref", (char *)ref_so, "--cand", (char *)cand_so, "--seed", seed,
                       "--watchdog-ms", wd, "--mem-cap-mb", cap};
-    argv[shared_args(p, val, argv, 11)] = NULL;
-    run_worker(o, argv, plan, nonce, p->timeout_s, NULL, "the worker", res);
+    int n_args = shared_args(p, val, argv, 11);
+    if (mode == MODE_CHECK) argv[n_args++] = "--check-only";
+    argv[n_args] = NULL;
+    char dir[PATH_MAX];
+    if (make_private_dir(dir, sizeof dir, &err)) {
+        set_status(res, "error", err.msg);
+        return;
+    }
+    rl_kworker_box box;
+    rl_kworker_box_init(&box, o, dir, NULL, task_dir, 0, p->timeout_s);
+    rl_kworker_box_read(&box, ref_so, 1);
+    rl_kworker_run(o, argv, plan, nonce, p->timeout_s, NULL, 1, mode == MODE_FULL, "the worker", &box, res);
+    rl_remove_tree(dir, &err); /* best effort */
 }
 
 static int compile_file(const rl_kenv_opts *o, const char *src, size_t len, int library, rl_kcompile_result *c,
                         rl_err *err)
 {
-    rl_kcompile_opts co = {o->nvcc, o->cache_dir, o->include_dir, o->arch, o->proto.compile_timeout_s};
+    rl_kcompile_opts co = {o->nvcc, o->cache_dir, o->include_dir, o->arch, o->proto.compile_timeout_s, !o->no_sandbox};
     return rl_kcompile(src, len, library, &co, c, err);
 }
 
@@ -360,20 +224,24 @@ static void first_fatal(const rl_kstatic *st, char *out, size_t size)
     if (!out[0] && st->n_fatal) snprintf(out, size, "static: %d fatal findings", st->n_fatal);
 }
 
-/* A fatal static finding makes the candidate a cheat; what the worker found (with
- * --keep-going) stays in dynamic_status / dynamic_failure. */
-static void mark_cheat(cJSON *res, const char *fatal)
+/* A fatal static finding is a pattern the rules do not allow: status "disallowed" ("cheat"
+ * stays for behaviour that fakes a result or a time, which only the worker sees: with
+ * --keep-going a dynamic "cheat" wins). What the worker found stays in dynamic_status /
+ * dynamic_failure. */
+static void mark_disallowed(cJSON *res, const char *fatal)
 {
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(res, "status");
     const cJSON *wf = cJSON_GetObjectItemCaseSensitive(res, "failure");
     if (cJSON_IsString(ws) && strcmp(ws->valuestring, "error")) {
         cJSON_AddStringToObject(res, "dynamic_status", ws->valuestring);
         if (cJSON_IsString(wf)) cJSON_AddStringToObject(res, "dynamic_failure", wf->valuestring);
+        if (!strcmp(ws->valuestring, "cheat")) return;
     }
-    set_status(res, "cheat", fatal);
+    set_status(res, "disallowed", fatal);
 }
 
-static void eval_native(const rl_kenv_opts *o, const char *task_dir, const char *source, size_t len, cJSON *res)
+static void eval_native(const rl_kenv_opts *o, const char *task_dir, const char *source, size_t len, int mode,
+                        cJSON *res)
 {
     rl_kspec *spec = malloc(sizeof *spec);
     rl_kstatic *st = malloc(sizeof *st);
@@ -408,8 +276,9 @@ static void eval_native(const rl_kenv_opts *o, const char *task_dir, const char 
     char fatal[300];
     first_fatal(st, fatal, sizeof fatal);
     if (!cc.ok) set_status(res, "compile_error", "the candidate does not compile (see compile.log)");
-    else if (!fatal[0] || o->keep_going) run_native(o, spec, rc.so_path, cc.so_path, res);
-    if (fatal[0]) mark_cheat(res, fatal);
+    else if (mode == MODE_COMPILE) set_status(res, "ok", NULL);
+    else if (!fatal[0] || o->keep_going) run_native(o, task_dir, spec, rc.so_path, cc.so_path, mode, res);
+    if (fatal[0]) mark_disallowed(res, fatal);
 done:
     rl_kcompile_result_free(&rc);
     rl_kcompile_result_free(&cc);
@@ -423,9 +292,7 @@ done:
 static int write_candidate(const char *source, size_t len, char *dir, size_t dir_size, char *path, size_t path_size,
                            rl_err *err)
 {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, dir_size, "%s/rlc-kb-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) return rl_err_set(err, "%s: cannot create a directory for the candidate: %s", dir, strerror(errno));
+    if (make_private_dir(dir, dir_size, err)) return -1;
     snprintf(path, path_size, "%s/candidate.py", dir);
     FILE *f = fopen(path, "wb");
     int ok = f && fwrite(source, 1, len, f) == len;
@@ -438,13 +305,40 @@ static int write_candidate(const char *source, size_t len, char *dir, size_t dir
     return 0;
 }
 
-/* dir: the candidate's private directory; load_inline builds there too (TORCH_EXTENSIONS_DIR),
- * so candidates of a batch whose extensions share a name cannot load each other's modules. */
-static void run_python(const rl_kenv_opts *o, const char *problem, const char *dir, const char *cand_path, cJSON *res)
+/* The extension build directory of a KernelBench candidate: <cache>/kb-<hash>, the hash over
+ * the source, the architecture and the interpreter, so an identical candidate reuses the
+ * modules load_inline built (ninja finds them up to date) and different ones never share. */
+static int kb_build_dir(const rl_kenv_opts *o, const char *source, size_t len, char *out, size_t size, rl_err *err)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    const char *parts[3] = {source, o->arch, o->python};
+    size_t lens[3] = {len, strlen(o->arch), strlen(o->python)};
+    for (int k = 0; k < 3; k++) {
+        for (size_t i = 0; i < lens[k]; i++) h = (h ^ (unsigned char)parts[k][i]) * 0x100000001b3ull;
+        h = (h ^ 0xff) * 0x100000001b3ull;
+    }
+    snprintf(out, size, "%s/kb-%016" PRIx64, o->cache_dir, h);
+    return rl_mkdir_p(out, err);
+}
+
+/* TORCH_CUDA_ARCH_LIST for o->arch ("90a" -> "9.0a"): the build-only run sees no GPU, and both
+ * runs must give ninja the same command lines, or the second one rebuilds. */
+static void arch_list(const char *arch, char *out, size_t size)
+{
+    size_t n = strspn(arch, "0123456789");
+    if (n >= 2) snprintf(out, size, "TORCH_CUDA_ARCH_LIST=%.*s.%.*s%s", (int)(n - 1), arch, 1, arch + n - 1, arch + n);
+    else snprintf(out, size, "TORCH_CUDA_ARCH_LIST=%s", arch);
+}
+
+/* build_dir: load_inline's build directory (TORCH_EXTENSIONS_DIR, kb_build_dir). mode
+ * MODE_COMPILE runs the worker with --build-only and no GPU (it imports the candidate, which
+ * builds its extensions); MODE_CHECK stops after the correctness trials. */
+static void run_python(const rl_kenv_opts *o, const char *problem, const char *dir, const char *build_dir,
+                       const char *cand_path, int mode, cJSON *res)
 {
     const rl_kproto *p = &o->proto;
     char nonce[40], input[48], val[N_SHARED_FLAGS][32], slow[2][32], tol[4][2][32];
-    new_nonce(nonce, sizeof nonce);
+    rl_kworker_nonce(nonce, sizeof nonce);
     snprintf(input, sizeof input, "%s\n", nonce);
     char *argv[64];
     int n = 0;
@@ -453,6 +347,9 @@ static void run_python(const rl_kenv_opts *o, const char *problem, const char *d
     argv[n++] = "--ref", argv[n++] = (char *)problem;
     argv[n++] = "--cand", argv[n++] = (char *)cand_path;
     argv[n++] = "--nonce-stdin";
+    if (o->require_kernel) argv[n++] = "--require-kernel";
+    if (mode == MODE_COMPILE) argv[n++] = "--build-only";
+    if (mode == MODE_CHECK) argv[n++] = "--check-only";
     n = shared_args(p, val, argv, n);
     snprintf(slow[0], 32, "%.17g", p->ref_slowdown_limit);
     snprintf(slow[1], 32, "%.17g", p->ref_slowdown_min_ms);
@@ -464,14 +361,24 @@ static void run_python(const rl_kenv_opts *o, const char *problem, const char *d
         argv[n++] = "--tol", argv[n++] = (char *)rl_kdtype_names[d], argv[n++] = tol[d][0], argv[n++] = tol[d][1];
     }
     argv[n] = NULL;
-    char ext_env[PATH_MAX + 64];
-    snprintf(ext_env, sizeof ext_env, "TORCH_EXTENSIONS_DIR=%s/torch_extensions", dir);
-    const char *env[] = {"PYTHONDONTWRITEBYTECODE=1", ext_env, NULL};
-    /* load_inline builds the candidate's extension inside the worker: its time counts too. */
-    run_worker(o, argv, input, nonce, p->timeout_s + p->compile_timeout_s, env, "the Python worker", res);
+    char ext_env[PATH_MAX + 64], arch_env[64];
+    snprintf(ext_env, sizeof ext_env, "TORCH_EXTENSIONS_DIR=%s", build_dir);
+    arch_list(o->arch, arch_env, sizeof arch_env);
+    const char *env[] = {"PYTHONDONTWRITEBYTECODE=1", ext_env, arch_env, NULL};
+    rl_kworker_box box;
+    rl_kworker_box_init(&box, o, dir, build_dir, problem, 1, p->timeout_s + p->compile_timeout_s);
+    if (mode == MODE_COMPILE) {
+        rl_kworker_run(o, argv, input, nonce, p->compile_timeout_s, env, 0, 0, "the Python worker (build)", &box, res);
+        return;
+    }
+    /* load_inline builds inside the worker when the build step could not (a lazy build): its
+     * time counts too. */
+    rl_kworker_run(o, argv, input, nonce, p->timeout_s + p->compile_timeout_s, env, 1, mode == MODE_FULL,
+               "the Python worker", &box, res);
 }
 
-static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const char *source, size_t len, cJSON *res)
+static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const char *source, size_t len, int mode,
+                             cJSON *res)
 {
     const char *base = strrchr(problem, '/');
     base = base ? base + 1 : problem;
@@ -499,16 +406,29 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
     first_fatal(st, fatal, sizeof fatal);
     free(st);
     if (!fatal[0] || o->keep_going) {
-        char dir[PATH_MAX], path[PATH_MAX + 32];
+        char dir[PATH_MAX], path[PATH_MAX + 32], build[PATH_MAX + 64];
         rl_err e;
-        if (write_candidate(source, len, dir, sizeof dir, path, sizeof path, &e)) {
+        if (kb_build_dir(o, source, len, build, sizeof build, &e) ||
+            write_candidate(source, len, dir, sizeof dir, path, sizeof path, &e)) {
             set_status(res, "error", e.msg);
         } else {
-            run_python(o, problem, dir, path, res);
+            /* The build first, without the GPU, so that compiles of a batch overlap on the CPU
+             * cores while each GPU times one candidate; a real build error ends it there. */
+            run_python(o, problem, dir, build, path, MODE_COMPILE, res);
+            cJSON *ws = cJSON_DetachItemFromObjectCaseSensitive(res, "worker_seconds");
+            if (ws) cJSON_AddItemToObject(res, "build_seconds", ws);
+            const cJSON *bs = cJSON_GetObjectItemCaseSensitive(res, "status");
+            int built_bad = cJSON_IsString(bs) && !strcmp(bs->valuestring, "compile_error");
+            if (mode != MODE_COMPILE && !built_bad) {
+                /* the GPU run's record replaces the build run's */
+                static const char *const drop[] = {"checks", "trials", "max_err_ratio", "max_abs_err", "device"};
+                for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++) cJSON_DeleteItemFromObjectCaseSensitive(res, drop[i]);
+                run_python(o, problem, dir, build, path, mode, res);
+            }
             rl_remove_tree(dir, &e); /* best effort: a leftover temporary directory harms nothing */
         }
     }
-    if (fatal[0]) mark_cheat(res, fatal);
+    if (fatal[0]) mark_disallowed(res, fatal);
 }
 
 static double median_of(const cJSON *res, const char *key)
@@ -535,7 +455,8 @@ static void finish(rl_kenv_result *r, double t0)
         r->ref_ms = median_of(res, "ref_ms");
         r->cand_ms = median_of(res, "cand_ms");
     }
-    r->has_reward = rl_kenv_reward(rl_kenv_status_names[r->status], r->speedup, r->noisy, &r->reward) == 0;
+    /* An ok of compile or check (no timing) is rewarded as an ok at speedup 1. */
+    r->has_reward = rl_kenv_reward(rl_kenv_status_names[r->status], r->timed ? r->speedup : 1, r->noisy, &r->reward) == 0;
     if (r->has_reward) cJSON_ReplaceItemInObject(res, "reward", cJSON_CreateNumber(r->reward));
     const cJSON *log = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "compile"), "log");
     r->compile_log = r->status == RL_KENV_COMPILE_ERROR && cJSON_IsString(log) ? log->valuestring : NULL;
@@ -553,8 +474,8 @@ static void finish(rl_kenv_result *r, double t0)
     cJSON_AddNumberToObject(res, "eval_seconds", rl_time_now() - t0);
 }
 
-int rl_kenv_eval(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *r,
-                 rl_err *err)
+static int eval_mode(const rl_kenv_opts *o, const char *task, const char *source, size_t len, int mode,
+                     rl_kenv_result *r, rl_err *err)
 {
     double t0 = rl_time_now();
     memset(r, 0, sizeof *r);
@@ -564,11 +485,38 @@ int rl_kenv_eval(const rl_kenv_opts *o, const char *task, const char *source, si
     cJSON_AddStringToObject(res, "status", "error");
     cJSON_AddNullToObject(res, "failure");
     cJSON_AddNullToObject(res, "reward");
+    char box_desc[160] = "off";
+    if (!o->no_sandbox) rl_ksandbox_describe(box_desc, sizeof box_desc);
+    cJSON_AddStringToObject(res, "sandbox", box_desc);
     if (!o->proto_loaded) set_status(res, "error", "no protocol loaded (rl_kenv_load_protocol)");
-    else if (rl_kenv_is_kernelbench(task)) eval_kernelbench(o, task, source, len, res);
-    else eval_native(o, task, source, len, res);
+    else if (rl_kenv_is_kernelbench(task)) eval_kernelbench(o, task, source, len, mode, res);
+    else eval_native(o, task, source, len, mode, res);
     finish(r, t0);
     return 0;
+}
+
+int rl_kenv_eval(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *r,
+                 rl_err *err)
+{
+    return eval_mode(o, task, source, len, MODE_FULL, r, err);
+}
+
+int rl_kenv_compile(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *r,
+                    rl_err *err)
+{
+    return eval_mode(o, task, source, len, MODE_COMPILE, r, err);
+}
+
+int rl_kenv_check(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *r,
+                  rl_err *err)
+{
+    return eval_mode(o, task, source, len, MODE_CHECK, r, err);
+}
+
+int rl_kenv_profile(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *r,
+                    rl_err *err)
+{
+    return eval_mode(o, task, source, len, MODE_FULL, r, err);
 }
 
 void rl_kenv_result_free(rl_kenv_result *r)

@@ -43,12 +43,17 @@ typedef struct rl_kenv_opts {
     int keep_going;            /* run the worker even after a fatal static finding */
     const char *devices;       /* CUDA_VISIBLE_DEVICES for the worker; NULL: inherit */
     /* Optional GPU pool (batch mode): called around the worker run only, so compiles of
-     * several candidates overlap while each GPU runs one worker at a time. acquire returns
-     * the CUDA_VISIBLE_DEVICES value to use (overrides devices). */
+     * several candidates overlap with the workers. acquire returns the CUDA_VISIBLE_DEVICES
+     * value to use (overrides devices). Every worker run gets --gpu-lock
+     * $TMPDIR/rlc-gpu-<device>.lock: correctness shared, timing exclusive on that GPU. */
     const char *(*gpu_acquire)(void *ctx);
     void (*gpu_release)(void *ctx, const char *device);
     void *gpu_ctx;
     uint64_t seed;
+    int require_kernel;        /* KernelBench: ModelNew must launch a kernel its own code defines */
+    int no_sandbox;            /* 1: workers and nvcc run without ksandbox.h's sandbox (debugging) */
+    int gpu_workers;           /* pool: workers at once per GPU (0: 4). They share the GPU for
+                                * correctness; timing is exclusive by the GPU's lock file */
 } rl_kenv_opts;
 
 /* Defaults: the worker beside the running executable; the include dir, protocol.json and
@@ -66,9 +71,11 @@ int rl_kenv_is_kernelbench(const char *task);
 
 typedef enum {
     RL_KENV_OK, RL_KENV_COMPILE_ERROR, RL_KENV_INCORRECT, RL_KENV_CHEAT, RL_KENV_CRASH, RL_KENV_TIMEOUT,
-    RL_KENV_ERROR /* the evaluator's problem, not the candidate's: no reward */
+    RL_KENV_ERROR, /* the evaluator's problem, not the candidate's: no reward */
+    RL_KENV_DISALLOWED /* a pattern the rules do not allow (a fatal static finding, no own kernel
+                        * under require_kernel): not a faked result or time, which is RL_KENV_CHEAT */
 } rl_kenv_status;
-extern const char *const rl_kenv_status_names[]; /* "ok", "compile_error", ..., "error", NULL */
+extern const char *const rl_kenv_status_names[]; /* "ok", "compile_error", ..., "error", "disallowed", NULL */
 
 /* What one evaluation found. The typed fields are what callers use; json is the whole record of
  * docs/kernel-env.md (every measurement, the compile logs), which `rlc kernel-eval --json` and
@@ -93,6 +100,26 @@ typedef struct rl_kenv_result {
 int rl_kenv_eval(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *res,
                  rl_err *err);
 void rl_kenv_result_free(rl_kenv_result *res);
+
+/* The three tools of a multi-turn kernel episode, on the same task and source arguments and
+ * the same result (rl_kenv_result_free):
+ *   rl_kenv_compile  compile only (native: the static checks and nvcc, the compiler's output in
+ *                    compile_log / json "compile.log"; KernelBench: the static checks and the
+ *                    Python worker with --build-only, no GPU: it imports the candidate, which
+ *                    builds its load_inline extensions; a build error is compile_error with the
+ *                    message in failure). Status ok: it compiles. Nothing runs on a GPU.
+ *   rl_kenv_check    correctness only: every trial of the protocol, no timing; status ok means
+ *                    correct, else failure names the first mismatch (no speedup; timed = 0).
+ *   rl_kenv_profile  the whole protocol, timing against the reference included (= rl_kenv_eval);
+ *                    KernelBench results with --require-kernel also list the kernels launched.
+ * The reward field follows the status as in rl_kenv_eval (for compile/check an ok is 0.2, the
+ * reward of an ok at speedup 1: use the status there, not the reward). */
+int rl_kenv_compile(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *res,
+                    rl_err *err);
+int rl_kenv_check(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *res,
+                  rl_err *err);
+int rl_kenv_profile(const rl_kenv_opts *o, const char *task, const char *source, size_t len, rl_kenv_result *res,
+                    rl_err *err);
 
 /* The reward of docs/kernel-env.md. Returns 0 and sets *reward, or -1 for status "error" (no
  * reward) or an unknown status. */

@@ -35,17 +35,20 @@ Protocol (the native worker's, in PyTorch terms):
     storage with an input and must not be a tensor the previous call returned (those are kept
     alive, so a fresh allocation cannot reuse the address); elementwise |c - r| <= atol * s + rtol * |r|, s = RMS of the reference output,
     NaN/inf must match.
- 4. Timing: K input copies rotated (no run reuses the previous run's inputs), reference outputs
-    for each; warm-up; N runs per side interleaved ref, cand, ...; before every run a 2x-L2
+ 4. Timing: every run (warm-up included) on fresh inputs drawn on the device outside the
+    timed region, the reference on the same inputs in the same iteration (input_copies is
+    accepted and unused); warm-up; N runs per side interleaved ref, cand, ...; before every run a 2x-L2
     buffer is written and the whole device synchronized; a run's time is host wall time to the
     end of torch.cuda.synchronize() after it (work on any stream counts). Every timed candidate
-    output is checked against its copy's reference. Median, p10, p90; if (p90 - p10) / median
+    output is checked against that iteration's reference output. Median, p10, p90; if (p90 - p10) / median
     exceeds max_spread on either side the round is repeated (up to spread_repeats times), then
     `noisy` is set. If the reference's interleaved median exceeds ref_slowdown_limit times its
     solo median (and by ref_slowdown_min_ms; something slowing the reference down, or noise),
     `noisy` is set too, which caps the rewarded speedup at 1.
- 5. Integrity: torch's global numeric flags (TF32, reduced-precision reductions, matmul
-    precision) and the identity of torch / torch.nn.functional / torch.Tensor attributes are
+ 5. Integrity: torch's numeric settings are measured fairly, not forbidden: every reference
+    call runs under the protocol's settings (TF32 off, highest matmul precision, ...), except
+    cudnn.benchmark, which follows the candidate's choice on both sides (RefSettings). The
+    identity of torch / torch.nn.functional / torch.Tensor attributes is
     snapshotted before the import and checked after every phase (a candidate that patches them
     to change the reference's results or speed is a cheat); so are time's, os's and json's and
     torch.cuda.synchronize. The clock and the synchronize that timing calls are bound before the
@@ -54,6 +57,7 @@ Protocol (the native worker's, in PyTorch terms):
     getattr/setattr, exec, time, open... in a candidate). Then correctness once more on new
     inputs."""
 import argparse
+import fcntl
 import importlib.util
 import json
 import os
@@ -72,7 +76,7 @@ PARAMS = {"random_trials": ("trials", int), "timed": ("timed", int), "warmup": (
 DTYPES = ("f32", "f16", "bf16", "i32")
 STASH_BYTES = 1 << 30
 CHECKS = ["setup", "return_code", "correct_random", "correct_adversarial", "inputs_unchanged", "fresh_output",
-          "global_state", "timed_outputs", "reference_speed", "correct_after_timing"]
+          "global_state", "own_kernel", "timed_outputs", "reference_speed", "correct_after_timing"]
 
 
 class Fail(Exception):
@@ -176,11 +180,59 @@ def as_list(torch, out):
 
 def numeric_flags(torch):
     b = torch.backends
-    return {"matmul.allow_tf32": b.cuda.matmul.allow_tf32, "cudnn.allow_tf32": b.cudnn.allow_tf32,
+    return {"float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "matmul.allow_tf32": b.cuda.matmul.allow_tf32, "cudnn.allow_tf32": b.cudnn.allow_tf32,
             "fp16_reduced": b.cuda.matmul.allow_fp16_reduced_precision_reduction,
             "bf16_reduced": b.cuda.matmul.allow_bf16_reduced_precision_reduction,
-            "float32_matmul_precision": torch.get_float32_matmul_precision(),
-            "cudnn.enabled": b.cudnn.enabled}
+            "cudnn.enabled": b.cudnn.enabled, "cudnn.benchmark": b.cudnn.benchmark,
+            "cudnn.deterministic": b.cudnn.deterministic,
+            "deterministic_algorithms": torch.are_deterministic_algorithms_enabled()}
+
+
+def set_numeric_flags(torch, f):
+    """Applies a numeric_flags() dict (precision first: it also sets matmul.allow_tf32)."""
+    b = torch.backends
+    torch.set_float32_matmul_precision(f["float32_matmul_precision"])
+    b.cuda.matmul.allow_tf32 = f["matmul.allow_tf32"]
+    b.cudnn.allow_tf32 = f["cudnn.allow_tf32"]
+    b.cuda.matmul.allow_fp16_reduced_precision_reduction = f["fp16_reduced"]
+    b.cuda.matmul.allow_bf16_reduced_precision_reduction = f["bf16_reduced"]
+    b.cudnn.enabled = f["cudnn.enabled"]
+    b.cudnn.benchmark = f["cudnn.benchmark"]
+    b.cudnn.deterministic = f["cudnn.deterministic"]
+    torch.use_deterministic_algorithms(f["deterministic_algorithms"])
+
+
+# Settings that only choose among algorithms of the same precision: what the candidate sets
+# applies to the reference too (cudnn.benchmark = True measures cuDNN's fastest algorithm on
+# both sides, so the flag alone buys nothing). Every other numeric setting (TF32, reduced-
+# precision reductions, matmul precision, cuDNN on/off, determinism) is reset to the
+# protocol's values around every reference call: the candidate's results under its own
+# settings must still pass the tolerance.
+MIRRORED_FLAGS = ("cudnn.benchmark",)
+
+
+class RefSettings:
+    """Around every reference call (outside the timed region): the protocol's numeric settings,
+    with the mirrored ones taken from the candidate's current choice; the candidate's settings
+    are put back afterwards."""
+
+    def __init__(self, torch, baseline):
+        self.torch, self.baseline = torch, dict(baseline)
+
+    def __enter__(self):
+        self.saved = numeric_flags(self.torch)
+        want = dict(self.baseline)
+        for k in MIRRORED_FLAGS:
+            want[k] = self.saved[k]
+        if want != self.saved:
+            set_numeric_flags(self.torch, want)
+        return self
+
+    def __exit__(self, *exc):
+        if numeric_flags(self.torch) != self.saved:
+            set_numeric_flags(self.torch, self.saved)
+        return False
 
 
 def namespace_ids(torch):
@@ -205,16 +257,14 @@ def namespace_ids(torch):
 
 
 class Integrity:
+    """torch's functions (and time's, os's, json's) must stay the ones the worker started with.
+    Numeric settings are not checked here: RefSettings keeps the reference's fair instead."""
+
     def __init__(self, torch):
         self.torch = torch
-        self.flags = numeric_flags(torch)
         self.ids = namespace_ids(torch)
 
     def check(self, res, phase):
-        flags = numeric_flags(self.torch)
-        for k, v in self.flags.items():
-            if flags[k] != v:
-                raise Fail("cheat", "global_state", f"{phase}: torch setting {k} changed from {v} to {flags[k]}")
         ids = namespace_ids(self.torch)
         changed = [k for k, v in self.ids.items() if k in ids and ids[k] != v]
         if changed:
@@ -284,20 +334,70 @@ def finite(torch, outs):
     return all(not o.is_floating_point() or bool(torch.isfinite(o).all()) for o in outs)
 
 
-def wall_run(sync, fn, flush):
-    """sync is torch.cuda.synchronize as bound before the candidate was imported."""
-    flush.fill_(1.0)
-    sync()
-    t0 = perf_counter()
-    out = fn()
-    sync()
-    return (perf_counter() - t0) * 1e3, out
+def wall_run(sync, fn, flush, settings=None):
+    """sync is torch.cuda.synchronize as bound before the candidate was imported; settings (a
+    RefSettings, for the reference) is entered before the clock starts and left after it stops."""
+    if settings is not None:
+        settings.__enter__()
+    try:
+        flush.fill_(1.0)
+        sync()
+        t0 = perf_counter()
+        out = fn()
+        sync()
+        return (perf_counter() - t0) * 1e3, out
+    finally:
+        if settings is not None:
+            settings.__exit__(None, None, None)
 
 
 def stats(ts):
     ts = sorted(ts)
     q = lambda f: ts[min(len(ts) - 1, int(f * (len(ts) - 1) + 0.5))]
     return {"median": q(0.5), "p10": q(0.1), "p90": q(0.9), "n": len(ts)}
+
+
+def build_only(a, res):
+    """Imports the candidate with no GPU needed, so that its load_inline extensions are built
+    (into TORCH_EXTENSIONS_DIR) before a GPU is taken. A build failure is compile_error; any
+    other import failure is no verdict here (the candidate may need the GPU at import): status
+    ok with the reason in "build_note", and the GPU run will judge it."""
+    try:
+        import torch  # noqa: F401
+    except Exception as e:
+        raise Fail("error", "setup", f"PyTorch cannot be imported by {sys.executable} ({type(e).__name__}: {e})")
+    try:
+        load_module(a.cand, "rl_kb_candidate")
+    except Exception as e:
+        text = f"{type(e).__name__}: {str(e)[-1500:]}"
+        if "Error building extension" in str(e) or type(e).__name__ in ("CalledProcessError", "SyntaxError"):
+            raise Fail("compile_error", "setup", text)
+        res.d["build_note"] = text[-300:]
+    res.passed("setup")
+
+
+class GpuLock:
+    """--gpu-lock FILE (one per GPU, shared by every worker on it): correctness work holds it
+    shared, timing exclusive, so several candidates are checked on one GPU at once while a timed
+    run never has company. Without the flag the worker has the GPU to itself."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_RDONLY) if path else None
+        if self.fd is not None:
+            # A high descriptor: a dying process's files close in order, so the lock goes only
+            # after the GPU context's files are closed.
+            high = fcntl.fcntl(self.fd, fcntl.F_DUPFD_CLOEXEC, 900)
+            os.close(self.fd)
+            self.fd = high
+
+    def shared(self):
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_SH)
+
+    def exclusive(self, sync):
+        if self.fd is not None:
+            sync()
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
 
 
 def run(a, res, proto):
@@ -309,6 +409,8 @@ def run(a, res, proto):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
+    lock = GpuLock(a.gpu_lock)
+    lock.shared()
     if not torch.cuda.is_available():
         raise Fail("error", "setup", "no CUDA device")
     sync = torch.cuda.synchronize
@@ -334,13 +436,16 @@ def run(a, res, proto):
 
     def draw(kind):
         set_seed(torch, urandom_seed())
-        xs = to_cuda(torch, ref_mod.get_inputs())
+        with torch.device("cuda"):  # get_inputs()'s torch.randn(...) draws on the device
+            xs = to_cuda(torch, ref_mod.get_inputs())
         if kind == "signed":
             xs = signed(torch, xs, 1.0 + torch.rand(()).item() * 3)
         return xs
 
+    ref_ctx = RefSettings(torch, numeric_flags(torch))
+
     def ref_call(xs):
-        with torch.no_grad():
+        with torch.no_grad(), ref_ctx:
             out = as_list(torch, ref_model(*xs))
         return [o.clone() for o in out]
 
@@ -359,9 +464,11 @@ def run(a, res, proto):
         if finite(torch, outs) or not finite(torch, trials[0][2]):
             trials.append(("signed", stash(xs), stash(outs)))
         first = to_cuda(torch, trials[0][1])
+        lock.exclusive(sync)
         with torch.no_grad():
-            solo = [wall_run(sync, lambda: ref_model(*first), flush)[0]
+            solo = [wall_run(sync, lambda: ref_model(*first), flush, ref_ctx)[0]
                     for _ in range(proto["warmup"] + max(5, proto["timed"] // 3))][proto["warmup"]:]
+        lock.shared()
         solo_median = stats(solo)["median"]
     except Exception as e:
         raise Fail("error", "setup", f"reference run: {type(e).__name__}: {e}")
@@ -429,30 +536,48 @@ def run(a, res, proto):
         res.passed(check)
     guard.check(res, "after the correctness trials")
     trials.clear()
+    if a.require_kernel:
+        # The "no fallback" rule, judged by what ran: one more call under the profiler must
+        # launch at least one kernel that the candidate's own code defines.
+        xs = draw("random")
+        with torch.no_grad():
+            ran = launched_kernels(torch, sync, lambda: model(*xs))
+        own = own_kernel_names(cand_mod, os.environ.get("TORCH_EXTENSIONS_DIR"))
+        mine = sorted(k for k in ran if demangled_qualname(k) in own)
+        res.d["kernels"] = {"launched": sorted(ran)[:20], "own": mine[:20]}
+        if not mine:
+            raise Fail("disallowed", "own_kernel", f"ModelNew launched no kernel of its own (only {len(ran)} of "
+                                                   f"PyTorch's: {', '.join(sorted(ran)[:4]) or 'none'})")
+        res.passed("own_kernel")
+        del xs
     kept.clear()
 
-    # 4. timing
-    copies = []
-    for _ in range(proto["input_copies"]):
-        xs = draw("random")
-        copies.append((xs, ref_call(xs)))
-        free, _ = torch.cuda.mem_get_info()
-        need = sum(x.numel() * x.element_size() for x in xs if isinstance(x, torch.Tensor))
-        if free < 4 * need:
-            break
+    if a.check_only:
+        return
 
+    # 4. timing: every iteration (warm-up included) draws fresh inputs on the device, outside
+    # the timed region, and runs the reference on the same inputs; every candidate output is
+    # compared with that iteration's reference output. No timed call sees data an earlier call
+    # saw, so a ModelNew that memoises outputs keyed on its inputs' content misses every time.
     def timing_round():
         tr, tc = [], []
         for i in range(proto["warmup"] + proto["timed"]):
-            xs, ref_out = copies[i % len(copies)]
-            t_ref, _ = wall_run(sync, lambda: ref_model(*xs), flush)
+            xs = draw("random")
+            before = [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
+            t_ref, ref_out = wall_run(sync, lambda: ref_model(*xs), flush, ref_ctx)
+            ref_out = as_list(torch, ref_out)
             try:
                 t_cand, out = wall_run(sync, lambda: model(*xs), flush)
             except Exception as e:
                 raise Fail("crash", "return_code", f"timed run {i}: {type(e).__name__}: {str(e)[-800:]}")
             out = as_list(torch, out)
+            if len(out) != len(ref_out):
+                raise Fail("incorrect", "timed_outputs", f"timed run {i}: {len(out)} outputs, reference {len(ref_out)}")
             for j, (o, r) in enumerate(zip(out, ref_out)):
                 compare(torch, o, r, tol, f"timed run {i} output {j}", "timed_outputs", res)
+            for x, b in zip(xs, before):
+                if isinstance(x, torch.Tensor) and not same_bits(torch, x, b):
+                    raise Fail("cheat", "inputs_unchanged", f"timed run {i}: an input was modified")
             if i >= proto["warmup"]:
                 tr.append(t_ref)
                 tc.append(t_cand)
@@ -461,6 +586,7 @@ def run(a, res, proto):
     def spread(s):
         return (s["p90"] - s["p10"]) / s["median"]
 
+    lock.exclusive(sync)
     with torch.no_grad():
         ref_s, cand_s = timing_round()
         noisy = max(spread(ref_s), spread(cand_s)) > proto["max_spread"]
@@ -469,6 +595,7 @@ def run(a, res, proto):
                 break
             ref_s, cand_s = timing_round()
             noisy = max(spread(ref_s), spread(cand_s)) > proto["max_spread"]
+    lock.shared()
     res.passed("timed_outputs")
     res.d.update(ref_ms=ref_s, cand_ms=cand_s, speedup=ref_s["median"] / cand_s["median"], noisy=noisy,
                  ref_solo_ms=solo_median)
@@ -484,7 +611,6 @@ def run(a, res, proto):
     guard.check(res, "after timing")
 
     # 5. once more on new inputs
-    copies.clear()
     xs = draw("random")
     ref_out = ref_call(xs)
     out = cand_call(xs, "after timing", "correct_after_timing")
@@ -492,6 +618,111 @@ def run(a, res, proto):
         compare(torch, o, r, tol, f"after timing output {i}", "correct_after_timing", res)
     res.passed("correct_after_timing")
     guard.check(res, "at the end")
+
+
+def elf_functions(path):
+    """Names of the functions an ELF shared object defines (.symtab and .dynsym), mangled."""
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2:
+        return set()
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    secs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names = set()
+    for sh in secs:
+        if sh[1] not in (2, 11):  # SHT_SYMTAB, SHT_DYNSYM
+            continue
+        stroff = secs[sh[6]][4]
+        for off in range(sh[4], sh[4] + sh[5], 24):
+            st_name, st_info, _, st_shndx = struct.unpack_from("<IBBH", data, off)
+            if st_info & 0xF == 2 and st_shndx != 0:  # STT_FUNC, defined
+                end = data.index(b"\0", stroff + st_name)
+                names.add(data[stroff + st_name:end].decode("ascii", "replace"))
+    return names
+
+
+def mangled_qualname(sym):
+    """The qualified name of an Itanium-mangled function ("_ZN2ns1kEPf" -> "ns::k"); an
+    unmangled (extern "C") name is itself. nvcc's host stubs of kernels carry the kernel's name."""
+    if sym.startswith("__device_stub_"):
+        sym = sym[len("__device_stub_"):]
+    if not sym.startswith("_Z"):
+        return sym
+    i, parts = 2, []
+    nested = sym.startswith("_ZN")
+    if nested:
+        i = 3
+        while i < len(sym) and sym[i] in "rVK":
+            i += 1
+    if i < len(sym) and sym[i] == "L":
+        i += 1
+    while i < len(sym) and sym[i].isdigit():
+        j = i
+        while j < len(sym) and sym[j].isdigit():
+            j += 1
+        n = int(sym[i:j])
+        ident = sym[j:j + n]
+        parts.append("_anon_" if ident.startswith("_GLOBAL__N") else ident)
+        i = j + n
+        if not nested:
+            break
+    return "::".join(parts)
+
+
+def demangled_qualname(name):
+    """The qualified name of a demangled kernel name as the profiler shows it
+    ("void ns::k<4>(float*)" -> "ns::k")."""
+    name = name.replace("(anonymous namespace)", "_anon_").split("(", 1)[0]
+    depth, out = 0, []
+    for ch in name:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    name = "".join(out).strip()
+    if name.startswith("void "):
+        name = name[5:]
+    return name.replace(" ", "")
+
+
+def own_kernel_names(cand_mod, ext_dir):
+    """Qualified names of the functions in the candidate's own native code (the shared objects
+    load_inline built under ext_dir) and of its Triton kernels."""
+    names = set()
+    for root, _, files in os.walk(ext_dir) if ext_dir else ():
+        for fn in files:
+            if fn.endswith(".so"):
+                try:
+                    names |= {mangled_qualname(s).replace(" ", "") for s in elf_functions(os.path.join(root, fn))}
+                except (OSError, ValueError, IndexError):
+                    continue
+    for v in list(vars(cand_mod).values()):
+        if type(v).__name__ in ("JITFunction", "Autotuner", "Heuristics"):
+            fn = getattr(v, "fn", v)
+            while hasattr(fn, "fn") and not hasattr(fn, "__name__"):
+                fn = fn.fn
+            if hasattr(fn, "__name__"):
+                names.add(fn.__name__)
+    names.discard("")
+    return names
+
+
+def launched_kernels(torch, sync, call):
+    """Names of the GPU kernels launched during call() (torch profiler, CUDA activity)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        call()
+        sync()
+    names = set()
+    for e in prof.events():
+        n = e.name
+        if str(getattr(e, "device_type", "")).endswith("CUDA") and not n.startswith(("Memcpy", "Memset")):
+            names.add(n)
+    return names
 
 
 def json_safe(x):
@@ -526,6 +757,12 @@ def main():
     ap.add_argument("--rtol", type=float, help="override every dtype's rtol")
     ap.add_argument("--seed", type=int, help="KernelBench init seed for Model and ModelNew (default 42)")
     ap.add_argument("--nonce-stdin", action="store_true")
+    ap.add_argument("--build-only", action="store_true",
+                    help="import the candidate (its load_inline extensions build) and stop; needs no GPU")
+    ap.add_argument("--check-only", action="store_true", help="correctness trials only, no timing")
+    ap.add_argument("--gpu-lock", help="the GPU's lock file: correctness shared, timing exclusive")
+    ap.add_argument("--require-kernel", action="store_true",
+                    help="ModelNew must launch at least one GPU kernel its own code defines")
     a = ap.parse_args()
     nonce = sys.stdin.readline().strip() if a.nonce_stdin else None
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -534,7 +771,10 @@ def main():
     os.dup2(2, 1)  # the candidate's prints go to stderr
     res = Result(nonce)
     try:
-        run(a, res, protocol(a))
+        if a.build_only:
+            build_only(a, res)
+        else:
+            run(a, res, protocol(a))
     except Fail as f:
         res.fail(f)
     except Exception as e:

@@ -13,7 +13,7 @@ struct rl_kenv_pool {
     pthread_mutex_t lock;
     pthread_cond_t freed;
     char devices[RL_KPOOL_MAX_GPUS][32];
-    int busy[RL_KPOOL_MAX_GPUS], n_gpus;
+    int busy[RL_KPOOL_MAX_GPUS], n_gpus, per_gpu;
     const rl_kenv_feed *feed; /* during rl_kenv_pool_run */
     pthread_mutex_t feed_lock;
 };
@@ -58,6 +58,7 @@ int rl_kenv_pool_create(rl_kenv_pool **out, const rl_kenv_opts *o, int n_gpus, r
     if (!p) return rl_err_oom(err, "GPU pool", sizeof *p);
     p->opts = o;
     p->n_gpus = n_gpus;
+    p->per_gpu = o->gpu_workers > 0 ? o->gpu_workers : 4;
     pthread_mutex_init(&p->lock, NULL);
     pthread_mutex_init(&p->feed_lock, NULL);
     pthread_cond_init(&p->freed, NULL);
@@ -91,12 +92,14 @@ static const char *acquire(void *ctx)
     rl_kenv_pool *p = ctx;
     pthread_mutex_lock(&p->lock);
     for (;;) {
+        int best = -1; /* the least busy GPU with a free slot */
         for (int i = 0; i < p->n_gpus; i++)
-            if (!p->busy[i]) {
-                p->busy[i] = 1;
-                pthread_mutex_unlock(&p->lock);
-                return p->devices[i];
-            }
+            if (p->busy[i] < p->per_gpu && (best < 0 || p->busy[i] < p->busy[best])) best = i;
+        if (best >= 0) {
+            p->busy[best]++;
+            pthread_mutex_unlock(&p->lock);
+            return p->devices[best];
+        }
         pthread_cond_wait(&p->freed, &p->lock);
     }
 }
@@ -106,7 +109,7 @@ static void release(void *ctx, const char *device)
     rl_kenv_pool *p = ctx;
     pthread_mutex_lock(&p->lock);
     for (int i = 0; i < p->n_gpus; i++)
-        if (p->devices[i] == device) p->busy[i] = 0;
+        if (p->devices[i] == device && p->busy[i] > 0) p->busy[i]--;
     pthread_cond_signal(&p->freed);
     pthread_mutex_unlock(&p->lock);
 }
@@ -135,7 +138,7 @@ static void *job_main(void *arg)
 
 void rl_kenv_pool_run(rl_kenv_pool *p, int jobs, const rl_kenv_feed *feed)
 {
-    if (jobs <= 0) jobs = 2 * p->n_gpus;
+    if (jobs <= 0) jobs = 2 * p->per_gpu * p->n_gpus;
     if (jobs > RL_KPOOL_MAX_JOBS) jobs = RL_KPOOL_MAX_JOBS;
     p->feed = feed;
     pthread_t th[RL_KPOOL_MAX_JOBS];

@@ -3,10 +3,12 @@
  *
  * `jobs` threads each take the next piece of work from a feed (in order, one at a time), do it
  * (typically: read a request, rl_kenv_pool_eval, write the result) and take the next, until the
- * feed is empty. A candidate's compile runs in its thread at once; only the worker run waits for
- * a free GPU, pinned to it by CUDA_VISIBLE_DEVICES (the entries of the parent's
- * CUDA_VISIBLE_DEVICES, else 0..n-1), so compiles overlap while each GPU runs one worker at a
- * time. */
+ * feed is empty. A candidate's compile (nvcc; KernelBench: the build-only run) runs in its
+ * thread at once, on the CPU; only the worker run waits for a free slot on a GPU (up to
+ * o->gpu_workers per GPU), pinned to it by CUDA_VISIBLE_DEVICES (the entries of the parent's
+ * CUDA_VISIBLE_DEVICES, else 0..n-1). Workers on one GPU share it for correctness trials;
+ * their timing is exclusive by the GPU's lock file (kenv.h), so no two candidates are ever
+ * timed, or checked, while one of them is being timed. */
 #ifndef RL_REWARD_KENV_KPOOL_H
 #define RL_REWARD_KENV_KPOOL_H
 
@@ -39,7 +41,7 @@ typedef struct rl_kenv_feed {
     void (*run)(void *user, rl_kenv_pool *pool, void *work);
 } rl_kenv_feed;
 
-/* Runs the feed on jobs threads (0: two per GPU; at most RL_KPOOL_MAX_JOBS) until it is empty. */
+/* Runs the feed on jobs threads (0: two per GPU slot; at most RL_KPOOL_MAX_JOBS) until it is empty. */
 void rl_kenv_pool_run(rl_kenv_pool *pool, int jobs, const rl_kenv_feed *feed);
 
 #endif

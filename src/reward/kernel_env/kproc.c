@@ -47,19 +47,19 @@ static char **build_env(const rl_kproc_opts *opt)
 {
     size_t n = 0;
     while (environ[n]) n++;
-    char **env = malloc((n + 5) * sizeof *env);
+    char **env = malloc((n + RL_KPROC_MAX_ENV + 1) * sizeof *env);
     if (!env) return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         int replaced = 0;
-        for (int j = 0; j < 4 && opt->env_set[j]; j++) {
+        for (int j = 0; j < RL_KPROC_MAX_ENV && opt->env_set[j]; j++) {
             const char *eq = strchr(opt->env_set[j], '=');
             size_t nl = eq ? (size_t)(eq - opt->env_set[j]) : 0;
             if (nl && !strncmp(environ[i], opt->env_set[j], nl) && environ[i][nl] == '=') replaced = 1;
         }
         if (!replaced) env[k++] = environ[i];
     }
-    for (int j = 0; j < 4 && opt->env_set[j]; j++) env[k++] = (char *)opt->env_set[j];
+    for (int j = 0; j < RL_KPROC_MAX_ENV && opt->env_set[j]; j++) env[k++] = (char *)opt->env_set[j];
     env[k] = NULL;
     return env;
 }
@@ -78,6 +78,12 @@ static void child_exec(char *const argv[], const rl_kproc_opts *opt, char **env,
     if (opt->fsize_limit) set_limit(RLIMIT_FSIZE, opt->fsize_limit);
     if (opt->as_limit) set_limit(RLIMIT_AS, opt->as_limit);
     if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(opt->merge_stderr ? out_fd : err_fd, 2) < 0) _exit(126);
+    const char *why = NULL;
+    if (opt->sandbox && rl_ksandbox_enter(opt->sandbox, &why) != 0) {
+        ssize_t w = write(2, why, strlen(why));
+        (void)w;
+        _exit(125);
+    }
     execvpe(argv[0], argv, env);
     _exit(127);
 }

@@ -12,6 +12,9 @@
 #include <stddef.h>
 
 #include "core/error.h"
+#include "reward/kernel_env/ksandbox.h"
+
+#define RL_KPROC_MAX_ENV 8
 
 typedef struct rl_kproc_opts {
     double timeout_s;       /* wall time; > 0 */
@@ -21,8 +24,10 @@ typedef struct rl_kproc_opts {
     size_t fsize_limit;     /* RLIMIT_FSIZE in bytes, 0 = none */
     const char *stdin_data; /* may be NULL (empty stdin) */
     size_t stdin_len;
-    const char *env_set[4]; /* "NAME=VALUE" added (replacing NAME), NULL-terminated early */
+    const char *env_set[RL_KPROC_MAX_ENV]; /* "NAME=VALUE" added (replacing NAME), NULL-terminated early */
     int merge_stderr;       /* 1: stderr goes into the stdout capture */
+    const rl_ksandbox *sandbox; /* entered in the child before exec (NULL: none); failing to
+                                 * enter it exits 125 with the reason on stderr */
 } rl_kproc_opts;
 
 typedef struct rl_kproc_result {

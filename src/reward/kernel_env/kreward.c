@@ -72,6 +72,7 @@ int rl_kreward_create(rl_kreward **out, const rl_kreward_opts *o, rl_err *err)
         }
         *into[i] = k->owned[i];
     }
+    k->opts.no_sandbox = o->no_sandbox;
     k->jobs = o->jobs;
     k->memo = o->memo;
     if (rl_kenv_load_protocol(&k->opts, err) || rl_kenv_pool_create(&k->pool, &k->opts, o->gpus, err)) {

@@ -41,6 +41,8 @@ typedef struct rl_kreward_opts {
     int jobs;              /* evaluations in flight (0: two per GPU) */
     int memo;              /* 1: a code evaluated before in this run (same task, same bytes) keeps
                               its first verdict and timing instead of being measured again */
+    int no_sandbox;        /* 1: workers and nvcc run without the sandbox (kenv.h: stand-in tools
+                              in tests, debugging) */
 } rl_kreward_opts;
 
 typedef struct rl_kreward rl_kreward;

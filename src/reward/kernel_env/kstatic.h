@@ -14,7 +14,8 @@
  * flags), threads and subprocesses, ctypes, and reaching into the worker's interpreter
  * (sys, gc, frames, object internals, getattr/setattr/exec, the clock, files); the string
  * literals that look like C++/CUDA (load_inline sources) go through the C checks above, plus
- * the Python C API and pybind11's import/exec/eval there. All Python findings are fatal. */
+ * the Python C API and pybind11's import/exec/eval there. All Python findings but
+ * global_state are fatal (numeric settings are measured fairly by the worker instead). */
 #ifndef RL_REWARD_KENV_KSTATIC_H
 #define RL_REWARD_KENV_KSTATIC_H
 

@@ -56,6 +56,9 @@ static rl_kenv_opts fake_opts(const char *cache)
     o.include_dir = "src/reward/kernel_env/include";
     o.proto.timeout_s = 3;
     o.proto.compile_timeout_s = 3;
+    /* The fakes are shell scripts that fork and write their reports to /tmp: orchestration
+     * is tested here without the sandbox (test_ksandbox.c and the test below cover it). */
+    o.no_sandbox = 1;
     return o;
 }
 
@@ -117,6 +120,8 @@ Test(kenv, reward_function)
     }
     rl_kenv_reward("cheat", 10, 0, &r);
     cr_assert_float_eq(r, -1.0, 1e-12);
+    cr_assert_eq(rl_kenv_reward("disallowed", 10, 0, &r), 0);
+    cr_assert(r > -1.0 && r < -0.5, "disallowed sits between a failure and a cheat: %g", r);
     cr_assert_eq(rl_kenv_reward("error", 1, 0, &r), -1);
     cr_assert_eq(rl_kenv_reward("bogus", 1, 0, &r), -1);
 }
@@ -194,15 +199,15 @@ Test(kenv, noisy_caps_the_reward)
     cJSON_Delete(res);
 }
 
-Test(kenv, fatal_static_finding_is_a_cheat)
+Test(kenv, fatal_static_finding_is_disallowed)
 {
     const char *src = "#include \"rl_kernel.h\"\n#include <thread>\nextern \"C\" int rl_kernel(const rl_kernel_args *a) {\n"
                       "  std::thread([] {}).detach();\n  return 0;\n}\n";
     setenv("FAKE_WORKER_PLAN", "/dev/null", 1);
     cJSON *res = eval("ok", src);
-    cr_assert_str_eq(tu_json_str(res, "status"), "cheat");
+    cr_assert_str_eq(tu_json_str(res, "status"), "disallowed");
     cr_assert(strstr(tu_json_str(res, "failure"), "host_thread") && strstr(tu_json_str(res, "failure"), "line 4"), "%s", tu_json_str(res, "failure"));
-    cr_assert_float_eq(tu_json_num(res, "reward"), -1.0, 1e-12);
+    cr_assert_float_eq(tu_json_num(res, "reward"), -0.75, 1e-12);
     cr_assert_null(cJSON_GetObjectItemCaseSensitive(res, "speedup"), "the worker must not run without --keep-going");
     cJSON_Delete(res);
 
@@ -210,10 +215,19 @@ Test(kenv, fatal_static_finding_is_a_cheat)
     rl_kenv_opts o = fake_opts(cache_dir);
     o.keep_going = 1;
     res = eval_json(&o, TASK, src);
-    cr_assert_str_eq(tu_json_str(res, "status"), "cheat");
+    cr_assert_str_eq(tu_json_str(res, "status"), "disallowed");
     cr_assert_str_eq(tu_json_str(res, "dynamic_status"), "ok");
     cr_assert_null(cJSON_GetObjectItemCaseSensitive(res, "dynamic_failure"), "the worker found nothing");
     cr_assert_float_eq(tu_json_num(res, "speedup"), 2.0, 1e-9, "keep-going runs the worker");
+    cJSON_Delete(res);
+
+    /* A cheat the worker saw outranks the static rule. */
+    setenv("FAKE_WORKER_MODE", "cheat", 1);
+    res = eval_json(&o, TASK, src);
+    cr_assert_str_eq(tu_json_str(res, "status"), "cheat");
+    cr_assert_str_eq(tu_json_str(res, "dynamic_status"), "cheat");
+    cr_assert(strstr(tu_json_str(res, "failure"), "timed_outputs"), "%s", tu_json_str(res, "failure"));
+    cr_assert_float_eq(tu_json_num(res, "reward"), -1.0, 1e-12);
     cJSON_Delete(res);
 }
 
@@ -320,4 +334,48 @@ Test(kenv, count_gpus)
     o.worker = "/nonexistent/worker";
     o.python = "/nonexistent/python3";
     cr_assert_eq(rl_kenv_count_gpus(&o), 0);
+}
+
+/* The episode tools: compile runs no worker and returns the compiler's output; check runs the
+ * worker with --check-only and accepts an ok without timings; profile is the whole protocol. */
+Test(kenv, compile_check_profile_tools)
+{
+    char args_path[96];
+    snprintf(args_path, sizeof args_path, "%s-args", cache_dir);
+    setenv("FAKE_WORKER_ARGS", args_path, 1);
+    setenv("FAKE_WORKER_MODE", "args", 1);
+    rl_kenv_opts o = fake_opts(cache_dir);
+    rl_kenv_result r;
+    rl_err err;
+    remove(args_path);
+    cr_assert_eq(rl_kenv_compile(&o, TASK, good_src, strlen(good_src), &r, &err), 0);
+    cr_assert_eq(r.status, RL_KENV_OK, "%s", r.failure ? r.failure : "");
+    cr_assert(!r.timed && !rl_file_exists(args_path), "compile must not run the worker");
+    rl_kenv_result_free(&r);
+
+    const char *bad = "#include \"rl_kernel.h\"\nextern \"C\" int rl_kernel(const rl_kernel_args *a) { SYNTAX_ERROR }\n";
+    cr_assert_eq(rl_kenv_compile(&o, TASK, bad, strlen(bad), &r, &err), 0);
+    cr_assert_eq(r.status, RL_KENV_COMPILE_ERROR);
+    cr_assert(r.compile_log && r.compile_log[0], "the compiler's output comes back");
+    rl_kenv_result_free(&r);
+
+    setenv("FAKE_WORKER_MODE", "args", 1);
+    cr_assert_eq(rl_kenv_check(&o, TASK, good_src, strlen(good_src), &r, &err), 0);
+    char *args = NULL;
+    size_t n = 0;
+    cr_assert_eq(rl_file_read_all(args_path, &args, &n, &err), 0, "%s", err.msg);
+    cr_assert(strstr(args, "--check-only"), "check passes --check-only: %s", args);
+    /* every worker run gets its GPU's lock file (correctness shared, timing exclusive) */
+    cr_assert(strstr(args, "--gpu-lock ") && strstr(args, "rlc-gpu-0.lock"), "no GPU lock: %s", args);
+    free(args);
+    rl_kenv_result_free(&r);
+    remove(args_path);
+
+    cr_assert_eq(rl_kenv_profile(&o, TASK, good_src, strlen(good_src), &r, &err), 0);
+    cr_assert(r.status == RL_KENV_OK && r.timed && r.speedup == 2.0, "profile times");
+    cr_assert_eq(rl_file_read_all(args_path, &args, &n, &err), 0, "%s", err.msg);
+    cr_assert(!strstr(args, "--check-only"), "profile runs the timing: %s", args);
+    free(args);
+    rl_kenv_result_free(&r);
+    remove(args_path);
 }

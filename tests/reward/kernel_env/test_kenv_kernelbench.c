@@ -59,6 +59,12 @@ static rl_kenv_opts fake_opts(void)
     o.worker = "/nonexistent/rlc-kernel-worker"; /* KernelBench tasks never use it */
     o.proto.timeout_s = 2;
     o.proto.compile_timeout_s = 1;
+    static char cache[64];
+    snprintf(cache, sizeof cache, "/tmp/rlc-kbench-cache-%d", (int)getpid());
+    o.cache_dir = cache;
+    /* The fakes are shell scripts that fork and write their reports to /tmp: orchestration
+     * is tested here without the sandbox (test_ksandbox.c and the test below cover it). */
+    o.no_sandbox = 1;
     return o;
 }
 
@@ -242,15 +248,22 @@ Test(kbench, protocol_candidate_and_device_reach_the_worker)
     snprintf(path, sizeof path, "%s.path", out);
     char *cand_path = read_text(path);
     cr_assert(!rl_file_exists(cand_path), "the candidate's directory is left behind: %s", cand_path);
-    /* load_inline builds in the candidate's own directory: <dir>/candidate.py -> <dir>/torch_extensions */
+    /* load_inline builds in <cache>/kb-<hash of source, arch, python>, first in a build-only run
+     * without a GPU (outside the pool), then the GPU run finds the modules built. */
     char want_env[512];
-    snprintf(want_env, sizeof want_env, "devices=5 bytecode=1 ext=%.*storch_extensions\n",
-             (int)(strrchr(cand_path, '/') + 1 - cand_path), cand_path);
-    cr_assert_str_eq(env, want_env);
+    snprintf(want_env, sizeof want_env, "devices=5 bytecode=1 ext=%s/kb-", o.cache_dir);
+    cr_assert(!strncmp(env, want_env, strlen(want_env)) && strstr(env, " arch=9.0a\n"), "env: %s", env);
     free(env);
     free(cand_path);
-    const char *suffix[] = {"", ".env", ".cand", ".path"};
-    for (int i = 0; i < 4; i++) {
+    snprintf(path, sizeof path, "%s.all", out);
+    char *all = read_text(path);
+    char *second = strchr(all, '\n');
+    cr_assert(second && strstr(all, "devices= ") && strstr(all, "--build-only") < second && !strstr(second, "--build-only"),
+              "first a build-only run with no device, then the GPU run:\n%s", all);
+    free(all);
+    remove(path);
+    const char *suffix[] = {"", ".env", ".cand", ".path", ".all"};
+    for (int i = 0; i < 5; i++) {
         snprintf(path, sizeof path, "%s%s", out, suffix[i]);
         remove(path);
     }
@@ -289,35 +302,71 @@ Test(kbench, gpu_pool)
     char *env = read_text(path);
     cr_assert(!strncmp(env, "devices=3 ", 10), "%s", env);
     free(env);
-    const char *suffix[] = {"", ".env", ".cand", ".path"};
-    for (int i = 0; i < 4; i++) {
+    const char *suffix[] = {"", ".env", ".cand", ".path", ".all"};
+    for (int i = 0; i < 5; i++) {
         snprintf(path, sizeof path, "%s%s", out, suffix[i]);
         remove(path);
     }
 }
 
-Test(kbench, fatal_static_finding_is_a_cheat)
+Test(kbench, fatal_static_finding_is_disallowed)
 {
     const char *src = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-                      "        torch.backends.cuda.matmul.allow_tf32 = True\n";
+                      "        import time\n";
     char out[96];
     snprintf(out, sizeof out, "/tmp/rlc-kbench-static-%d", (int)getpid());
     setenv("FAKE_PY_OUT", out, 1);
     remove(out);
     rl_kenv_opts o = fake_opts();
     cJSON *res = eval_opts(&o, "args", src);
-    cr_assert_str_eq(tu_json_str(res, "status"), "cheat");
-    cr_assert(strstr(tu_json_str(res, "failure"), "global_state") && strstr(tu_json_str(res, "failure"), "line 6"), "%s", tu_json_str(res, "failure"));
-    cr_assert_float_eq(tu_json_num(res, "reward"), -1.0, 1e-12);
+    cr_assert_str_eq(tu_json_str(res, "status"), "disallowed");
+    cr_assert(strstr(tu_json_str(res, "failure"), "introspection") && strstr(tu_json_str(res, "failure"), "line 6"), "%s", tu_json_str(res, "failure"));
+    cr_assert_float_eq(tu_json_num(res, "reward"), -0.75, 1e-12);
     cr_assert(!rl_file_exists(out), "the worker ran without --keep-going");
     cJSON_Delete(res);
 
     o.keep_going = 1;
     res = eval_opts(&o, "ok", src);
-    cr_assert_str_eq(tu_json_str(res, "status"), "cheat");
+    cr_assert_str_eq(tu_json_str(res, "status"), "disallowed");
     cr_assert_str_eq(tu_json_str(res, "dynamic_status"), "ok");
     cr_assert_float_eq(tu_json_num(res, "speedup"), 2.0, 1e-9, "keep-going runs the worker");
     cJSON_Delete(res);
+}
+
+/* Numeric settings are measured fairly by the worker, not thrown out: a ModelNew that turns TF32
+ * on is reported (non-fatal) and still evaluated; --require-kernel reaches the worker. */
+Test(kbench, numeric_settings_run_and_require_kernel_passes)
+{
+    const char *src = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                      "        torch.backends.cudnn.benchmark = True\n";
+    char out[96];
+    snprintf(out, sizeof out, "/tmp/rlc-kbench-flags-%d", (int)getpid());
+    setenv("FAKE_PY_OUT", out, 1);
+    remove(out);
+    rl_kenv_opts o = fake_opts();
+    o.require_kernel = 1;
+    cJSON *res = eval_opts(&o, "args", src);
+    cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "static");
+    cr_assert(cJSON_GetArraySize(st) == 1 && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(st->child, "fatal")),
+              "global_state is reported, not fatal");
+    cJSON_Delete(res);
+    char *args = read_text(out);
+    cr_assert(strstr(args, " --require-kernel "), "no --require-kernel in: %s", args);
+    free(args);
+    remove(out);
+    o.require_kernel = 0;
+    res = eval_opts(&o, "args", src);
+    cJSON_Delete(res);
+    args = read_text(out);
+    cr_assert(!strstr(args, "--require-kernel"), "--require-kernel without the option: %s", args);
+    free(args);
+    const char *suffix[] = {"", ".env", ".cand", ".path", ".all"};
+    for (int i = 0; i < 5; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "%s%s", out, suffix[i]);
+        remove(path);
+    }
 }
 
 Test(kbench, gpu_count_falls_back_to_torch)
@@ -339,7 +388,7 @@ Test(kbench, cli_single_and_batch)
     setenv("FAKE_PY_MODE", "args", 1);
     int status;
     char *err;
-    snprintf(args, sizeof args, "kernel-eval --python %s/fake_python.sh --trials 9 --timed 4 --json %s %s", FIX,
+    snprintf(args, sizeof args, "kernel-eval --no-sandbox --python %s/fake_python.sh --trials 9 --timed 4 --json %s %s", FIX,
              PROBLEM, CAND);
     char *text = tu_run_rlc(args, "", &status, &err);
     cr_assert_eq(status, 0, "stderr: %s", err);
@@ -362,7 +411,7 @@ Test(kbench, cli_single_and_batch)
     fputs(good, f);
     fclose(f);
     free(good);
-    snprintf(args, sizeof args, "kernel-eval --protocol %s --python %s/fake_python.sh %s %s", proto, FIX, PROBLEM,
+    snprintf(args, sizeof args, "kernel-eval --no-sandbox --protocol %s --python %s/fake_python.sh %s %s", proto, FIX, PROBLEM,
              CAND);
     text = tu_run_rlc(args, "", &status, &err);
     cr_assert_eq(status, 0, "stderr: %s", err);
@@ -390,7 +439,7 @@ Test(kbench, cli_single_and_batch)
              "{\"id\": 2, \"task\": \"%s\", \"source\": \"import torch\\n\"}\n"
              "not json\n",
              PROBLEM, CAND, PROBLEM);
-    snprintf(args, sizeof args, "kernel-eval --batch --gpus 2 --python %s/fake_python.sh", FIX);
+    snprintf(args, sizeof args, "kernel-eval --batch --no-sandbox --gpus 2 --python %s/fake_python.sh", FIX);
     text = tu_run_rlc(args, input, &status, &err);
     cr_assert_eq(status, 0, "stderr: %s", err);
     int lines = 0, ok = 0;
@@ -401,9 +450,27 @@ Test(kbench, cli_single_and_batch)
     cr_assert(strstr(text, "stdin line 3"), "%s", text);
     free(text);
     free(err);
-    const char *suffix[] = {"", ".env", ".cand", ".path"};
-    for (int i = 0; i < 4; i++) {
+    const char *suffix[] = {"", ".env", ".cand", ".path", ".all"};
+    for (int i = 0; i < 5; i++) {
         snprintf(path, sizeof path, "%s%s", out, suffix[i]);
         remove(path);
     }
+}
+
+/* With the sandbox on (ksandbox.h), a well-behaved worker still runs: the fake Python (a shell
+ * script: it may fork, the Python worker's sandbox allows processes) reads its stdin, writes
+ * its result and gets status ok; the record says which layers were applied. */
+Test(kbench, sandboxed_worker_runs)
+{
+    rl_kenv_opts o = fake_opts();
+    o.no_sandbox = 0;
+    cJSON *res = eval_opts(&o, "ok", cand_src);
+    cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
+    cr_assert(strstr(tu_json_str(res, "sandbox"), "seccomp"), "sandbox: %s", tu_json_str(res, "sandbox"));
+    /* the build run and the GPU run: one record, no key twice */
+    int n_checks = 0, n_worker = 0;
+    for (const cJSON *c = res->child; c; c = c->next) n_checks += !strcmp(c->string, "checks"), n_worker += !strcmp(c->string, "worker_seconds");
+    cr_assert(n_checks == 1 && n_worker == 1 && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(res, "build_seconds")),
+              "checks %d, worker_seconds %d, build_seconds", n_checks, n_worker);
+    cJSON_Delete(res);
 }

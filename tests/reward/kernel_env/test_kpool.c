@@ -56,6 +56,7 @@ static rl_kenv_opts fake_opts(const char *cache)
     cr_assert_eq(rl_kenv_load_protocol(&o, &err), 0, "%s", err.msg);
     o.nvcc = FIX "/fake_nvcc.sh";
     o.worker = FIX "/fake_worker.sh";
+    o.no_sandbox = 1; /* the fake worker is a shell script that forks: see test_ksandbox.c */
     o.cache_dir = cache;
     o.include_dir = "src/reward/kernel_env/include";
     o.proto.timeout_s = 5;
@@ -113,4 +114,41 @@ Test(kpool, no_gpu_no_pool)
     cr_assert_eq(rl_kenv_pool_create(&pool, &o, 0, &err), -1);
     cr_assert(strstr(err.msg, "no GPU found"), "%s", err.msg);
     cr_assert_null(pool);
+}
+
+/* Up to gpu_workers workers share one GPU (their timing is serialized by the GPU lock, which
+ * the worker takes): never more at once, and the pool does use them. */
+Test(kpool, workers_per_gpu)
+{
+    char cache[64], slots[96], cmd[160];
+    snprintf(cache, sizeof cache, "/tmp/rlc-kpool-slots-%d", (int)getpid());
+    snprintf(slots, sizeof slots, "%s/slots", cache);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", slots);
+    cr_assert_eq(system(cmd), 0);
+    setenv("FAKE_SLOT_DIR", slots, 1);
+    setenv("FAKE_WORKER_MODE", "slot", 1);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    rl_kenv_opts o = fake_opts(cache);
+    o.gpu_workers = 2;
+    rl_kenv_pool *pool;
+    rl_err err;
+    cr_assert_eq(rl_kenv_pool_create(&pool, &o, 1, &err), 0, "%s", err.msg);
+    feed_state f = {0};
+    pthread_mutex_init(&f.lock, NULL);
+    rl_kenv_feed feed = {&f, next, run};
+    rl_kenv_pool_run(pool, 8, &feed);
+    cr_assert_eq(f.done, N_REQUESTS);
+    rl_kenv_pool_free(pool);
+    pthread_mutex_destroy(&f.lock);
+    char path[128];
+    snprintf(path, sizeof path, "%s/max.0", slots);
+    FILE *fp = fopen(path, "r");
+    cr_assert(fp, "no worker ran");
+    int n, max = 0, lines = 0;
+    while (fscanf(fp, "%d", &n) == 1) max = n > max ? n : max, lines++;
+    fclose(fp);
+    cr_assert_eq(lines, N_REQUESTS);
+    cr_assert_eq(max, 2, "at most 2 workers at once on the GPU, and 2 were used: %d", max);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
+    cr_assert_eq(system(cmd), 0);
 }

@@ -219,7 +219,9 @@ Test(kstatic, python_checks_fire)
         scan_py(cases[i].src, &st);
         const rl_kfinding *f = find(&st, cases[i].check);
         cr_assert(f, "case %zu: no '%s' finding in:\n%s", i, cases[i].check, cases[i].src);
-        cr_assert(f->fatal, "case %zu: '%s' not fatal", i, cases[i].check);
+        /* numeric settings are reported, not fatal: the worker measures them fairly */
+        cr_assert_eq(f->fatal, strcmp(cases[i].check, "global_state") != 0, "case %zu: '%s' fatal %d", i, cases[i].check,
+                     f->fatal);
         cr_assert_eq(f->line, cases[i].line, "case %zu: line %d, want %d (%s)", i, f->line, cases[i].line, f->detail);
     }
     rl_kstatic st;
@@ -258,7 +260,8 @@ Test(kstatic, python_non_findings)
 Test(kstatic, kernelbench_fixtures)
 {
     const char *fatal_free[] = {"gelu_inline_ok", "gelu_wrong_formula", "gelu_cached", "diag_ok", "diag_wrong_axis",
-                                "diag_positive_only", "diag_modify_input", "diag_patch_torch", "gemm_ok"};
+                                "diag_positive_only", "diag_modify_input", "diag_patch_torch", "gemm_ok",
+                                "gemm_cudnn_benchmark", "gelu_memo_content", "rk_gelu_inline", "rk_torch_only"};
     for (size_t i = 0; i < sizeof fatal_free / sizeof fatal_free[0]; i++) {
         char path[256];
         snprintf(path, sizeof path, "tests/fixtures/kernelbench/candidates/%s.py", fatal_free[i]);
@@ -279,5 +282,5 @@ Test(kstatic, kernelbench_fixtures)
     rl_kstatic_check_py(text, len, KB, &st);
     free(text);
     const rl_kfinding *f = find(&st, "global_state");
-    cr_assert(f && f->fatal && f->line == 9, "gemm_tf32: %s", st.n ? st.items[0].detail : "no finding");
+    cr_assert(f && !f->fatal && f->line == 9 && st.n_fatal == 0, "gemm_tf32: %s", st.n ? st.items[0].detail : "no finding");
 }

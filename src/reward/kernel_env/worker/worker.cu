@@ -3,7 +3,7 @@
  *
  *   rlc-kernel-worker --ref R.so --cand C.so --trials N --timed N --warmup N --copies K
  *                     --watchdog-ms MS --mem-cap-mb MB --flush-factor F --max-spread S
- *                     --spread-repeats R [--seed S]   < plan
+ *                     --spread-repeats R [--seed S] [--check-only] [--gpu-lock FILE]   < plan
  *   rlc-kernel-worker --count-devices
  *
  * The plan (stdin) is the flat form of spec.json written by src/reward/kernel_env/kspec.c, with
@@ -11,14 +11,16 @@
  * values of protocol.json (kproto.h), so the worker keeps no defaults of its own.
  * Idea: the candidate runs first in every correctness trial on fresh inputs, under poisoned
  * outputs, guard regions, input hashes and a watchdog; timing is host wall time around the call
- * plus a whole-device synchronize, with L2 flushed and inputs rotated before every run, and
- * every timed output verified. The first failed check ends the run; the JSON names it. */
+ * plus a whole-device synchronize, with L2 flushed and fresh inputs drawn before every run
+ * (the reference on the same inputs in the same iteration), and every timed output verified. The first failed check ends the run; the JSON names it. */
 #include <cuda_runtime.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <math.h>
+#include <errno.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,13 +56,12 @@ static struct {
     wk_plan plan;
     rl_kernel_fn ref, cand;
     uint64_t seed;
-    int trials, timed, warmup, copies, spread_repeats;
+    int trials, timed, warmup, copies, spread_repeats, check_only;
     double watchdog_s, flush_factor, max_spread;
     size_t mem_cap;
     wk_buf cin[RL_KERNEL_MAX_TENSORS], cout[RL_KERNEL_MAX_TENSORS];
     wk_buf rin[RL_KERNEL_MAX_TENSORS], rout[RL_KERNEL_MAX_TENSORS];
-    wk_buf tin[MAX_COPIES][RL_KERNEL_MAX_TENSORS], tref[MAX_COPIES][RL_KERNEL_MAX_TENSORS];
-    double tscale[MAX_COPIES][RL_KERNEL_MAX_TENSORS];
+    wk_buf tin[MAX_COPIES][RL_KERNEL_MAX_TENSORS];
     uint64_t thash[MAX_COPIES][RL_KERNEL_MAX_TENSORS];
     void *flush;
     size_t flush_bytes, l2_bytes;
@@ -74,6 +75,19 @@ static struct {
     char device[256];
     char nonce[40];
 } W;
+
+/* The GPU lock (--gpu-lock FILE, one file per GPU, shared by every worker on it): correctness
+ * work holds it shared, timing exclusive, so several candidates check their results on one
+ * GPU at once while a timed run never has company. Without the flag the worker assumes it has
+ * the GPU to itself (the parent runs one worker per GPU). */
+static int g_lock_fd = -1;
+
+static void gpu_lock(int op)
+{
+    if (g_lock_fd < 0) return;
+    while (flock(g_lock_fd, op) != 0 && errno == EINTR) {
+    }
+}
 
 static double now_s(void)
 {
@@ -333,8 +347,10 @@ static int run_trial(const int64_t *dims, int kind, int check)
         wk_poison(W.rout[o].ptr, wk_numel(t, dims), t->dtype);
     }
     cudaDeviceSynchronize();
+    /* Free memory is device-wide: with other workers on the GPU (shared lock) the check moves
+     * to the exclusive timing phase. */
     size_t free_before = 0, total = 0;
-    cudaMemGetInfo(&free_before, &total);
+    if (g_lock_fd < 0) cudaMemGetInfo(&free_before, &total);
 
     rl_kernel_args a;
     int rc;
@@ -417,32 +433,50 @@ static void prepare_run(wk_buf *out, const int64_t *dims)
     cudaDeviceSynchronize();
 }
 
+/* One timing round. Every iteration (warm-up included) draws FRESH inputs on the device into
+ * the next of the rotating input copies (outside the timed region), gives the reference a
+ * pristine copy of them, times both sides on them (the side that goes first alternating) and
+ * compares the candidate's output with the reference output of the same iteration. So no timed
+ * call ever sees data an earlier call saw: a candidate that memoises outputs keyed on the
+ * content of its inputs (or on their addresses) misses every time. */
 static int timing_round(const int64_t *dims, unsigned long long *d_bad, stats *ref_s, stats *cand_s)
 {
     std::vector<double> tr, tc;
     int total = W.warmup + W.timed;
     for (int i = 0; i < total; i++) {
         int k = i % W.copies;
+        gen_inputs(W.tin[k], dims, TRIAL_RANDOM);
+        for (int n = 0; n < W.plan.n_inputs; n++) {
+            size_t b = tbytes(&W.plan.inputs[n], dims);
+            cudaMemcpy(W.rin[n].ptr, W.tin[k][n].ptr, b, cudaMemcpyDeviceToDevice);
+            W.thash[k][n] = wk_hash(W.tin[k][n].ptr, b);
+        }
         for (int side = 0; side < 2; side++) {
             int is_cand = (side == (i & 1)); /* alternate which side goes first */
             rl_kernel_args a;
             int rc;
             cudaError_t cerr;
             wk_buf *out = is_cand ? W.cout : W.rout;
-            make_args(&a, W.tin[k], out, dims);
+            make_args(&a, is_cand ? W.tin[k] : W.rin, out, dims);
             prepare_run(out, dims);
             double t = timed_call(is_cand ? W.cand : W.ref, &a, is_cand ? "candidate (timed)" : "reference (timed)", &rc, &cerr);
             if (is_cand) {
                 if (check_after_candidate("timing", rc, cerr, 0)) return -1;
-                for (int o = 0; o < W.plan.n_outputs; o++) {
-                    const wk_tensor *ot = &W.plan.outputs[o];
-                    wk_compare_async(out[o].ptr, W.tref[k][o].ptr, wk_numel(ot, dims), ot->dtype,
-                                     ot->atol * W.tscale[k][o], ot->rtol, d_bad);
-                }
             } else if (rc != 0 || cerr != cudaSuccess) {
                 return fail(CK_SETUP, "error", "timing: the reference failed (rc %d, %s)", rc, cudaGetErrorName(cerr));
             }
             if (i >= W.warmup) (is_cand ? tc : tr).push_back(t * 1e3);
+        }
+        for (int o = 0; o < W.plan.n_outputs; o++) {
+            const wk_tensor *ot = &W.plan.outputs[o];
+            size_t n = wk_numel(ot, dims);
+            double scale = wk_rms(W.rout[o].ptr, n, ot->dtype);
+            wk_compare_async(W.cout[o].ptr, W.rout[o].ptr, n, ot->dtype, ot->atol * scale, ot->rtol, d_bad);
+        }
+        for (int n = 0; n < W.plan.n_inputs; n++) {
+            size_t b = tbytes(&W.plan.inputs[n], dims);
+            if (!W.plan.inputs[n].mutable_ && wk_hash(W.tin[k][n].ptr, b) != W.thash[k][n])
+                return fail(CK_INPUTS, "cheat", "timing: input %d (run %d) was modified by the candidate", n, i);
         }
     }
     *ref_s = summarize(tr);
@@ -450,25 +484,29 @@ static int timing_round(const int64_t *dims, unsigned long long *d_bad, stats *r
     return 0;
 }
 
+static int timing_phase_locked(void);
+
 static int timing_phase(void)
 {
+    cudaDeviceSynchronize();
+    gpu_lock(LOCK_EX);
+    size_t free0 = 0, free1 = 0, total = 0;
+    cudaMemGetInfo(&free0, &total);
+    int rc = timing_phase_locked();
+    cudaDeviceSynchronize();
+    cudaMemGetInfo(&free1, &total);
+    gpu_lock(LOCK_SH);
+    if (rc == 0 && g_lock_fd >= 0 && free0 > free1 && free0 - free1 > W.mem_cap)
+        return fail(CK_MEMORY, "incorrect", "timing: the candidate holds %zu MB more GPU memory after the timed runs (cap %zu MB)",
+                    (free0 - free1) >> 20, W.mem_cap >> 20);
+    return rc;
+}
+
+static int timing_phase_locked(void)
+{
     const int64_t *dims = W.plan.dimsets[W.plan.n_dimsets - 1];
-    for (int k = 0; k < W.copies; k++) {
-        gen_inputs(W.tin[k], dims, TRIAL_RANDOM);
-        for (int i = 0; i < W.plan.n_inputs; i++) {
-            size_t b = tbytes(&W.plan.inputs[i], dims);
-            wk_guard_fill(&W.tin[k][i], b, 0x5a);
-            W.thash[k][i] = wk_hash(W.tin[k][i].ptr, b);
-        }
-        rl_kernel_args a;
-        int rc;
-        cudaError_t cerr;
-        make_args(&a, W.tin[k], W.tref[k], dims);
-        timed_call(W.ref, &a, "reference", &rc, &cerr);
-        if (rc != 0 || cerr != cudaSuccess) return fail(CK_SETUP, "error", "timing: the reference failed (rc %d)", rc);
-        for (int o = 0; o < W.plan.n_outputs; o++)
-            W.tscale[k][o] = wk_rms(W.tref[k][o].ptr, wk_numel(&W.plan.outputs[o], dims), W.plan.outputs[o].dtype);
-    }
+    for (int k = 0; k < W.copies; k++)
+        for (int i = 0; i < W.plan.n_inputs; i++) wk_guard_fill(&W.tin[k][i], tbytes(&W.plan.inputs[i], dims), 0x5a);
     unsigned long long *d_bad, bad = 0;
     cudaMalloc(&d_bad, sizeof *d_bad);
     cudaMemset(d_bad, 0, sizeof *d_bad);
@@ -490,12 +528,9 @@ static int timing_phase(void)
     if (bad) return fail(CK_TIMED, "cheat", "%llu output elements wrong over the timed runs (correct only outside timing)", bad);
     pass(CK_TIMED);
     for (int k = 0; k < W.copies; k++)
-        for (int i = 0; i < W.plan.n_inputs; i++) {
-            size_t b = tbytes(&W.plan.inputs[i], dims);
-            if (!W.plan.inputs[i].mutable_ && wk_hash(W.tin[k][i].ptr, b) != W.thash[k][i])
-                return fail(CK_INPUTS, "cheat", "timing: input %d copy %d was modified by the candidate", i, k);
-            if (wk_guard_count_bad(&W.tin[k][i], b, 0x5a)) return fail(CK_GUARDS, "incorrect", "timing: write outside input %d", i);
-        }
+        for (int i = 0; i < W.plan.n_inputs; i++)
+            if (wk_guard_count_bad(&W.tin[k][i], tbytes(&W.plan.inputs[i], dims), 0x5a))
+                return fail(CK_GUARDS, "incorrect", "timing: write outside input %d", i);
     for (int o = 0; o < W.plan.n_outputs; o++)
         if (wk_guard_count_bad(&W.cout[o], tbytes(&W.plan.outputs[o], dims), 0x5a))
             return fail(CK_GUARDS, "incorrect", "timing: write outside output %d", o);
@@ -604,7 +639,6 @@ static int setup(const char *ref_path, const char *cand_path)
     for (int o = 0; o < W.plan.n_outputs; o++) {
         size_t m = max_bytes(&W.plan.outputs[o]);
         ok |= wk_buf_alloc(&W.cout[o], m) | wk_buf_alloc(&W.rout[o], m);
-        for (int k = 0; k < W.copies; k++) ok |= wk_buf_alloc(&W.tref[k][o], tbytes(&W.plan.outputs[o], W.plan.dimsets[W.plan.n_dimsets - 1]));
     }
     if (ok) return fail(CK_SETUP, "error", "cannot allocate the task's buffers");
     W.ref = load_module(ref_path, "reference");
@@ -647,6 +681,10 @@ int main(int argc, char **argv)
     W.status = "ok";
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--check-only")) { /* correctness trials only, no timing */
+            W.check_only = 1;
+            continue;
+        }
         if (!strcmp(argv[i], "--count-devices")) {
             int n = 0;
             if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
@@ -654,7 +692,15 @@ int main(int argc, char **argv)
             return 0;
         }
         if (!v) { fprintf(stderr, "rlc-kernel-worker: %s needs a value\n", argv[i]); return 2; }
-        if (!strcmp(argv[i], "--ref")) ref = v;
+        if (!strcmp(argv[i], "--gpu-lock")) {
+            g_lock_fd = open(v, O_RDONLY | O_CLOEXEC);
+            if (g_lock_fd < 0) { fprintf(stderr, "rlc-kernel-worker: --gpu-lock %s: %s\n", v, strerror(errno)); return 2; }
+            /* A high descriptor: the kernel closes a dying process's files in order, so the lock
+             * is dropped only after the GPU context's files are closed (teardown done). */
+            int high = fcntl(g_lock_fd, F_DUPFD_CLOEXEC, 900);
+            if (high >= 0) close(g_lock_fd), g_lock_fd = high;
+        }
+        else if (!strcmp(argv[i], "--ref")) ref = v;
         else if (!strcmp(argv[i], "--cand")) cand = v;
         else if (!strcmp(argv[i], "--seed")) seed = strtoull(v, NULL, 0);
         else if (!strcmp(argv[i], "--trials")) W.trials = atoi(v);
@@ -691,7 +737,8 @@ int main(int argc, char **argv)
     }
     pthread_t wd;
     pthread_create(&wd, NULL, watchdog_main, NULL);
-    if (setup(ref, cand) == 0 && correctness_phase() == 0 && timing_phase() == 0) post_phase();
+    gpu_lock(LOCK_SH);
+    if (setup(ref, cand) == 0 && correctness_phase() == 0 && !W.check_only && timing_phase() == 0) post_phase();
     print_result();
     fflush(stdout);
     _exit(0); /* no destructors: a candidate's leftovers must not hang the exit */

@@ -1,0 +1,561 @@
+/* ppo.c — see ppo.h. The batch is laid out once on the host in sequence order (tokens packed,
+ * and per token: old log-prob, reference log-prob, old value, advantage, return; prompt tokens
+ * carry nothing), then each mini-batch is re-packed in its shuffled order and cut into
+ * micro-batches of at most max_tokens tokens. The policy loss runs on the backend
+ * (rl_policy_loss); the value loss is a few thousand numbers and runs on the host
+ * (ppo_math.h), its gradient uploaded for the value model's backward. */
+#include "train/ppo.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/ops.h"
+#include "core/file.h"
+#include "core/timer.h"
+#include "io/json.h"
+#include "train/runlog.h"
+
+enum { D_LOGP, D_OLD, D_ADV, D_W, D_DLOGP, D_VAL, D_DV, D_ENT, N_DEV };
+
+rl_ppo_config rl_ppo_defaults(void)
+{
+    rl_ppo_config c = {0};
+    c.prompts_per_step = 8;
+    c.samples_per_prompt = 1;
+    c.gen = rl_gen_params_default();
+    c.gen.max_new_tokens = 256;
+    c.cliprange = 0.2f;
+    c.cliprange_value = 0.2f;
+    c.vf_coef = 0.1f;
+    c.kl_coef = 0.05;
+    c.kl_horizon = 10000;
+    c.gamma = 1.0f;
+    c.lam = 0.95f;
+    c.ppo_epochs = 4;
+    c.num_mini_batches = 1;
+    c.whiten_advantages = 1;
+    c.max_tokens = 8192;
+    c.shuffle = 1;
+    c.seed = 1234;
+    c.engine = rl_engine_options_default();
+    c.optim = rl_optim_defaults();
+    c.optim.schedule.peak = 1e-6;
+    c.optim.weight_decay = 0.0;
+    c.value_optim = c.optim;
+    c.value_optim.schedule.peak = 1e-5;
+    return c;
+}
+
+void rl_ppo_free(rl_ppo *t)
+{
+    rl_engine_free(t->engine);
+    rl_acts_free(t->acts);
+    rl_acts_free(t->value_acts);
+    rl_acts_free(t->ref_acts);
+    rl_optim_free(&t->optim);
+    rl_optim_free(&t->value_optim);
+    rl_order_free(&t->order);
+    if (t->dev) rl_free(t->policy->ctx, t->dev);
+    void *bufs[] = {t->results, t->gen_prompts, t->items, t->prompt_of, t->perm, t->mb_seqs, t->scores,
+                    t->tokens, t->cu, t->old_lp, t->ref_lp, t->old_v, t->adv, t->ret, t->completion,
+                    t->p_tokens, t->p_cu, t->p_old, t->p_adv, t->p_ret, t->p_oldv, t->p_w, t->h_buf, t->h_dv};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+    memset(t, 0, sizeof *t);
+}
+
+static int check_config(const rl_ppo_config *c, const rl_model *policy, const rl_model *value, const rl_model *ref,
+                        rl_err *err)
+{
+    if (c->prompts_per_step < 1 || c->samples_per_prompt < 1)
+        return rl_err_set(err, "ppo: prompts_per_step and samples_per_prompt must be >= 1 (got %d, %d)",
+                          c->prompts_per_step, c->samples_per_prompt);
+    if (!(c->gamma > 0 && c->gamma <= 1)) return rl_err_set(err, "ppo: --gamma must be in (0, 1], got %g", c->gamma);
+    if (!(c->lam >= 0 && c->lam <= 1)) return rl_err_set(err, "ppo: --lam must be in [0, 1], got %g", c->lam);
+    if (c->ppo_epochs < 1 || c->num_mini_batches < 1)
+        return rl_err_set(err, "ppo: --ppo-epochs and --num-mini-batches must be >= 1");
+    int n = c->prompts_per_step * c->samples_per_prompt;
+    if (c->num_mini_batches > n)
+        return rl_err_set(err, "ppo: --num-mini-batches %d is more than the %d completions of a step",
+                          c->num_mini_batches, n);
+    if (!(c->gen.sample.temperature > 0)) return rl_err_set(err, "ppo: the sampling temperature must be > 0");
+    if (c->kl_coef < 0 || c->target_kl < 0) return rl_err_set(err, "ppo: --kl-coef and --target-kl must be >= 0");
+    if (c->kl_coef > 0 && !ref) return rl_err_set(err, "ppo: a KL penalty (--kl-coef > 0) needs a reference model");
+    if (ref && ref->config.vocab_size != policy->config.vocab_size)
+        return rl_err_set(err, "ppo: the reference's vocabulary (%d) differs from the policy's (%d)",
+                          ref->config.vocab_size, policy->config.vocab_size);
+    if (value->config.head == RL_HEAD_LM)
+        return rl_err_set(err, "ppo: the value model is a causal LM (%s), not a value model", value->config.architecture);
+    if (value->config.vocab_size != policy->config.vocab_size)
+        return rl_err_set(err, "ppo: the value model's vocab_size (%d) differs from the policy's (%d): it must read "
+                               "the policy's tokens (same tokenizer)", value->config.vocab_size, policy->config.vocab_size);
+    if (policy->config.head != RL_HEAD_LM)
+        return rl_err_set(err, "ppo: the policy is a value model (%s)", policy->config.architecture);
+    return 0;
+}
+
+/* The value model trains on the policy's activations when the two have the same shape (they
+ * never hold a batch at the same time), else on its own. */
+static int make_value_acts(rl_ppo *t, rl_acts_mode mode, rl_err *err)
+{
+    rl_err ignored;
+    if (rl_acts_share(t->acts, t->value, &ignored) == 0) return rl_acts_share(t->acts, t->policy, err);
+    return rl_acts_create(&t->value_acts, t->value, t->cfg.max_tokens, mode, err);
+}
+
+/* The training activations for model m (policy or value model). */
+static rl_acts *acts_for(rl_ppo *t, rl_model *m, rl_err *err)
+{
+    if (m == t->value && t->value_acts) return t->value_acts;
+    return rl_acts_share(t->acts, m, err) ? NULL : t->acts;
+}
+
+int rl_ppo_create(rl_ppo *t, rl_model *policy, rl_model *value, rl_model *ref, const rl_tokenizer *tok,
+                  rl_reward *reward, const rl_grpo_prompt *data, int n_data, const rl_ppo_config *cfg, rl_err *err)
+{
+    memset(t, 0, sizeof *t);
+    if (check_config(cfg, policy, value, cfg->kl_coef > 0 ? ref : NULL, err)) return -1;
+    if (!tok) return rl_err_set(err, "ppo: a tokenizer is needed (rewards read completion text)");
+    t->policy = policy;
+    t->value = value;
+    t->ref = cfg->kl_coef > 0 ? ref : NULL;
+    t->reward = reward;
+    t->data = data;
+    t->n_data = n_data;
+    t->cfg = *cfg;
+    t->kl = (rl_kl_ctl){cfg->kl_coef, cfg->target_kl, cfg->kl_horizon};
+    int longest = 0;
+    for (int i = 0; i < n_data; i++) {
+        if (data[i].n_ids < 1) return rl_err_set(err, "ppo: prompt %d is empty", i);
+        for (int k = 0; k < data[i].n_ids; k++)
+            if (data[i].ids[k] < 0 || data[i].ids[k] >= policy->config.vocab_size)
+                return rl_err_set(err, "ppo: prompt %d token %d is id %d, outside the vocabulary (%d)", i, k,
+                                  data[i].ids[k], policy->config.vocab_size);
+        if (data[i].n_ids > longest) longest = data[i].n_ids;
+    }
+    t->max_seq_tokens = longest + cfg->gen.max_new_tokens;
+    if (t->max_seq_tokens > cfg->max_tokens)
+        return rl_err_set(err, "ppo: the longest prompt (%d tokens) + max_new_tokens (%d) exceeds the micro-batch "
+                               "budget max_tokens = %d", longest, cfg->gen.max_new_tokens, cfg->max_tokens);
+    int n = t->n_seqs = cfg->prompts_per_step * cfg->samples_per_prompt;
+    size_t bt = (size_t)n * t->max_seq_tokens, f = sizeof(float), mt = (size_t)cfg->max_tokens;
+    t->results = calloc((size_t)n, sizeof *t->results);
+    t->gen_prompts = calloc((size_t)n, sizeof *t->gen_prompts);
+    t->items = calloc((size_t)n, sizeof *t->items);
+    t->prompt_of = calloc((size_t)n, sizeof(int));
+    t->perm = calloc((size_t)n, sizeof(int));
+    t->mb_seqs = calloc((size_t)n + 1, sizeof(int));
+    t->scores = calloc((size_t)n, f);
+    t->tokens = malloc(bt * sizeof(int32_t));
+    t->cu = malloc(((size_t)n + 1) * sizeof(int32_t));
+    t->old_lp = malloc(bt * f), t->ref_lp = malloc(bt * f), t->old_v = malloc(bt * f);
+    t->adv = malloc(bt * f), t->ret = malloc(bt * f), t->completion = malloc(bt);
+    t->p_tokens = malloc(bt * sizeof(int32_t));
+    t->p_cu = malloc(((size_t)n + 1) * sizeof(int32_t));
+    t->p_old = malloc(bt * f), t->p_adv = malloc(bt * f), t->p_ret = malloc(bt * f), t->p_oldv = malloc(bt * f);
+    t->p_w = malloc(bt * f), t->h_buf = malloc(mt * f), t->h_dv = malloc(mt * f);
+    t->dev = rl_alloc(policy->ctx, N_DEV * mt * f);
+    if (!t->results || !t->gen_prompts || !t->items || !t->prompt_of || !t->perm || !t->mb_seqs || !t->scores ||
+        !t->tokens || !t->cu || !t->old_lp || !t->ref_lp || !t->old_v || !t->adv || !t->ret || !t->completion ||
+        !t->p_tokens || !t->p_cu || !t->p_old || !t->p_adv || !t->p_ret || !t->p_oldv || !t->p_w || !t->h_buf ||
+        !t->h_dv || !t->dev) {
+        rl_ppo_free(t);
+        return rl_err_oom(err, "ppo buffers", bt * 48);
+    }
+    rl_rng_init(&t->state.rng, cfg->seed);
+    rl_acts_mode mode = cfg->recompute ? RL_ACTS_TRAIN_CHECKPOINT : RL_ACTS_TRAIN;
+    if (rl_order_create(&t->order, n_data, cfg->seed, cfg->shuffle, err) ||
+        rl_engine_create(&t->engine, policy, tok, &cfg->engine, err) ||
+        rl_acts_create(&t->acts, policy, cfg->max_tokens, mode, err) ||
+        make_value_acts(t, mode, err) ||
+        (t->ref && rl_acts_create(&t->ref_acts, t->ref, cfg->max_tokens, RL_ACTS_INFER, err)) ||
+        rl_model_enable_grads(policy, err) || rl_model_enable_grads(value, err) ||
+        rl_optim_create(&t->optim, policy->ctx, policy->params, policy->n_params, policy->n_elems, &cfg->optim, err) ||
+        rl_optim_create(&t->value_optim, value->ctx, value->params, value->n_params, value->n_elems,
+                        &cfg->value_optim, err)) {
+        rl_ppo_free(t);
+        return -1;
+    }
+    return 0;
+}
+
+static float *dev(rl_ppo *t, int which) { return t->dev + (size_t)which * t->cfg.max_tokens; }
+
+static int ctx_fail(rl_ctx *ctx, rl_err *err)
+{
+    rl_ctx_error(ctx, err);
+    return rl_err_prefix(err, "ppo: ");
+}
+
+/* Forward of model over the packed sequences [s0, s1) of (tokens, cu) into dev(D_LOGP) (and
+ * the entropies into dev(D_ENT) when entropy), then to host_out at the batch offsets when not
+ * NULL. */
+static int forward(rl_ppo *t, rl_model *m, rl_acts *a, const int32_t *tokens, const int32_t *cu, int s0, int s1,
+                   int entropy, float *host_out, rl_err *err)
+{
+    if (!a) return -1; /* acts_for failed: err is set */
+    int32_t local[s1 - s0 + 1];
+    for (int s = s0; s <= s1; s++) local[s - s0] = cu[s] - cu[s0];
+    float inv_t = 1.0f / t->cfg.gen.sample.temperature;
+    if (rl_model_forward(m, a, tokens + cu[s0], local, s1 - s0, inv_t, dev(t, D_LOGP), entropy ? dev(t, D_ENT) : NULL,
+                         err))
+        return -1;
+    if (host_out && rl_memcpy(m->ctx, host_out + cu[s0], dev(t, D_LOGP), (size_t)local[s1 - s0] * sizeof(float), RL_D2H))
+        return ctx_fail(m->ctx, err);
+    return 0;
+}
+
+/* Micro-batch boundaries (sequence indices into cu) of at most max_tokens tokens. */
+static int cut(const rl_ppo *t, const int32_t *cu, int n, int *mb)
+{
+    int k = 0;
+    mb[k++] = 0;
+    for (int s = 0; s < n; s++)
+        if (s > mb[k - 1] && cu[s + 1] - cu[mb[k - 1]] > t->cfg.max_tokens) mb[k++] = s;
+    mb[k] = n;
+    return k;
+}
+
+/* Scores: reward, then the missing-EOS penalty, normalisation and clip. *raw_mean: the mean
+ * reward before any of them. */
+static int score(rl_ppo *t, double *raw_mean, rl_err *err)
+{
+    int n = t->n_seqs;
+    for (int s = 0; s < n; s++) {
+        const rl_grpo_prompt *p = &t->data[t->prompt_of[s]];
+        t->items[s] = (rl_reward_item){p->text, t->results[s].text ? t->results[s].text : "", p->answer, p->fields};
+    }
+    if (rl_reward_score(t->reward, t->items, n, t->scores, err)) return -1;
+    double sum = 0;
+    for (int s = 0; s < n; s++) {
+        if (!isfinite(t->scores[s]))
+            return rl_err_set(err, "reward: completion %d (prompt %d) scored %g; rewards must be finite numbers", s,
+                              t->prompt_of[s], t->scores[s]);
+        sum += t->scores[s];
+        if (t->results[s].finish == RL_FINISH_LENGTH) t->scores[s] -= t->cfg.missing_eos_penalty;
+    }
+    *raw_mean = sum / n;
+    if (t->cfg.reward_norm) {
+        rl_running_update(&t->reward_stats, t->scores, n);
+        double mean = t->reward_stats.mean, sd = rl_running_std(&t->reward_stats);
+        for (int s = 0; s < n; s++) t->scores[s] = (float)((t->scores[s] - mean) / sd);
+    }
+    float c = t->cfg.reward_clip;
+    if (c > 0)
+        for (int s = 0; s < n; s++) t->scores[s] = t->scores[s] < -c ? -c : t->scores[s] > c ? c : t->scores[s];
+    return 0;
+}
+
+static void lay_out(rl_ppo *t)
+{
+    int pos = 0;
+    t->cu[0] = 0;
+    for (int s = 0; s < t->n_seqs; s++) {
+        const rl_grpo_prompt *p = &t->data[t->prompt_of[s]];
+        const rl_gen_result *r = &t->results[s];
+        memcpy(t->tokens + pos, p->ids, (size_t)p->n_ids * sizeof(int32_t));
+        memcpy(t->tokens + pos + p->n_ids, r->ids, (size_t)r->n_ids * sizeof(int32_t));
+        for (int k = 0; k < p->n_ids + r->n_ids; k++) {
+            int i = pos + k, c = k >= p->n_ids;
+            t->completion[i] = (unsigned char)c;
+            t->old_lp[i] = c ? r->logprobs[k - p->n_ids] : 0;
+            t->ref_lp[i] = t->old_v[i] = t->adv[i] = t->ret[i] = 0;
+        }
+        pos += p->n_ids + r->n_ids;
+        t->cu[s + 1] = pos;
+    }
+}
+
+/* Rewards, GAE, returns (per sequence), then whitened advantages; the step's mean sequence KL
+ * (k1 summed over a completion) into *seq_kl. */
+static void advantages(rl_ppo *t, double *seq_kl)
+{
+    float rew[t->max_seq_tokens];
+    double kl_sum = 0;
+    for (int s = 0; s < t->n_seqs; s++) {
+        int n = t->results[s].n_ids, at = t->cu[s + 1] - n;
+        const float *ref = t->ref ? t->ref_lp + at : NULL;
+        rl_ppo_token_rewards(t->old_lp + at, ref, n, t->scores[s], (float)t->kl.value, rew);
+        rl_ppo_gae(rew, t->old_v + at, n, t->cfg.gamma, t->cfg.lam, t->adv + at, t->ret + at);
+        for (int k = 0; ref && k < n; k++) kl_sum += t->old_lp[at + k] - ref[k];
+    }
+    *seq_kl = kl_sum / t->n_seqs;
+    if (t->cfg.whiten_advantages) rl_ppo_whiten(t->adv, t->completion, (size_t)t->cu[t->n_seqs], 1);
+}
+
+/* What the updates add up (weighted by tokens, over every mini-batch of every epoch). */
+typedef struct acc {
+    double pg_loss, pg_clip, ratio, vf_loss, vf_clip, ent, n_ent, mbs; /* mbs: mini-batch updates */
+    rl_optim_stats os, vos;
+} acc;
+
+/* Packs the sequences seqs[0 .. n) of the batch into the p_* arrays; returns their token
+ * count, and *n_comp their completion tokens. */
+static int pack(rl_ppo *t, const int *seqs, int n, int *n_comp)
+{
+    int pos = 0, comp = 0;
+    t->p_cu[0] = 0;
+    for (int j = 0; j < n; j++) {
+        int s = seqs[j], a = t->cu[s], len = t->cu[s + 1] - a;
+        memcpy(t->p_tokens + pos, t->tokens + a, (size_t)len * sizeof(int32_t));
+        for (int k = 0; k < len; k++) {
+            t->p_old[pos + k] = t->old_lp[a + k];
+            t->p_adv[pos + k] = t->adv[a + k];
+            t->p_ret[pos + k] = t->ret[a + k];
+            t->p_oldv[pos + k] = t->old_v[a + k];
+            t->p_w[pos + k] = t->completion[a + k];
+            comp += t->completion[a + k];
+        }
+        pos += len;
+        t->p_cu[j + 1] = pos;
+    }
+    for (int i = 0; i < pos && comp > 0; i++) t->p_w[i] /= (float)comp;
+    *n_comp = comp;
+    return pos;
+}
+
+/* The policy's part of one mini-batch (its micro-batches mb[0 .. n_mb]): loss, backward. */
+static int policy_pass(rl_ppo *t, const int *mb, int n_mb, int first_epoch, acc *a, rl_err *err)
+{
+    rl_ctx *ctx = t->policy->ctx;
+    rl_policy_loss_params lp = {t->cfg.cliprange, t->cfg.cliprange, 0.0f};
+    for (int b = 0; b < n_mb; b++) {
+        size_t off = (size_t)t->p_cu[mb[b]], n_tok = (size_t)(t->p_cu[mb[b + 1]] - t->p_cu[mb[b]]), bytes = n_tok * 4;
+        if (forward(t, t->policy, acts_for(t, t->policy, err), t->p_tokens, t->p_cu, mb[b], mb[b + 1], first_epoch, NULL, err)) return -1;
+        double st[RL_LOSS_N_STATS], wsum = 0;
+        if (rl_memcpy(ctx, dev(t, D_OLD), t->p_old + off, bytes, RL_H2D) ||
+            rl_memcpy(ctx, dev(t, D_ADV), t->p_adv + off, bytes, RL_H2D) ||
+            rl_memcpy(ctx, dev(t, D_W), t->p_w + off, bytes, RL_H2D) ||
+            rl_policy_loss(ctx, dev(t, D_DLOGP), st, dev(t, D_LOGP), dev(t, D_OLD), NULL, dev(t, D_ADV), dev(t, D_W),
+                           (int)n_tok, &lp))
+            return ctx_fail(ctx, err);
+        for (size_t i = 0; i < n_tok; i++) wsum += t->p_w[off + i];
+        a->pg_loss += st[RL_LOSS_STAT_LOSS];
+        a->pg_clip += st[RL_LOSS_STAT_CLIPPED] * wsum;
+        a->ratio += st[RL_LOSS_STAT_RATIO] * wsum;
+        if (first_epoch) {
+            if (rl_memcpy(ctx, t->h_buf, dev(t, D_ENT), bytes, RL_D2H)) return ctx_fail(ctx, err);
+            for (size_t i = 0; i < n_tok; i++)
+                if (t->p_w[off + i] > 0) a->ent += t->h_buf[i], a->n_ent++;
+        }
+        if (rl_model_backward(t->policy, t->acts, dev(t, D_DLOGP), err)) return -1;
+    }
+    return 0;
+}
+
+/* The value model's part of one mini-batch: values, clipped loss (host), backward. */
+static int value_pass(rl_ppo *t, const int *mb, int n_mb, acc *a, rl_err *err)
+{
+    rl_ctx *ctx = t->value->ctx;
+    for (int b = 0; b < n_mb; b++) {
+        size_t off = (size_t)t->p_cu[mb[b]], n_tok = (size_t)(t->p_cu[mb[b + 1]] - t->p_cu[mb[b]]), bytes = n_tok * 4;
+        if (forward(t, t->value, acts_for(t, t->value, err), t->p_tokens, t->p_cu, mb[b], mb[b + 1], 0, NULL, err)) return -1;
+        if (rl_memcpy(ctx, t->h_buf, dev(t, D_LOGP), bytes, RL_D2H)) return ctx_fail(ctx, err);
+        double frac = 0, wsum = 0;
+        double loss = rl_ppo_value_loss(t->h_buf, t->p_oldv + off, t->p_ret + off, t->p_w + off, (int)n_tok,
+                                        t->cfg.cliprange_value, t->h_dv, &frac);
+        for (size_t i = 0; i < n_tok; i++) wsum += t->p_w[off + i], t->h_dv[i] *= t->cfg.vf_coef;
+        a->vf_loss += loss;
+        a->vf_clip += frac * wsum;
+        if (rl_memcpy(ctx, dev(t, D_DV), t->h_dv, bytes, RL_H2D)) return ctx_fail(ctx, err);
+        if (rl_model_backward(t->value, t->value_acts ? t->value_acts : t->acts, dev(t, D_DV), err)) return -1;
+    }
+    return 0;
+}
+
+/* ppo_epochs passes of shuffled mini-batches, one update per model per mini-batch. */
+static int updates(rl_ppo *t, int train_policy, acc *a, rl_err *err)
+{
+    int n = t->n_seqs, M = t->cfg.num_mini_batches;
+    for (int s = 0; s < n; s++) t->perm[s] = s;
+    for (int e = 0; e < t->cfg.ppo_epochs; e++) {
+        for (int s = n - 1; s > 0; s--) { /* Fisher-Yates from the trainer's RNG */
+            int j = (int)rl_rng_below(&t->state.rng, (uint32_t)s + 1), tmp = t->perm[s];
+            t->perm[s] = t->perm[j], t->perm[j] = tmp;
+        }
+        for (int k = 0; k < M; k++) {
+            int lo = (int)((long)n * k / M), hi = (int)((long)n * (k + 1) / M), n_comp = 0;
+            pack(t, t->perm + lo, hi - lo, &n_comp);
+            int n_mb = cut(t, t->p_cu, hi - lo, t->mb_seqs);
+            if (train_policy && policy_pass(t, t->mb_seqs, n_mb, e == 0, a, err)) return -1;
+            if (value_pass(t, t->mb_seqs, n_mb, a, err)) return -1;
+            a->mbs += 1; /* the stats are means over mini-batches */
+            if (train_policy && rl_optim_step(&t->optim, t->policy->master, rl_model_working_copy(t->policy),
+                                              t->policy->grads, 1.0, &a->os, err))
+                return rl_err_prefix(err, "policy update: ");
+            if (rl_optim_step(&t->value_optim, t->value->master, rl_model_working_copy(t->value), t->value->grads, 1.0,
+                              &a->vos, err))
+                return rl_err_prefix(err, "value update: ");
+        }
+    }
+    return 0;
+}
+
+/* Device memory in use (CUDA), for the step's peak. */
+static void sample_memory(rl_ctx *ctx, double *peak)
+{
+    size_t free_bytes, total;
+    if (ctx->kind != RL_BACKEND_CUDA || rl_mem_info(ctx, &free_bytes, &total)) return;
+    double used = (double)(total - free_bytes) / (1 << 30);
+    if (used > *peak) *peak = used;
+}
+
+/* Means over completion tokens of x. */
+static double comp_mean(const rl_ppo *t, const float *x)
+{
+    double s = 0, n = 0;
+    for (int i = 0; i < t->cu[t->n_seqs]; i++)
+        if (t->completion[i]) s += x[i], n++;
+    return n ? s / n : 0;
+}
+
+int rl_ppo_rescue(rl_ppo *t)
+{
+    if (t->optim.begun > t->optim_before || t->value_optim.begun > t->value_optim_before) return -1;
+    t->state = t->before;
+    t->reward_stats = t->reward_stats_before;
+    return 0;
+}
+
+int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
+{
+    double t0 = rl_time_now(), peak = 0;
+    int n = t->n_seqs, S = t->cfg.samples_per_prompt;
+    t->before = t->state;
+    t->reward_stats_before = t->reward_stats;
+    t->optim_before = t->optim.begun;
+    t->value_optim_before = t->value_optim.begun;
+    for (int i = 0; i < t->cfg.prompts_per_step; i++) {
+        int p = rl_order_next(&t->order, &t->state);
+        for (int g = 0; g < S; g++) {
+            t->prompt_of[i * S + g] = p;
+            t->gen_prompts[i * S + g] = (rl_gen_prompt){.ids = t->data[p].ids, .n_ids = t->data[p].n_ids};
+        }
+    }
+    rl_gen_params gen = t->cfg.gen;
+    gen.seed = rl_rng_u64(&t->state.rng);
+    memset(t->results, 0, (size_t)n * sizeof *t->results);
+    rl_engine_reset_prefix_cache(t->engine); /* the last update changed the weights */
+    int rc = rl_engine_generate(t->engine, t->gen_prompts, n, &gen, t->results, NULL, NULL, err);
+    double t_gen = rl_time_now() - t0, raw_mean = 0, seq_kl = 0, len = 0, k1 = 0, k3 = 0, ev = 0;
+    sample_memory(t->policy->ctx, &peak);
+    if (rc == 0) rc = score(t, &raw_mean, err);
+    if (rc == 0) lay_out(t);
+    int mb[n + 1], n_mb = rc == 0 ? cut(t, t->cu, n, mb) : 0;
+    for (int b = 0; rc == 0 && b < n_mb; b++) {
+        if (t->ref) rc = forward(t, t->ref, t->ref_acts, t->tokens, t->cu, mb[b], mb[b + 1], 0, t->ref_lp, err);
+        if (rc == 0) rc = forward(t, t->value, acts_for(t, t->value, err), t->tokens, t->cu, mb[b], mb[b + 1], 0, t->old_v, err);
+        if (rc == 0 && t->cfg.recompute_old_logp)
+            rc = forward(t, t->policy, acts_for(t, t->policy, err), t->tokens, t->cu, mb[b], mb[b + 1], 0, t->old_lp, err);
+    }
+    double t_prep = rl_time_now();
+    acc a = {0};
+    int train_policy = t->state.step >= t->cfg.critic_warmup;
+    double kl_coef_used = t->kl.value;
+    if (rc == 0) {
+        for (int s = 0; s < n; s++) len += t->results[s].n_ids;
+        advantages(t, &seq_kl);
+        if (t->ref) rl_ppo_kl_estimates(t->old_lp, t->ref_lp, t->completion, (size_t)t->cu[n], &k1, &k3);
+        ev = rl_ppo_explained_variance(t->old_v, t->ret, t->completion, (size_t)t->cu[n]);
+        rc = updates(t, train_policy, &a, err);
+    }
+    int lengths[n];
+    for (int s = 0; s < n; s++) lengths[s] = t->results[s].n_ids;
+    /* samples with the scores as used (after penalty, normalisation, clip); advantages are per token */
+    int logged = rc == 0 ? rl_runlog_rl_step(t->log, &(rl_runlog_rl){t->state.step + 1, t->items, t->scores, NULL,
+                                                                      lengths, n, S, t->reward}, err)
+                         : 0;
+    for (int s = 0; s < n; s++) rl_gen_result_free(&t->results[s]);
+    if (rc != 0) return rl_err_prefix(err, "ppo step %lld: ", (long long)t->state.step + 1);
+    sample_memory(t->policy->ctx, &peak);
+    rl_kl_ctl_update(&t->kl, seq_kl, n);
+    t->state.step++;
+    if (logged != 0) { /* the step itself is done: a rescue keeps it */
+        t->before = t->state;
+        t->reward_stats_before = t->reward_stats;
+        t->optim_before = t->optim.begun;
+        t->value_optim_before = t->value_optim.begun;
+        return rl_err_prefix(err, "ppo step %lld: ", (long long)t->state.step);
+    }
+    double dt = rl_time_now() - t0, upd = a.mbs > 0 ? a.mbs : 1;
+    memset(stats, 0, sizeof *stats);
+    stats->step = t->state.step;
+    stats->loss = train_policy ? a.pg_loss / upd : 0;
+    stats->clip_frac = a.pg_clip / upd;
+    stats->ratio_mean = train_policy ? a.ratio / upd : 1;
+    stats->kl = k1;
+    stats->has_rewards = 1;
+    double sum = 0, sq = 0;
+    for (int s = 0; s < n; s++) sum += t->scores[s];
+    for (int s = 0; s < n; s++) sq += (t->scores[s] - sum / n) * (t->scores[s] - sum / n);
+    stats->reward_mean = raw_mean;
+    stats->reward_std = sqrt(sq / n);
+    stats->completion_len = len / n;
+    stats->lr = a.os.lr;
+    stats->grad_norm = a.os.grad_norm;
+    stats->tokens = (double)t->cu[n];
+    stats->seconds = dt;
+    stats->gen_seconds = t_gen;
+    stats->tokens_per_s = dt > 0 ? t->cu[n] / dt : 0;
+    stats->has_ppo = 1;
+    stats->value_loss = a.vf_loss / upd;
+    stats->vf_clip_frac = a.vf_clip / upd;
+    stats->value_grad_norm = a.vos.grad_norm;
+    stats->explained_var = ev;
+    stats->kl_k3 = k3;
+    stats->kl_coef = kl_coef_used;
+    stats->return_mean = comp_mean(t, t->ret);
+    stats->value_mean = comp_mean(t, t->old_v);
+    stats->adv_mean = comp_mean(t, t->adv);
+    stats->entropy = a.n_ent > 0 ? a.ent / a.n_ent : 0;
+    stats->reward_used_mean = sum / n;
+    stats->update_seconds = rl_time_now() - t_prep;
+    stats->peak_mem_gib = peak;
+    return 0;
+}
+
+int rl_ppo_save(const rl_ppo *t, const char *dir, const cJSON *options, const char *tokenizer_dir, rl_err *err)
+{
+    char vdir[4096], path[4200];
+    if (rl_path_join(vdir, sizeof vdir, dir, "value")) return rl_err_set(err, "%s: path too long", dir);
+    if (rl_checkpoint_save(dir, t->policy, &t->optim, &t->state, options, tokenizer_dir, err) ||
+        rl_checkpoint_save(vdir, t->value, &t->value_optim, &t->state, NULL, tokenizer_dir, err))
+        return -1;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "reward_count", t->reward_stats.count);
+    cJSON_AddNumberToObject(j, "reward_mean", t->reward_stats.mean);
+    cJSON_AddNumberToObject(j, "reward_m2", t->reward_stats.m2);
+    cJSON_AddNumberToObject(j, "kl_coef", t->kl.value);
+    char *text = cJSON_Print(j);
+    cJSON_Delete(j);
+    if (!text) return rl_err_oom(err, "ppo_state.json", 256);
+    snprintf(path, sizeof path, "%s/ppo_state.json", vdir);
+    int rc = rl_file_write_atomic(path, text, strlen(text), err);
+    free(text);
+    return rc;
+}
+
+int rl_ppo_resume(rl_ppo *t, const char *dir, rl_err *err)
+{
+    char vdir[4096], path[4200];
+    if (rl_path_join(vdir, sizeof vdir, dir, "value")) return rl_err_set(err, "%s: path too long", dir);
+    if (rl_checkpoint_load_state(dir, &t->state, NULL, err) || rl_checkpoint_load_optim(dir, &t->optim, err) ||
+        rl_checkpoint_load_optim(vdir, &t->value_optim, err))
+        return rl_err_prefix(err, "resume: ");
+    snprintf(path, sizeof path, "%s/ppo_state.json", vdir);
+    cJSON *j = rl_json_parse_file(path, err);
+    if (!j) return rl_err_prefix(err, "resume: ");
+    const char *keys[] = {"reward_count", "reward_mean", "reward_m2", "kl_coef"};
+    double *to[] = {&t->reward_stats.count, &t->reward_stats.mean, &t->reward_stats.m2, &t->kl.value};
+    for (int i = 0; i < 4; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, keys[i]);
+        if (!cJSON_IsNumber(v)) {
+            cJSON_Delete(j);
+            return rl_err_set(err, "resume: %s: '%s' missing or not a number", path, keys[i]);
+        }
+        *to[i] = v->valuedouble;
+    }
+    cJSON_Delete(j);
+    return 0;
+}

@@ -1,0 +1,130 @@
+/* ppo.h — PPO with a critic for language models (Schulman et al. 2017, in the RLHF form of
+ * Ziegler et al. 2019 / Ouyang et al. 2022 as TRL's PPO trainer and OpenRLHF run it), on the
+ * model API, the generation engine and the arithmetic of ppo_math.h.
+ *
+ * Models: the policy (trained, its own AdamW), a value model (model.h "Value models": trained,
+ * its own AdamW with its own learning rate, vf_lr) and, when kl_coef > 0, a frozen reference
+ * (forward only: on CUDA it keeps only its bf16 weights, rl_model_freeze). The value model may
+ * be any size but must read the policy's tokens (same vocabulary).
+ *
+ * One step:
+ *   1. rollout: prompts_per_step prompts (data order, order.h), samples_per_prompt completions
+ *      each, with the engine (seed drawn from the trainer's RNG: a resumed run samples the same);
+ *   2. scores from the reward; missing_eos_penalty subtracted from completions that hit the
+ *      length limit; with reward_norm, normalised by the running mean / std of every score so
+ *      far (this step's included); clipped to [-reward_clip, reward_clip] when reward_clip > 0.
+ *      A NaN or infinite score stops the step with an error naming the completion;
+ *   3. forwards without gradients over packed micro-batches (at most max_tokens tokens): the
+ *      reference's log-probs, the value model's values (the old values) and, with
+ *      recompute_old_logp, the policy's log-probs (else the sampler's are the old ones);
+ *   4. per completion: KL-shaped token rewards with the current kl_coef, GAE (gamma, lam),
+ *      returns; advantages whitened over every completion token of the batch;
+ *   5. ppo_epochs passes, each over the completions in a fresh random order cut into
+ *      num_mini_batches mini-batches; per mini-batch: the clipped policy loss (rl_policy_loss,
+ *      cliprange, token-mean over the mini-batch) and the clipped value loss (cliprange_value,
+ *      times vf_coef), backward through each model, one AdamW update per model with its own
+ *      gradient clipping (max_grad_norm of each optimizer config). During the first
+ *      critic_warmup steps only the value model is updated;
+ *   6. the adaptive KL controller (target_kl > 0) moves kl_coef with the step's mean KL.
+ * The engine and its KV pool are made once and kept, reading the policy's working weights. */
+#ifndef RL_TRAIN_PPO_H
+#define RL_TRAIN_PPO_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "engine/generate.h"
+#include "model/model.h"
+#include "reward/reward.h"
+#include "train/checkpoint.h"
+#include "train/grpo.h"
+#include "train/metrics.h"
+#include "train/optim.h"
+#include "train/order.h"
+#include "train/ppo_math.h"
+
+typedef struct rl_ppo_config {
+    int prompts_per_step, samples_per_prompt;
+    rl_gen_params gen;          /* temperature > 0; the seed is replaced every step */
+    float cliprange;            /* policy ratio clipped to [1 - c, 1 + c] */
+    float cliprange_value;      /* values clipped to old +- c in the value loss */
+    float vf_coef;              /* value-loss weight */
+    double kl_coef;             /* initial coefficient of the KL penalty in the rewards (0: no reference) */
+    double target_kl;           /* > 0: adaptive controller towards this KL per sequence */
+    double kl_horizon;
+    float gamma, lam;           /* GAE: gamma in (0, 1], lam in [0, 1] */
+    int ppo_epochs, num_mini_batches;
+    int critic_warmup;          /* first steps that update the value model only */
+    int reward_norm;            /* normalise scores by their running statistics */
+    float reward_clip;          /* > 0: clip (normalised) scores to [-c, c] */
+    float missing_eos_penalty;  /* subtracted from completions without an end of sequence */
+    int whiten_advantages;
+    int recompute_old_logp;
+    int max_tokens;             /* token budget of one packed micro-batch */
+    int shuffle;                /* data order */
+    int recompute;              /* activation checkpointing (both models) */
+    uint64_t seed;
+    rl_engine_options engine;
+    rl_optim_config optim;       /* policy */
+    rl_optim_config value_optim; /* value model */
+} rl_ppo_config;
+
+typedef struct rl_ppo {
+    rl_model *policy, *value, *ref; /* not owned; ref only when kl_coef > 0 */
+    rl_reward *reward;              /* not owned */
+    const rl_grpo_prompt *data;
+    int n_data;
+    rl_ppo_config cfg;
+    rl_engine *engine;
+    rl_acts *acts, *value_acts, *ref_acts;
+    rl_optim optim, value_optim;
+    rl_order order;
+    rl_train_state state;
+    rl_running_stats reward_stats; /* of the scores (reward_norm), saved with checkpoints */
+    rl_kl_ctl kl;                  /* the current kl_coef, saved with checkpoints */
+    /* at the start of the current step (rl_ppo_rescue) */
+    rl_train_state before;
+    rl_running_stats reward_stats_before;
+    int optim_before, value_optim_before;
+    /* per step, host */
+    int n_seqs, max_seq_tokens;
+    rl_gen_result *results;
+    rl_gen_prompt *gen_prompts;
+    rl_reward_item *items;
+    int *prompt_of, *perm, *mb_seqs;
+    float *scores;                          /* as used (after penalty, normalisation, clip) */
+    int32_t *tokens, *cu;                   /* batch layout, sequence order */
+    float *old_lp, *ref_lp, *old_v, *adv, *ret;
+    unsigned char *completion;
+    int32_t *p_tokens, *p_cu;               /* one mini-batch, packed in its order */
+    float *p_old, *p_adv, *p_ret, *p_oldv, *p_w, *h_buf, *h_dv;
+    float *dev;                             /* backend scratch [N_DEV * max_tokens] */
+    struct rl_runlog *log;                  /* samples and broken reward answers (train/runlog.h); not
+                                               owned, NULL: none. Set after rl_ppo_create */
+} rl_ppo;
+
+rl_ppo_config rl_ppo_defaults(void);
+
+/* value: a value model (config head != RL_HEAD_LM) with the policy's vocabulary; ref: a
+ * separate model when kl_coef > 0, else NULL. tok: the engine decodes completions with it. */
+int rl_ppo_create(rl_ppo *t, rl_model *policy, rl_model *value, rl_model *ref, const rl_tokenizer *tok,
+                  rl_reward *reward, const rl_grpo_prompt *data, int n_data, const rl_ppo_config *cfg, rl_err *err);
+void rl_ppo_free(rl_ppo *t);
+
+/* One rollout and its PPO epochs; stats as metrics.h's PPO fields. */
+int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err);
+/* After rl_ppo_step failed: the data position, RNG and reward statistics of the last completed
+ * step come back. 0 when t again holds exactly that step (rl_ppo_save may follow), -1 when the
+ * failed step had already changed either model's weights (train/loop.h: rescue hook). */
+int rl_ppo_rescue(rl_ppo *t);
+
+/* A run directory's checkpoint DIR: the policy as rl_checkpoint_save writes it, and DIR/value
+ * the value model the same way (HF layout, its optimizer), with DIR/value/ppo_state.json (the
+ * reward statistics and the KL coefficient). rl_ppo_resume reads the policy's and value
+ * model's optimizer states and ppo_state.json; the models themselves are loaded by the caller
+ * (DIR and DIR/value). */
+int rl_ppo_save(const rl_ppo *t, const char *dir, const cJSON *options, const char *tokenizer_dir, rl_err *err);
+int rl_ppo_resume(rl_ppo *t, const char *dir, rl_err *err);
+
+#endif
