@@ -238,3 +238,16 @@ Test(kreward, kernelbench_task_through_the_python_worker)
     cJSON_Delete(kb);
     rl_kreward_free(k);
 }
+
+/* The prompt of a KernelBench task shows the problem file and asks for a ```python ModelNew. */
+Test(kreward, kernelbench_prompt)
+{
+    char *text;
+    size_t len;
+    rl_err err;
+    cr_assert_eq(rl_kprompt_build("tests/fixtures/kernelbench/problems/76_Gemm_Add_ReLU.py", NULL, NULL, &text, &len, &err), 0,
+                 "%s", err.msg);
+    cr_assert(strstr(text, "```python\n") && strstr(text, "class Model") && strstr(text, "def get_inputs"), "%s", text);
+    cr_assert(strstr(text, "class ModelNew") && strstr(text, "load_inline") && !strstr(text, "```cuda"), "%s", text);
+    free(text);
+}
