@@ -438,8 +438,12 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
     stats->loss = a.loss / mu;
     stats->kl = a.wsum > 0 ? a.kl / a.wsum : 0;
     if (t->cfg.advantage == RL_ADV_REINFORCE_PP && t->ref) { /* its KL is in the rewards: the rollout's k3 */
-        double k1;
-        rl_ppo_kl_estimates(t->old_lp, t->ref_lp, t->completion, (size_t)t->cu[n], &k1, &stats->kl);
+        double k1, k3, x[2] = {0, 0};
+        rl_ppo_kl_estimates(t->old_lp, t->ref_lp, t->completion, (size_t)t->cu[n], &k1, &k3);
+        for (int i = 0; i < t->cu[n]; i++) x[1] += t->completion[i];
+        x[0] = k3 * x[1];
+        if (rl_dp_sum(dp, x, 2, err)) return rl_err_prefix(err, "grpo step %lld: ", (long long)t->state.step);
+        stats->kl = x[1] > 0 ? x[0] / x[1] : 0;
     }
     stats->clip_frac = a.wsum > 0 ? a.clipped / a.wsum : 0;
     stats->ratio_mean = a.wsum > 0 ? a.ratio / a.wsum : 0;
