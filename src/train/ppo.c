@@ -601,14 +601,10 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
     return 0;
 }
 
-int rl_ppo_save(const rl_ppo *t, const char *dir, const cJSON *options, const char *tokenizer_dir, rl_err *err)
+/* DIR/value/ppo_state.json. */
+static int write_state(const rl_ppo *t, const char *vdir, rl_err *err)
 {
-    char vdir[4096], path[4200];
-    if (rl_path_join(vdir, sizeof vdir, dir, "value")) return rl_err_set(err, "%s: path too long", dir);
-    if (rl_checkpoint_save(dir, t->policy, &t->optim, &t->state, options, tokenizer_dir, err) ||
-        rl_checkpoint_save(vdir, t->value, &t->value_optim, &t->state, NULL, tokenizer_dir, err))
-        return -1;
-    if (rl_dp_rank(t->cfg.optim.dp) != 0) return 0; /* rank 0 writes the checkpoint */
+    char path[4200];
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "reward_count", t->reward_stats.count);
     cJSON_AddNumberToObject(j, "reward_mean", t->reward_stats.mean);
@@ -620,6 +616,24 @@ int rl_ppo_save(const rl_ppo *t, const char *dir, const cJSON *options, const ch
     snprintf(path, sizeof path, "%s/ppo_state.json", vdir);
     int rc = rl_file_write_atomic(path, text, strlen(text), err);
     free(text);
+    return rc;
+}
+
+int rl_ppo_save(const rl_ppo *t, const char *dir, const cJSON *options, const char *tokenizer_dir, rl_err *err)
+{
+    char vdir[4096];
+    if (rl_path_join(vdir, sizeof vdir, dir, "value")) return rl_err_set(err, "%s: path too long", dir);
+    if (rl_checkpoint_save(dir, t->policy, &t->optim, &t->state, options, tokenizer_dir, err) ||
+        rl_checkpoint_save(vdir, t->value, &t->value_optim, &t->state, NULL, tokenizer_dir, err))
+        return -1;
+    rl_dp *dp = t->cfg.optim.dp;
+    int rc = rl_dp_rank(dp) == 0 ? write_state(t, vdir, err) : 0; /* rank 0 writes the checkpoint */
+    if (dp) { /* every rank learns whether it was written */
+        int any_failed;
+        rl_err agree;
+        if (rl_dp_any(dp, rc != 0, &any_failed, &agree)) return rc ? rc : (*err = agree, -1);
+        if (any_failed && rc == 0) return rl_err_set(err, "checkpoint %s: not written (see rank 0's message)", dir);
+    }
     return rc;
 }
 
