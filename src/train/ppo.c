@@ -160,10 +160,10 @@ int rl_ppo_create(rl_ppo *t, rl_model *policy, rl_model *value, rl_model *ref, c
     t->p_old = malloc(bt * f), t->p_adv = malloc(bt * f), t->p_ret = malloc(bt * f), t->p_oldv = malloc(bt * f);
     t->p_w = malloc(bt * f), t->h_buf = malloc(mt * f), t->h_dv = malloc(mt * f);
     t->dev = rl_alloc(policy->ctx, N_DEV * mt * f);
-    if (!t->results || !t->gen_prompts || !t->items || !t->prompt_of || !t->perm || !t->mine || !t->mb_seqs || !t->scores ||
-        !t->tokens || !t->cu || !t->old_lp || !t->ref_lp || !t->old_v || !t->adv || !t->ret || !t->completion ||
-        !t->p_tokens || !t->p_cu || !t->p_old || !t->p_adv || !t->p_ret || !t->p_oldv || !t->p_w || !t->h_buf ||
-        !t->h_dv || !t->dev) {
+    if (!t->results || !t->gen_prompts || !t->items || !t->prompt_of || !t->perm || !t->mine || !t->mb_seqs ||
+        !t->scores || !t->tokens || !t->cu || !t->old_lp || !t->ref_lp || !t->old_v || !t->adv || !t->ret ||
+        !t->completion || !t->p_tokens || !t->p_cu || !t->p_old || !t->p_adv || !t->p_ret || !t->p_oldv || !t->p_w ||
+        !t->h_buf || !t->h_dv || !t->dev) {
         rl_ppo_free(t);
         return rl_err_oom(err, "ppo buffers", bt * 48);
     }

@@ -208,9 +208,11 @@ static int make_ppo(run *r, int64_t *steps, rl_err *err)
     r->have_trainer = 1;
     if (c->resume && rl_ppo_resume(&r->t.ppo, c->resume, err)) return -1;
     char ranks[64];
-    rl_loop_note(r->lead, "%s, %d prompts, reward %s, value model %s (%.1fM parameters), %lld steps from step %lld (%s%s)",
+    rl_loop_note(r->lead,
+                 "%s, %d prompts, reward %s, value model %s (%.1fM parameters), %lld steps from step %lld (%s%s)",
                  c->data, r->data.n, c->reward, r->value.config.architecture, (double)r->value.n_elems / 1e6,
-                 (long long)*steps, (long long)r->t.ppo.state.step, rl_backend_name(r->model.ctx), ranks_text(r, ranks));
+                 (long long)*steps, (long long)r->t.ppo.state.step, rl_backend_name(r->model.ctx),
+                 ranks_text(r, ranks));
     return 0;
 }
 

@@ -1,9 +1,10 @@
 /* test_dist.c — `rlc sft|grpo|ppo` as several ranks, as a user starts them: `--gpus N --device
  * cpu` (rlc's own launcher) gives the losses of one rank with N times the batch (sft, ppo), one
- * metrics file and one progress line set; a 2-rank ppo checkpoint resumes on one rank; torchrun-style variables start ranks by hand; and the failures end
- * cleanly with a message saying what is wrong: --gpus beyond the GPUs present, ranks started
- * with different options, an unreachable MASTER_ADDR, a rank killed mid-run (with and without
- * the --gpus supervisor), Ctrl-C (all ranks stop after the same step, one checkpoint). */
+ * metrics file and one progress line set; a 2-rank ppo checkpoint resumes on one rank;
+ * torchrun-style variables start ranks by hand; and the failures end cleanly with a message
+ * saying what is wrong: --gpus beyond the GPUs present, ranks started with different options, an
+ * unreachable MASTER_ADDR, a rank killed mid-run (with and without the --gpus supervisor), Ctrl-C
+ * (all ranks stop after the same step, one checkpoint). */
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -85,8 +86,8 @@ static double field_at(const char *metrics, int step, const char *key)
 Test(cli_dist, ppo_on_cpu_ranks_like_one_rank_and_resumed_on_one)
 {
     char out[16384], one[256], two[256];
-    const char *args = "--reward regex:[aeiou] --n-samples-per-prompt 2 --max-new-tokens 4 --kl-coef 0.1 --target-kl 0.5 "
-                       "--reward-norm --num-mini-batches 3 --steps 2 --device cpu --threads 1";
+    const char *args = "--reward regex:[aeiou] --n-samples-per-prompt 2 --max-new-tokens 4 --kl-coef 0.1 "
+                       "--target-kl 0.5 --reward-norm --num-mini-batches 3 --steps 2 --device cpu --threads 1";
     cr_assert_eq(sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/p1 --prompts-per-step 4 %s", rlc, model,
                     rl_data, tmp, args), 0, "%s", out);
     int rc = sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/p2 --prompts-per-step 2 %s --gpus 2 --zero 1",

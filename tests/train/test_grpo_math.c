@@ -119,5 +119,6 @@ Test(grpo_math, reinforce_pp_over_two_ranks_is_the_whole_batch)
     for (int k = 0; k < 3; k++) a[k] += b[k];
     rl_reinforce_pp_normalise(comp, 3, a, split);
     rl_reinforce_pp_normalise(comp + 3, 4, a, split + 3);
-    for (int i = 0; i < 7; i++) cr_assert(fabs(split[i] - whole[i]) < 1e-6, "token %d: %g, whole batch %g", i, split[i], whole[i]);
+    for (int i = 0; i < 7; i++)
+        cr_assert(fabs(split[i] - whole[i]) < 1e-6, "token %d: %g, whole batch %g", i, split[i], whole[i]);
 }
