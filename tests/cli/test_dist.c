@@ -172,6 +172,37 @@ static int free_port(void)
     return port;
 }
 
+Test(cli_dist, ppo_ranks_started_by_torchrun_variables)
+{
+    int port = free_port();
+    pid_t pids[2];
+    for (int r = 0; r < 2; r++) {
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd,
+                 "RANK=%d WORLD_SIZE=2 LOCAL_RANK=%d LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=%d "
+                 "RLC_DIST_TIMEOUT=20 exec %s ppo --model %s --data %s --out %s/tp --reward regex:[aeiou] "
+                 "--prompts-per-step 2 --n-samples-per-prompt 2 --max-new-tokens 3 --steps 2 --zero 2 --device cpu "
+                 "--threads 1 > %s/rank%d.log 2>&1",
+                 r, r, port, rlc, model, rl_data, tmp, tmp, r);
+        pids[r] = fork();
+        if (pids[r] == 0) {
+            execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+            _exit(127);
+        }
+    }
+    for (int r = 0; r < 2; r++) {
+        int st = wait_status(pids[r]);
+        char *log = read_log(r);
+        cr_assert_eq(st, 0, "rank %d: %s", r, log);
+        free(log);
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s/tp/metrics.jsonl", tmp);
+    cr_assert_eq(count_lines(path), 2, "one metrics line per step, from rank 0");
+    snprintf(path, sizeof path, "%s/tp/model/value/optimizer.safetensors", tmp);
+    cr_assert(rl_file_exists(path), "the value model's gathered optimizer state");
+}
+
 Test(cli_dist, ranks_with_different_options_are_refused)
 {
     int port = free_port();
