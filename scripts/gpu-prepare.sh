@@ -19,7 +19,7 @@ cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
 mkdir -p $BUILD/bench
 for prog in bench_attention bench_model_step bench_grpo_update bench_generate bench_grpo_step bench_ppo_step bench_paged compare_qwen3; do
     cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Isrc -I"$cuda_home/include" -fopenmp bench/$prog.c $BUILD/librlc.a \
-        -fopenmp -lcjson -lpcre2-8 -lutf8proc -lm -lpthread -L"$cuda_home/lib64" -Wl,-rpath,"$cuda_home/lib64" \
+        -fopenmp -lcjson -lpcre2-8 -lutf8proc -lseccomp -lm -lpthread -L"$cuda_home/lib64" -Wl,-rpath,"$cuda_home/lib64" \
         -lcublasLt -lcublas -lcudart -lnvrtc -lstdc++ -o $BUILD/bench/$prog
 done
 mkdir -p .devlibs

@@ -115,8 +115,6 @@ int rl_cmd_ppo(int argc, char **argv)
         status = rl_opts_fail(&cli, "--model (or --resume) is required (see --help)");
     if (status == RL_OPTS_CONTINUE && o.c.kl_coef > 0 && !o.model_dir)
         status = rl_opts_fail(&cli, "--kl-coef needs --model (the reference)");
-    if (status == RL_OPTS_CONTINUE && o.ranks.gpus > 1)
-        status = rl_opts_fail(&cli, "--gpus %d: rlc ppo runs on one GPU (or CPU process) for now", o.ranks.gpus);
     if (status == RL_OPTS_CONTINUE && o.c.num_mini_batches > o.c.prompts_per_step * o.c.samples_per_prompt)
         status = rl_opts_fail(&cli, "--num-mini-batches (%d) must be <= the completions per step (%d)",
                               o.c.num_mini_batches, o.c.prompts_per_step * o.c.samples_per_prompt);

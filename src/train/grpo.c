@@ -95,8 +95,6 @@ static int check_config(const rl_grpo_config *c, const rl_model *ref, rl_err *er
     if (c->kl_beta < 0) return rl_err_set(err, "grpo: kl_beta must be >= 0, got %g", c->kl_beta);
     if (c->kl_beta > 0 && !ref) return rl_err_set(err, "grpo: kl_beta > 0 needs a reference model");
     if (!(c->tis_cap >= 0)) return rl_err_set(err, "grpo: tis_cap must be >= 0 (0 = off), got %g", c->tis_cap);
-    if (c->advantage == RL_ADV_REINFORCE_PP && c->optim.dp)
-        return rl_err_set(err, "grpo: --variant reinforce_pp normalises over the whole batch: one rank only for now");
     return 0;
 }
 
@@ -413,9 +411,13 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
     if (rc == 0 && t->ref) /* the reference scores completion tokens only, like the rest */
         for (int i = 0; i < t->cu[n]; i++)
             if (t->tok_w[i] == 0) t->ref_lp[i] = 0;
-    if (rc == 0 && t->cfg.advantage == RL_ADV_REINFORCE_PP)
-        rl_reinforce_pp_advantages(t->old_lp, t->ref ? t->ref_lp : NULL, t->completion, t->cu, n, t->rewards,
-                                   t->cfg.kl_beta, t->tok_adv);
+    if (rc == 0 && t->cfg.advantage == RL_ADV_REINFORCE_PP) { /* normalised over every rank's tokens */
+        double sums[3];
+        rl_reinforce_pp_returns(t->old_lp, t->ref ? t->ref_lp : NULL, t->completion, t->cu, n, t->rewards,
+                                t->cfg.kl_beta, t->tok_adv, sums);
+        rc = rl_dp_sum(dp, sums, 3, err);
+        if (rc == 0) rl_reinforce_pp_normalise(t->completion, (size_t)t->cu[n], sums, t->tok_adv);
+    }
     for (int it = 0; rc == 0 && it < t->cfg.mu; it++) rc = update(t, it, mb, n_mb, &a, &os, err);
     double tokens = rc == 0 ? t->cu[n] : 0;
     if (rc == 0) rc = reduce_acc(dp, &a, &tokens, err);
@@ -436,8 +438,12 @@ int rl_grpo_step(rl_grpo *t, rl_step_stats *stats, rl_err *err)
     stats->loss = a.loss / mu;
     stats->kl = a.wsum > 0 ? a.kl / a.wsum : 0;
     if (t->cfg.advantage == RL_ADV_REINFORCE_PP && t->ref) { /* its KL is in the rewards: the rollout's k3 */
-        double k1;
-        rl_ppo_kl_estimates(t->old_lp, t->ref_lp, t->completion, (size_t)t->cu[n], &k1, &stats->kl);
+        double k1, k3, x[2] = {0, 0};
+        rl_ppo_kl_estimates(t->old_lp, t->ref_lp, t->completion, (size_t)t->cu[n], &k1, &k3);
+        for (int i = 0; i < t->cu[n]; i++) x[1] += t->completion[i];
+        x[0] = k3 * x[1];
+        if (rl_dp_sum(dp, x, 2, err)) return rl_err_prefix(err, "grpo step %lld: ", (long long)t->state.step);
+        stats->kl = x[1] > 0 ? x[0] / x[1] : 0;
     }
     stats->clip_frac = a.wsum > 0 ? a.clipped / a.wsum : 0;
     stats->ratio_mean = a.wsum > 0 ? a.ratio / a.wsum : 0;

@@ -36,8 +36,9 @@ void rl_rloo_advantages(const float *rewards, int n_groups, int group_size, floa
     }
 }
 
-void rl_reinforce_pp_advantages(const float *logp, const float *ref_logp, const unsigned char *completion,
-                                const int32_t *cu, int n_seqs, const float *scores, float beta, float *tok_adv)
+void rl_reinforce_pp_returns(const float *logp, const float *ref_logp, const unsigned char *completion,
+                             const int32_t *cu, int n_seqs, const float *scores, float beta, float *tok_adv,
+                             double sums[3])
 {
     double sum = 0, sq = 0, count = 0;
     for (int s = 0; s < n_seqs; s++) {
@@ -53,11 +54,25 @@ void rl_reinforce_pp_advantages(const float *logp, const float *ref_logp, const 
             sum += to_go, sq += to_go * to_go, count++;
         }
     }
+    sums[0] = count, sums[1] = sum, sums[2] = sq;
+}
+
+void rl_reinforce_pp_normalise(const unsigned char *completion, size_t n_tokens, const double sums[3], float *tok_adv)
+{
+    double count = sums[0];
     if (count < 2) return;
-    double mean = sum / count, var = (sq - count * mean * mean) / (count - 1);
+    double mean = sums[1] / count, var = (sums[2] - count * mean * mean) / (count - 1);
     double inv = 1.0 / sqrt((var > 0 ? var : 0) + 1e-8);
-    for (int i = 0; i < cu[n_seqs]; i++)
+    for (size_t i = 0; i < n_tokens; i++)
         if (completion[i]) tok_adv[i] = (float)((tok_adv[i] - mean) * inv);
+}
+
+void rl_reinforce_pp_advantages(const float *logp, const float *ref_logp, const unsigned char *completion,
+                                const int32_t *cu, int n_seqs, const float *scores, float beta, float *tok_adv)
+{
+    double sums[3];
+    rl_reinforce_pp_returns(logp, ref_logp, completion, cu, n_seqs, scores, beta, tok_adv, sums);
+    rl_reinforce_pp_normalise(completion, (size_t)cu[n_seqs], sums, tok_adv);
 }
 
 void rl_grpo_weights(rl_loss_norm norm, const int *lens, int n_seqs, int max_len, float *w)

@@ -17,6 +17,7 @@
 #ifndef RL_TRAIN_GRPO_MATH_H
 #define RL_TRAIN_GRPO_MATH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/error.h"
@@ -41,6 +42,13 @@ void rl_rloo_advantages(const float *rewards, int n_groups, int group_size, floa
  * token; scores per sequence. Writes tok_adv on completion tokens (others 0). */
 void rl_reinforce_pp_advantages(const float *logp, const float *ref_logp, const unsigned char *completion,
                                 const int32_t *cu, int n_seqs, const float *scores, float beta, float *tok_adv);
+/* The same in two halves, for a batch spread over ranks: the returns-to-go into tok_adv and
+ * their count, sum and sum of squares into sums[3]; then the normalisation with the sums of
+ * the whole batch (every rank's, added). */
+void rl_reinforce_pp_returns(const float *logp, const float *ref_logp, const unsigned char *completion,
+                             const int32_t *cu, int n_seqs, const float *scores, float beta, float *tok_adv,
+                             double sums[3]);
+void rl_reinforce_pp_normalise(const unsigned char *completion, size_t n_tokens, const double sums[3], float *tok_adv);
 
 /* rewards and adv are [n_groups * group_size], group g at [g * group_size, ...). */
 void rl_grpo_advantages(const float *rewards, int n_groups, int group_size, int scale_std, float *adv);

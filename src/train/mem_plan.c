@@ -34,12 +34,13 @@ void rl_mem_plan_make(rl_mem_plan *p, const rl_model_config *cfg, rl_backend_kin
 void rl_mem_plan_add_value(rl_mem_plan *p, const rl_model_config *value_cfg)
 {
     rl_mem_plan v;
-    rl_mem_plan_make(&v, value_cfg, p->cuda ? RL_BACKEND_CUDA : RL_BACKEND_CPU, 1, 0, p->max_tokens, p->mode, 0);
+    rl_mem_plan_make(&v, value_cfg, p->cuda ? RL_BACKEND_CUDA : RL_BACKEND_CPU, p->world, p->zero, p->max_tokens,
+                     p->mode, 0); /* sharded over the same ranks as the policy */
     const rl_model_config *a = &p->cfg, *b = value_cfg;
     int shared = a->hidden_size == b->hidden_size && a->intermediate_size == b->intermediate_size &&
                  a->n_layers == b->n_layers && a->n_heads == b->n_heads && a->n_kv_heads == b->n_kv_heads &&
                  a->head_dim == b->head_dim; /* the trainer shares the activations (rl_acts_share) */
-    p->value = v.zero_total + (shared ? 0 : v.acts);
+    p->value = v.zero_total + v.buckets + (shared ? 0 : v.acts);
     p->total += p->value;
 }
 

@@ -37,7 +37,8 @@ typedef struct rl_mem_plan {
 
 void rl_mem_plan_make(rl_mem_plan *p, const rl_model_config *cfg, rl_backend_kind backend, int world, int zero,
                       int max_tokens, rl_acts_mode mode, int with_reference);
-/* Adds a PPO value model of value_cfg: its weights, masters, moments and gradients, and its own
+/* Adds a PPO value model of value_cfg: its weights, masters, moments and gradients (sharded as
+ * the plan's --zero shards the policy's, with its own ZeRO-2 region buffers), and its own
  * activations unless it has the planned model's shape (then it shares them). */
 void rl_mem_plan_add_value(rl_mem_plan *p, const rl_model_config *value_cfg);
 /* Refuses (err) when the plan exceeds the free memory of ctx's device; CPU contexts pass. */

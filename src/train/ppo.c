@@ -15,6 +15,7 @@
 #include "core/file.h"
 #include "core/timer.h"
 #include "io/json.h"
+#include "train/dp.h"
 #include "train/runlog.h"
 
 enum { D_LOGP, D_OLD, D_ADV, D_W, D_DLOGP, D_VAL, D_DV, D_ENT, N_DEV };
@@ -58,7 +59,7 @@ void rl_ppo_free(rl_ppo *t)
     rl_optim_free(&t->value_optim);
     rl_order_free(&t->order);
     if (t->dev) rl_free(t->policy->ctx, t->dev);
-    void *bufs[] = {t->results, t->gen_prompts, t->items, t->prompt_of, t->perm, t->mb_seqs, t->scores,
+    void *bufs[] = {t->results, t->gen_prompts, t->items, t->prompt_of, t->perm, t->mine, t->mb_seqs, t->scores,
                     t->tokens, t->cu, t->old_lp, t->ref_lp, t->old_v, t->adv, t->ret, t->completion,
                     t->p_tokens, t->p_cu, t->p_old, t->p_adv, t->p_ret, t->p_oldv, t->p_w, t->h_buf, t->h_dv};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
@@ -124,6 +125,8 @@ int rl_ppo_create(rl_ppo *t, rl_model *policy, rl_model *value, rl_model *ref, c
     t->data = data;
     t->n_data = n_data;
     t->cfg = *cfg;
+    if (!cfg->optim.dp != !cfg->value_optim.dp || (cfg->optim.dp && cfg->optim.dp == cfg->value_optim.dp))
+        return rl_err_set(err, "ppo: data parallel needs one rl_dp for the policy and another for the value model");
     t->kl = (rl_kl_ctl){cfg->kl_coef, cfg->target_kl, cfg->kl_horizon};
     int longest = 0;
     for (int i = 0; i < n_data; i++) {
@@ -144,7 +147,8 @@ int rl_ppo_create(rl_ppo *t, rl_model *policy, rl_model *value, rl_model *ref, c
     t->gen_prompts = calloc((size_t)n, sizeof *t->gen_prompts);
     t->items = calloc((size_t)n, sizeof *t->items);
     t->prompt_of = calloc((size_t)n, sizeof(int));
-    t->perm = calloc((size_t)n, sizeof(int));
+    t->perm = calloc((size_t)n * (size_t)rl_dp_world(cfg->optim.dp), sizeof(int));
+    t->mine = calloc((size_t)n, sizeof(int));
     t->mb_seqs = calloc((size_t)n + 1, sizeof(int));
     t->scores = calloc((size_t)n, f);
     t->tokens = malloc(bt * sizeof(int32_t));
@@ -156,10 +160,10 @@ int rl_ppo_create(rl_ppo *t, rl_model *policy, rl_model *value, rl_model *ref, c
     t->p_old = malloc(bt * f), t->p_adv = malloc(bt * f), t->p_ret = malloc(bt * f), t->p_oldv = malloc(bt * f);
     t->p_w = malloc(bt * f), t->h_buf = malloc(mt * f), t->h_dv = malloc(mt * f);
     t->dev = rl_alloc(policy->ctx, N_DEV * mt * f);
-    if (!t->results || !t->gen_prompts || !t->items || !t->prompt_of || !t->perm || !t->mb_seqs || !t->scores ||
-        !t->tokens || !t->cu || !t->old_lp || !t->ref_lp || !t->old_v || !t->adv || !t->ret || !t->completion ||
-        !t->p_tokens || !t->p_cu || !t->p_old || !t->p_adv || !t->p_ret || !t->p_oldv || !t->p_w || !t->h_buf ||
-        !t->h_dv || !t->dev) {
+    if (!t->results || !t->gen_prompts || !t->items || !t->prompt_of || !t->perm || !t->mine || !t->mb_seqs ||
+        !t->scores || !t->tokens || !t->cu || !t->old_lp || !t->ref_lp || !t->old_v || !t->adv || !t->ret ||
+        !t->completion || !t->p_tokens || !t->p_cu || !t->p_old || !t->p_adv || !t->p_ret || !t->p_oldv || !t->p_w ||
+        !t->h_buf || !t->h_dv || !t->dev) {
         rl_ppo_free(t);
         return rl_err_oom(err, "ppo buffers", bt * 48);
     }
@@ -167,10 +171,10 @@ int rl_ppo_create(rl_ppo *t, rl_model *policy, rl_model *value, rl_model *ref, c
     rl_acts_mode mode = cfg->recompute ? RL_ACTS_TRAIN_CHECKPOINT : RL_ACTS_TRAIN;
     if (rl_order_create(&t->order, n_data, cfg->seed, cfg->shuffle, err) ||
         rl_engine_create(&t->engine, policy, tok, &cfg->engine, err) ||
+        rl_dp_prepare(cfg->optim.dp, policy, err) || rl_dp_prepare(cfg->value_optim.dp, value, err) ||
         rl_acts_create(&t->acts, policy, cfg->max_tokens, mode, err) ||
         make_value_acts(t, mode, err) ||
         (t->ref && rl_acts_create(&t->ref_acts, t->ref, cfg->max_tokens, RL_ACTS_INFER, err)) ||
-        rl_model_enable_grads(policy, err) || rl_model_enable_grads(value, err) ||
         rl_optim_create(&t->optim, policy->ctx, policy->params, policy->n_params, policy->n_elems, &cfg->optim, err) ||
         rl_optim_create(&t->value_optim, value->ctx, value->params, value->n_params, value->n_elems,
                         &cfg->value_optim, err)) {
@@ -218,7 +222,8 @@ static int cut(const rl_ppo *t, const int32_t *cu, int n, int *mb)
 }
 
 /* Scores: reward, then the missing-EOS penalty, normalisation and clip. *raw_mean: the mean
- * reward before any of them. */
+ * reward before any of them. Means and the normalisation's statistics are the step's (every
+ * rank's completions). */
 static int score(rl_ppo *t, double *raw_mean, rl_err *err)
 {
     int n = t->n_seqs;
@@ -227,17 +232,25 @@ static int score(rl_ppo *t, double *raw_mean, rl_err *err)
         t->items[s] = (rl_reward_item){p->text, t->results[s].text ? t->results[s].text : "", p->answer, p->fields};
     }
     if (rl_reward_score(t->reward, t->items, n, t->scores, err)) return -1;
-    double sum = 0;
+    double sum = 0, used = 0, m2 = 0;
     for (int s = 0; s < n; s++) {
         if (!isfinite(t->scores[s]))
             return rl_err_set(err, "reward: completion %d (prompt %d) scored %g; rewards must be finite numbers", s,
                               t->prompt_of[s], t->scores[s]);
         sum += t->scores[s];
         if (t->results[s].finish == RL_FINISH_LENGTH) t->scores[s] -= t->cfg.missing_eos_penalty;
+        used += t->scores[s];
     }
-    *raw_mean = sum / n;
+    for (int s = 0; s < n; s++) m2 += (t->scores[s] - used / n) * (t->scores[s] - used / n);
+    /* count, raw sum, sum, squared deviations from each rank's mean, and n mean^2: the
+     * deviations combine as M2 = sum of M2_r + sum of n_r mean_r^2 - N mean^2 (Chan et al. 1979) */
+    double st[5] = {n, sum, used, m2, used * used / n};
+    rl_dp *dp = t->cfg.optim.dp;
+    if (rl_dp_sum(dp, st, 5, err)) return -1;
+    *raw_mean = st[1] / st[0];
     if (t->cfg.reward_norm) {
-        rl_running_update(&t->reward_stats, t->scores, n);
+        double bm = st[2] / st[0], bm2 = dp ? st[3] + st[4] - st[0] * bm * bm : st[3];
+        rl_running_merge(&t->reward_stats, st[0], bm, bm2 > 0 ? bm2 : 0);
         double mean = t->reward_stats.mean, sd = rl_running_std(&t->reward_stats);
         for (int s = 0; s < n; s++) t->scores[s] = (float)((t->scores[s] - mean) / sd);
     }
@@ -267,9 +280,30 @@ static void lay_out(rl_ppo *t)
     }
 }
 
+/* Whitens the advantages over every completion token of the step (all ranks), as
+ * rl_ppo_whiten does over one rank's. */
+static int whiten(rl_ppo *t, rl_err *err)
+{
+    rl_dp *dp = t->cfg.optim.dp;
+    size_t n = (size_t)t->cu[t->n_seqs];
+    double st[2] = {0, 0}, sq = 0;
+    for (size_t i = 0; i < n; i++)
+        if (t->completion[i]) st[0] += t->adv[i], st[1]++;
+    if (rl_dp_sum(dp, st, 2, err)) return -1;
+    if (st[1] < 2) return 0;
+    double mean = st[0] / st[1];
+    for (size_t i = 0; i < n; i++)
+        if (t->completion[i]) sq += (t->adv[i] - mean) * (t->adv[i] - mean);
+    if (rl_dp_sum(dp, &sq, 1, err)) return -1;
+    double inv = 1.0 / sqrt(sq / (st[1] - 1) + 1e-8);
+    for (size_t i = 0; i < n; i++)
+        if (t->completion[i]) t->adv[i] = (float)((t->adv[i] - mean) * inv);
+    return 0;
+}
+
 /* Rewards, GAE, returns (per sequence), then whitened advantages; the step's mean sequence KL
- * (k1 summed over a completion) into *seq_kl. */
-static void advantages(rl_ppo *t, double *seq_kl)
+ * (k1 summed over a completion, over every rank's completions) into *seq_kl. */
+static int advantages(rl_ppo *t, double *seq_kl, rl_err *err)
 {
     float rew[t->max_seq_tokens];
     double kl_sum = 0;
@@ -280,8 +314,10 @@ static void advantages(rl_ppo *t, double *seq_kl)
         rl_ppo_gae(rew, t->old_v + at, n, t->cfg.gamma, t->cfg.lam, t->adv + at, t->ret + at);
         for (int k = 0; ref && k < n; k++) kl_sum += t->old_lp[at + k] - ref[k];
     }
-    *seq_kl = kl_sum / t->n_seqs;
-    if (t->cfg.whiten_advantages) rl_ppo_whiten(t->adv, t->completion, (size_t)t->cu[t->n_seqs], 1);
+    double st[2] = {kl_sum, t->n_seqs};
+    if (rl_dp_sum(t->cfg.optim.dp, st, 2, err)) return -1;
+    *seq_kl = st[0] / st[1];
+    return t->cfg.whiten_advantages ? whiten(t, err) : 0;
 }
 
 /* What the updates add up (weighted by tokens, over every mini-batch of every epoch). */
@@ -290,8 +326,8 @@ typedef struct acc {
     rl_optim_stats os, vos;
 } acc;
 
-/* Packs the sequences seqs[0 .. n) of the batch into the p_* arrays; returns their token
- * count, and *n_comp their completion tokens. */
+/* Packs the sequences seqs[0 .. n) of the batch into the p_* arrays (p_w: the completion
+ * mask); returns their token count, and *n_comp their completion tokens. */
 static int pack(rl_ppo *t, const int *seqs, int n, int *n_comp)
 {
     int pos = 0, comp = 0;
@@ -310,7 +346,6 @@ static int pack(rl_ppo *t, const int *seqs, int n, int *n_comp)
         pos += len;
         t->p_cu[j + 1] = pos;
     }
-    for (int i = 0; i < pos && comp > 0; i++) t->p_w[i] /= (float)comp;
     *n_comp = comp;
     return pos;
 }
@@ -364,27 +399,39 @@ static int value_pass(rl_ppo *t, const int *mb, int n_mb, acc *a, rl_err *err)
     return 0;
 }
 
-/* ppo_epochs passes of shuffled mini-batches, one update per model per mini-batch. */
+/* ppo_epochs passes of shuffled mini-batches, one update per model per mini-batch. The
+ * permutation runs over every rank's sequences (rank r's s-th is r n + s, as one rank with the
+ * whole step numbers them); each rank trains on the members of a mini-batch it holds, with the
+ * loss normalised by the mini-batch's completion tokens on all ranks. Each model's backwards
+ * and update come before the other's, so that every rank issues the same collectives in the
+ * same order even when it holds none of a mini-batch. */
 static int updates(rl_ppo *t, int train_policy, acc *a, rl_err *err)
 {
-    int n = t->n_seqs, M = t->cfg.num_mini_batches;
-    for (int s = 0; s < n; s++) t->perm[s] = s;
+    rl_dp *dp = t->cfg.optim.dp;
+    int n = t->n_seqs, M = t->cfg.num_mini_batches, rank = rl_dp_rank(dp), N = n * rl_dp_world(dp);
+    for (int s = 0; s < N; s++) t->perm[s] = s;
     for (int e = 0; e < t->cfg.ppo_epochs; e++) {
-        for (int s = n - 1; s > 0; s--) { /* Fisher-Yates from the trainer's RNG */
+        for (int s = N - 1; s > 0; s--) { /* Fisher-Yates from the trainer's RNG */
             int j = (int)rl_rng_below(&t->state.rng, (uint32_t)s + 1), tmp = t->perm[s];
             t->perm[s] = t->perm[j], t->perm[j] = tmp;
         }
         for (int k = 0; k < M; k++) {
-            int lo = (int)((long)n * k / M), hi = (int)((long)n * (k + 1) / M), n_comp = 0;
-            pack(t, t->perm + lo, hi - lo, &n_comp);
-            int n_mb = cut(t, t->p_cu, hi - lo, t->mb_seqs);
-            if (train_policy && policy_pass(t, t->mb_seqs, n_mb, e == 0, a, err)) return -1;
-            if (value_pass(t, t->mb_seqs, n_mb, a, err)) return -1;
+            int lo = (int)((long)N * k / M), hi = (int)((long)N * (k + 1) / M), n_mine = 0, n_comp = 0;
+            for (int j = lo; j < hi; j++)
+                if (t->perm[j] / n == rank) t->mine[n_mine++] = t->perm[j] - rank * n;
+            int n_tok = pack(t, t->mine, n_mine, &n_comp);
+            double comp = n_comp;
+            if (rl_dp_sum(dp, &comp, 1, err)) return -1;
+            for (int i = 0; i < n_tok && comp > 0; i++) t->p_w[i] /= (float)comp;
+            int n_mb = n_mine > 0 ? cut(t, t->p_cu, n_mine, t->mb_seqs) : 0;
             a->mbs += 1; /* the stats are means over mini-batches */
-            if (train_policy && rl_optim_step(&t->optim, t->policy->master, rl_model_working_copy(t->policy),
-                                              t->policy->grads, 1.0, &a->os, err))
+            if (train_policy &&
+                (rl_dp_begin_update(dp, n_mb, err) || policy_pass(t, t->mb_seqs, n_mb, e == 0, a, err) ||
+                 rl_optim_step(&t->optim, t->policy->master, rl_model_working_copy(t->policy), t->policy->grads, 1.0,
+                               &a->os, err)))
                 return rl_err_prefix(err, "policy update: ");
-            if (rl_optim_step(&t->value_optim, t->value->master, rl_model_working_copy(t->value), t->value->grads, 1.0,
+            if (rl_dp_begin_update(t->cfg.value_optim.dp, n_mb, err) || value_pass(t, t->mb_seqs, n_mb, a, err) ||
+                rl_optim_step(&t->value_optim, t->value->master, rl_model_working_copy(t->value), t->value->grads, 1.0,
                               &a->vos, err))
                 return rl_err_prefix(err, "value update: ");
         }
@@ -401,13 +448,47 @@ static void sample_memory(rl_ctx *ctx, double *peak)
     if (used > *peak) *peak = used;
 }
 
-/* Means over completion tokens of x. */
-static double comp_mean(const rl_ppo *t, const float *x)
+/* What the step's statistics are made of, summed over every rank. Over completion tokens: comp
+ * (their count), k1 and k3 (sums of the estimators), ret, value, adv, res (return - old
+ * value) and the squares of ret and res (for the explained variance). */
+typedef struct step_sums {
+    double seqs, len, tokens, score, score_sq, comp, k1, k3, ret, value, adv, res, ret_sq, res_sq;
+} step_sums;
+
+/* The step's sums (every rank), and the update's accumulators summed over the ranks. */
+static int reduce_step(rl_ppo *t, acc *a, step_sums *s, rl_err *err)
 {
-    double s = 0, n = 0;
-    for (int i = 0; i < t->cu[t->n_seqs]; i++)
-        if (t->completion[i]) s += x[i], n++;
-    return n ? s / n : 0;
+    int n = t->n_seqs;
+    size_t n_tok = (size_t)t->cu[n];
+    s->seqs = n;
+    s->tokens = (double)n_tok;
+    for (int q = 0; q < n; q++) {
+        s->len += t->results[q].n_ids;
+        s->score += t->scores[q], s->score_sq += (double)t->scores[q] * t->scores[q];
+    }
+    for (size_t i = 0; i < n_tok; i++) {
+        if (!t->completion[i]) continue;
+        double r = t->ret[i], d = (double)t->ret[i] - t->old_v[i];
+        s->comp++;
+        s->ret += r, s->ret_sq += r * r, s->res += d, s->res_sq += d * d;
+        s->value += t->old_v[i], s->adv += t->adv[i];
+    }
+    if (t->ref) {
+        double k1, k3;
+        rl_ppo_kl_estimates(t->old_lp, t->ref_lp, t->completion, n_tok, &k1, &k3);
+        s->k1 = k1 * s->comp, s->k3 = k3 * s->comp;
+    }
+    enum { N_STEP = sizeof(step_sums) / sizeof(double) };
+    double x[N_STEP + 7];
+    memcpy(x, s, sizeof *s);
+    double *u = x + N_STEP;
+    u[0] = a->pg_loss, u[1] = a->pg_clip, u[2] = a->ratio, u[3] = a->vf_loss, u[4] = a->vf_clip, u[5] = a->ent;
+    u[6] = a->n_ent;
+    if (rl_dp_sum(t->cfg.optim.dp, x, N_STEP + 7, err)) return -1;
+    memcpy(s, x, sizeof *s);
+    a->pg_loss = u[0], a->pg_clip = u[1], a->ratio = u[2], a->vf_loss = u[3], a->vf_clip = u[4], a->ent = u[5];
+    a->n_ent = u[6];
+    return 0;
 }
 
 int rl_ppo_rescue(rl_ppo *t)
@@ -426,14 +507,18 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
     t->reward_stats_before = t->reward_stats;
     t->optim_before = t->optim.begun;
     t->value_optim_before = t->value_optim.begun;
-    for (int i = 0; i < t->cfg.prompts_per_step; i++) {
-        int p = rl_order_next(&t->order, &t->state);
-        for (int g = 0; g < S; g++) {
-            t->prompt_of[i * S + g] = p;
-            t->gen_prompts[i * S + g] = (rl_gen_prompt){.ids = t->data[p].ids, .n_ids = t->data[p].n_ids};
+    /* every rank walks the step's prompts for all ranks and keeps its block; its completions
+     * take the Philox rows one rank with the whole step would give them */
+    rl_dp *dp = t->cfg.optim.dp;
+    int rank = rl_dp_rank(dp), P = t->cfg.prompts_per_step;
+    rl_gen_params gen = t->cfg.gen;
+    for (int i = 0; i < P * rl_dp_world(dp); i++) {
+        int p = rl_order_next(&t->order, &t->state), b = i - rank * P;
+        for (int g = 0; b >= 0 && b < P && g < S; g++) {
+            t->prompt_of[b * S + g] = p;
+            t->gen_prompts[b * S + g] = (rl_gen_prompt){t->data[p].ids, t->data[p].n_ids, &gen, i * S + g};
         }
     }
-    rl_gen_params gen = t->cfg.gen;
     gen.seed = rl_rng_u64(&t->state.rng);
     memset(t->results, 0, (size_t)n * sizeof *t->results);
     rl_engine_reset_prefix_cache(t->engine); /* the last update changed the weights */
@@ -454,12 +539,11 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
     int train_policy = t->state.step >= t->cfg.critic_warmup;
     double kl_coef_used = t->kl.value;
     if (rc == 0) {
-        for (int s = 0; s < n; s++) len += t->results[s].n_ids;
-        advantages(t, &seq_kl);
-        if (t->ref) rl_ppo_kl_estimates(t->old_lp, t->ref_lp, t->completion, (size_t)t->cu[n], &k1, &k3);
-        ev = rl_ppo_explained_variance(t->old_v, t->ret, t->completion, (size_t)t->cu[n]);
-        rc = updates(t, train_policy, &a, err);
+        rc = advantages(t, &seq_kl, err);
+        if (rc == 0) rc = updates(t, train_policy, &a, err);
     }
+    step_sums sums = {0};
+    if (rc == 0) rc = reduce_step(t, &a, &sums, err);
     int lengths[n];
     for (int s = 0; s < n; s++) lengths[s] = t->results[s].n_ids;
     /* samples with the scores as used (after penalty, normalisation, clip); advantages are per token */
@@ -469,7 +553,7 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
     for (int s = 0; s < n; s++) rl_gen_result_free(&t->results[s]);
     if (rc != 0) return rl_err_prefix(err, "ppo step %lld: ", (long long)t->state.step + 1);
     sample_memory(t->policy->ctx, &peak);
-    rl_kl_ctl_update(&t->kl, seq_kl, n);
+    rl_kl_ctl_update(&t->kl, seq_kl, sums.seqs);
     t->state.step++;
     if (logged != 0) { /* the step itself is done: a rescue keeps it */
         t->before = t->state;
@@ -478,7 +562,11 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
         t->value_optim_before = t->value_optim.begun;
         return rl_err_prefix(err, "ppo step %lld: ", (long long)t->state.step);
     }
-    double dt = rl_time_now() - t0, upd = a.mbs > 0 ? a.mbs : 1;
+    double dt = rl_time_now() - t0, upd = a.mbs > 0 ? a.mbs : 1, n_seqs = sums.seqs, comp = sums.comp;
+    if (t->ref && comp > 0) k1 = sums.k1 / comp, k3 = sums.k3 / comp;
+    double vr = sums.ret_sq - sums.ret * sums.ret / comp, vd = sums.res_sq - sums.res * sums.res / comp;
+    ev = comp >= 2 && vr > 0 ? 1 - vd / vr : 0;
+    len = sums.len;
     memset(stats, 0, sizeof *stats);
     stats->step = t->state.step;
     stats->loss = train_policy ? a.pg_loss / upd : 0;
@@ -486,18 +574,16 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
     stats->ratio_mean = train_policy ? a.ratio / upd : 1;
     stats->kl = k1;
     stats->has_rewards = 1;
-    double sum = 0, sq = 0;
-    for (int s = 0; s < n; s++) sum += t->scores[s];
-    for (int s = 0; s < n; s++) sq += (t->scores[s] - sum / n) * (t->scores[s] - sum / n);
+    double used_mean = sums.score / n_seqs, used_var = sums.score_sq / n_seqs - used_mean * used_mean;
     stats->reward_mean = raw_mean;
-    stats->reward_std = sqrt(sq / n);
-    stats->completion_len = len / n;
+    stats->reward_std = sqrt(used_var > 0 ? used_var : 0);
+    stats->completion_len = len / n_seqs;
     stats->lr = a.os.lr;
     stats->grad_norm = a.os.grad_norm;
-    stats->tokens = (double)t->cu[n];
+    stats->tokens = sums.tokens;
     stats->seconds = dt;
     stats->gen_seconds = t_gen;
-    stats->tokens_per_s = dt > 0 ? t->cu[n] / dt : 0;
+    stats->tokens_per_s = dt > 0 ? sums.tokens / dt : 0;
     stats->has_ppo = 1;
     stats->value_loss = a.vf_loss / upd;
     stats->vf_clip_frac = a.vf_clip / upd;
@@ -505,23 +591,20 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
     stats->explained_var = ev;
     stats->kl_k3 = k3;
     stats->kl_coef = kl_coef_used;
-    stats->return_mean = comp_mean(t, t->ret);
-    stats->value_mean = comp_mean(t, t->old_v);
-    stats->adv_mean = comp_mean(t, t->adv);
+    stats->return_mean = comp > 0 ? sums.ret / comp : 0;
+    stats->value_mean = comp > 0 ? sums.value / comp : 0;
+    stats->adv_mean = comp > 0 ? sums.adv / comp : 0;
     stats->entropy = a.n_ent > 0 ? a.ent / a.n_ent : 0;
-    stats->reward_used_mean = sum / n;
+    stats->reward_used_mean = used_mean;
     stats->update_seconds = rl_time_now() - t_prep;
     stats->peak_mem_gib = peak;
     return 0;
 }
 
-int rl_ppo_save(const rl_ppo *t, const char *dir, const cJSON *options, const char *tokenizer_dir, rl_err *err)
+/* DIR/value/ppo_state.json. */
+static int write_state(const rl_ppo *t, const char *vdir, rl_err *err)
 {
-    char vdir[4096], path[4200];
-    if (rl_path_join(vdir, sizeof vdir, dir, "value")) return rl_err_set(err, "%s: path too long", dir);
-    if (rl_checkpoint_save(dir, t->policy, &t->optim, &t->state, options, tokenizer_dir, err) ||
-        rl_checkpoint_save(vdir, t->value, &t->value_optim, &t->state, NULL, tokenizer_dir, err))
-        return -1;
+    char path[4200];
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "reward_count", t->reward_stats.count);
     cJSON_AddNumberToObject(j, "reward_mean", t->reward_stats.mean);
@@ -533,6 +616,24 @@ int rl_ppo_save(const rl_ppo *t, const char *dir, const cJSON *options, const ch
     snprintf(path, sizeof path, "%s/ppo_state.json", vdir);
     int rc = rl_file_write_atomic(path, text, strlen(text), err);
     free(text);
+    return rc;
+}
+
+int rl_ppo_save(const rl_ppo *t, const char *dir, const cJSON *options, const char *tokenizer_dir, rl_err *err)
+{
+    char vdir[4096];
+    if (rl_path_join(vdir, sizeof vdir, dir, "value")) return rl_err_set(err, "%s: path too long", dir);
+    if (rl_checkpoint_save(dir, t->policy, &t->optim, &t->state, options, tokenizer_dir, err) ||
+        rl_checkpoint_save(vdir, t->value, &t->value_optim, &t->state, NULL, tokenizer_dir, err))
+        return -1;
+    rl_dp *dp = t->cfg.optim.dp;
+    int rc = rl_dp_rank(dp) == 0 ? write_state(t, vdir, err) : 0; /* rank 0 writes the checkpoint */
+    if (dp) { /* every rank learns whether it was written */
+        int any_failed;
+        rl_err agree;
+        if (rl_dp_any(dp, rc != 0, &any_failed, &agree)) return rc ? rc : (*err = agree, -1);
+        if (any_failed && rc == 0) return rl_err_set(err, "checkpoint %s: not written (see rank 0's message)", dir);
+    }
     return rc;
 }
 

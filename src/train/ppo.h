@@ -26,7 +26,16 @@
  *      gradient clipping (max_grad_norm of each optimizer config). During the first
  *      critic_warmup steps only the value model is updated;
  *   6. the adaptive KL controller (target_kl > 0) moves kl_coef with the step's mean KL.
- * The engine and its KV pool are made once and kept, reading the policy's working weights. */
+ * The engine and its KV pool are made once and kept, reading the policy's working weights.
+ *
+ * Data parallel (train/dp.h): cfg.optim.dp and cfg.value_optim.dp, two rl_dp of one
+ * communicator (both set or both NULL). prompts_per_step is per rank: a step walks the prompts of
+ * every rank in the data order and rank r keeps the r-th block, with the Philox rows one rank
+ * with world x prompts_per_step would give them, so N ranks sample, score and train exactly as
+ * one rank with N times the batch. The reward normalisation, advantage whitening, KL controller,
+ * loss normalisers and logged statistics use the whole step (sums over the ranks); the
+ * mini-batches cut one permutation of every rank's sequences, each rank running the members
+ * it holds (possibly none), and each model's update is reduced before the other's begins. */
 #ifndef RL_TRAIN_PPO_H
 #define RL_TRAIN_PPO_H
 
@@ -92,7 +101,7 @@ typedef struct rl_ppo {
     rl_gen_result *results;
     rl_gen_prompt *gen_prompts;
     rl_reward_item *items;
-    int *prompt_of, *perm, *mb_seqs;
+    int *prompt_of, *perm, *mine, *mb_seqs; /* perm: over every rank's sequences; mine: this rank's in a mini-batch */
     float *scores;                          /* as used (after penalty, normalisation, clip) */
     int32_t *tokens, *cu;                   /* batch layout, sequence order */
     float *old_lp, *ref_lp, *old_v, *adv, *ret;

@@ -10,6 +10,12 @@ void rl_running_update(rl_running_stats *s, const float *x, int n)
     for (int i = 0; i < n; i++) mean += x[i];
     mean /= n;
     for (int i = 0; i < n; i++) m2 += (x[i] - mean) * (x[i] - mean);
+    rl_running_merge(s, n, mean, m2);
+}
+
+void rl_running_merge(rl_running_stats *s, double n, double mean, double m2)
+{
+    if (n <= 0) return;
     double total = s->count + n, delta = mean - s->mean;
     s->m2 += m2 + delta * delta * s->count * n / total;
     s->mean += delta * n / total;

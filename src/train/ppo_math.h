@@ -25,6 +25,9 @@ typedef struct rl_running_stats {
 } rl_running_stats;
 
 void rl_running_update(rl_running_stats *s, const float *x, int n);
+/* Merges a batch given by its count, mean and sum of squared deviations from that mean (data
+ * parallel: the batch of every rank). */
+void rl_running_merge(rl_running_stats *s, double n, double mean, double m2);
 /* Population std; 1 before anything was seen, and never below 1e-8. */
 double rl_running_std(const rl_running_stats *s);
 

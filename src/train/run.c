@@ -17,6 +17,7 @@ typedef struct run {
     const rl_run_config *c;
     const char *tok_dir; /* copied into checkpoints; NULL when --tokenizer named a file */
     rl_dp *dp;           /* data parallel, or NULL */
+    rl_dp *value_dp;     /* ppo: the value model's group on the same communicator */
     const rl_loop_watch *lead; /* the watcher on rank 0, NULL on the others: one set of notes */
     rl_model model, ref, value;
     int have_model, have_ref, have_value;
@@ -186,7 +187,11 @@ static int make_ppo(run *r, int64_t *steps, rl_err *err)
     rl_ppo_config pc = c->ppo;
     int updates = (int)*steps * pc.ppo_epochs * pc.num_mini_batches;
     pc.optim.schedule.total_steps = pc.value_optim.schedule.total_steps = updates;
-    if (r->dp) return rl_err_set(err, "ppo runs on one GPU or CPU process (no --gpus N yet)");
+    if (r->dp) { /* the value model is a second data-parallel group on the same communicator */
+        if (rl_dp_create(&r->value_dp, c->comm, c->zero, err)) return -1;
+        pc.optim.dp = r->dp;
+        pc.value_optim.dp = r->value_dp;
+    }
     if (pc.kl_coef > 0) {
         if (!c->model_dir) return rl_err_set(err, "a KL penalty (--kl-coef > 0) needs the reference model (--model)");
         if (rl_model_load(&r->ref, r->model.ctx, c->model_dir, err)) return -1;
@@ -202,9 +207,12 @@ static int make_ppo(run *r, int64_t *steps, rl_err *err)
         return -1;
     r->have_trainer = 1;
     if (c->resume && rl_ppo_resume(&r->t.ppo, c->resume, err)) return -1;
-    rl_loop_note(r->lead, "%s, %d prompts, reward %s, value model %s (%.1fM parameters), %lld steps from step %lld (%s)",
+    char ranks[64];
+    rl_loop_note(r->lead,
+                 "%s, %d prompts, reward %s, value model %s (%.1fM parameters), %lld steps from step %lld (%s%s)",
                  c->data, r->data.n, c->reward, r->value.config.architecture, (double)r->value.n_elems / 1e6,
-                 (long long)*steps, (long long)r->t.ppo.state.step, rl_backend_name(r->model.ctx));
+                 (long long)*steps, (long long)r->t.ppo.state.step, rl_backend_name(r->model.ctx),
+                 ranks_text(r, ranks));
     return 0;
 }
 
@@ -274,6 +282,7 @@ static void run_free(run *r)
         else rl_grpo_free(&r->t.grpo);
     }
     rl_dp_free(r->dp);
+    rl_dp_free(r->value_dp);
     rl_reward_free(r->reward);
     rl_train_data_free(&r->data);
     rl_rollout_setup_free(&r->rollout);

@@ -1,9 +1,10 @@
-/* test_dist.c — `rlc sft|grpo` as several ranks, as a user starts them: `--gpus N --device cpu`
- * (rlc's own launcher) gives the losses of one rank with N times the batch, one metrics file and
- * one progress line set; torchrun-style variables start ranks by hand; and the failures end
- * cleanly with a message saying what is wrong: --gpus beyond the GPUs present, ranks started
- * with different options, an unreachable MASTER_ADDR, a rank killed mid-run (with and without
- * the --gpus supervisor), Ctrl-C (all ranks stop after the same step, one checkpoint). */
+/* test_dist.c — `rlc sft|grpo|ppo` as several ranks, as a user starts them: `--gpus N --device
+ * cpu` (rlc's own launcher) gives the losses of one rank with N times the batch (sft, ppo), one
+ * metrics file and one progress line set; a 2-rank ppo checkpoint resumes on one rank;
+ * torchrun-style variables start ranks by hand; and the failures end cleanly with a message
+ * saying what is wrong: --gpus beyond the GPUs present, ranks started with different options, an
+ * unreachable MASTER_ADDR, a rank killed mid-run (with and without the --gpus supervisor), Ctrl-C
+ * (all ranks stop after the same step, one checkpoint). */
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -69,6 +70,50 @@ Test(cli_dist, grpo_on_cpu_ranks)
     cr_assert(rl_file_exists(path), "%s", out);
 }
 
+static double field_at(const char *metrics, int step, const char *key)
+{
+    FILE *f = fopen(metrics, "r");
+    cr_assert(f, "no %s", metrics);
+    char line[4096], want[64];
+    snprintf(want, sizeof want, "\"%s\": ", key);
+    double x = NAN;
+    for (int s = 1; fgets(line, sizeof line, f); s++)
+        if (s == step && strstr(line, want)) sscanf(strstr(line, want) + strlen(want), "%lf", &x);
+    fclose(f);
+    return x;
+}
+
+Test(cli_dist, ppo_on_cpu_ranks_like_one_rank_and_resumed_on_one)
+{
+    char out[16384], one[256], two[256];
+    const char *args = "--reward regex:[aeiou] --n-samples-per-prompt 2 --max-new-tokens 4 --kl-coef 0.1 "
+                       "--target-kl 0.5 --reward-norm --num-mini-batches 3 --steps 2 --device cpu --threads 1";
+    cr_assert_eq(sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/p1 --prompts-per-step 4 %s", rlc, model,
+                    rl_data, tmp, args), 0, "%s", out);
+    int rc = sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/p2 --prompts-per-step 2 %s --gpus 2 --zero 1",
+                rlc, model, rl_data, tmp, args);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_eq(count_text(out, "rlc ppo: "), 2, "one opening and one closing line, from rank 0: %s", out);
+    cr_assert(strstr(out, "2 ranks, ZeRO 1"), "%s", out);
+    snprintf(one, sizeof one, "%s/p1/metrics.jsonl", tmp);
+    snprintf(two, sizeof two, "%s/p2/metrics.jsonl", tmp);
+    cr_assert_eq(count_lines(two), 2, "one metrics line per step, from rank 0");
+    const char *keys[] = {"loss", "value_loss", "reward_used_mean", "kl_coef", "tokens"};
+    for (int s = 1; s <= 2; s++)
+        for (int k = 0; k < 5; k++) {
+            double a = field_at(one, s, keys[k]), b = field_at(two, s, keys[k]);
+            cr_assert(isfinite(a) && fabs(a - b) <= 1e-5 * (fabs(a) + 1e-3),
+                      "step %d: %s %.9g on 2 ranks, %.9g on one with twice the prompts", s, keys[k], b, a);
+        }
+    printf("ppo, 2 CPU ranks vs one: step 2 loss %.9g vs %.9g, value loss %.9g vs %.9g\n", field_at(two, 2, "loss"),
+           field_at(one, 2, "loss"), field_at(two, 2, "value_loss"), field_at(one, 2, "value_loss"));
+    /* the 2-rank checkpoint (both models) resumes on one rank */
+    rc = sh(out, sizeof out, "%s ppo --resume %s/p2/model --out %s/p2 --steps 3 --gpus 1", rlc, tmp, tmp);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "from step 2") && !strstr(out, "ranks, ZeRO"), "%s", out);
+    cr_assert_eq(count_lines(two), 3);
+}
+
 Test(cli_dist, more_gpus_than_present)
 {
     char out[4096];
@@ -125,6 +170,37 @@ static int free_port(void)
     cr_assert_eq(rl_net_local_port(fd, &port, &err), 0, "%s", err.msg);
     rl_net_close(fd);
     return port;
+}
+
+Test(cli_dist, ppo_ranks_started_by_torchrun_variables)
+{
+    int port = free_port();
+    pid_t pids[2];
+    for (int r = 0; r < 2; r++) {
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd,
+                 "RANK=%d WORLD_SIZE=2 LOCAL_RANK=%d LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=%d "
+                 "RLC_DIST_TIMEOUT=20 exec %s ppo --model %s --data %s --out %s/tp --reward regex:[aeiou] "
+                 "--prompts-per-step 2 --n-samples-per-prompt 2 --max-new-tokens 3 --steps 2 --zero 2 --device cpu "
+                 "--threads 1 > %s/rank%d.log 2>&1",
+                 r, r, port, rlc, model, rl_data, tmp, tmp, r);
+        pids[r] = fork();
+        if (pids[r] == 0) {
+            execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+            _exit(127);
+        }
+    }
+    for (int r = 0; r < 2; r++) {
+        int st = wait_status(pids[r]);
+        char *log = read_log(r);
+        cr_assert_eq(st, 0, "rank %d: %s", r, log);
+        free(log);
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s/tp/metrics.jsonl", tmp);
+    cr_assert_eq(count_lines(path), 2, "one metrics line per step, from rank 0");
+    snprintf(path, sizeof path, "%s/tp/model/value/optimizer.safetensors", tmp);
+    cr_assert(rl_file_exists(path), "the value model's gathered optimizer state");
 }
 
 Test(cli_dist, ranks_with_different_options_are_refused)

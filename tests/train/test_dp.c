@@ -8,7 +8,8 @@
  *   - a checkpoint written by 2 ranks under ZeRO 2 resumes on 3 ranks (ZeRO 1) and on 1 rank
  *     and continues as the uninterrupted one-rank run does;
  *   - GRPO on 2 ranks: the step's reward statistics are the whole step's (equal to one rank
- *     taking both ranks' prompts), and the ranks stay identical while learning. */
+ *     taking both ranks' prompts), and the ranks stay identical while learning (also REINFORCE++,
+ *     whose batch-wide normalisation now spans the ranks). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +251,7 @@ Test(dp, checkpoint_resumes_on_other_rank_counts)
 typedef struct grpo_job {
     int use_dp, zero, prompts, steps;
     const char *reward, *tag;
+    int reinforce_pp; /* --variant reinforce_pp: advantages normalised over every rank's tokens */
 } grpo_job;
 
 static int grpo_rank(tr_rank *me, void *user)
@@ -289,6 +291,7 @@ static int grpo_rank(tr_rank *me, void *user)
     c.max_tokens = 24;
     c.optim.schedule.peak = 5e-3;
     c.optim.dp = dp;
+    if (j->reinforce_pp) rl_grpo_variant(&c, RL_GRPO_VARIANT_REINFORCE_PP, 0);
     if (rl_grpo_create(&t, &m, NULL, tok, reward, prompts, 8, &c, &err)) return tr_fail(me, "create: %s", err.msg);
     double stats[MAX_STEPS][2] = {{0}};
     for (int s = 0; s < j->steps; s++) {
@@ -317,11 +320,11 @@ static int grpo_rank(tr_rank *me, void *user)
 Test(dp, grpo_statistics_are_the_whole_steps)
 {
     /* the fake reward pays 3 for a prompt of level 3 and 0.25 otherwise, whatever is sampled */
-    grpo_job one = {0, 0, 4, 3, "cmd:sh tests/reward/fake_reward.sh ok", "g1"};
+    grpo_job one = {0, 0, 4, 3, "cmd:sh tests/reward/fake_reward.sh ok", "g1", 0};
     tr_result res;
     tr_run(1, NULL, grpo_rank, &one, &res);
     cr_assert_eq(res.status[0], 0, "%s", res.msg[0]);
-    grpo_job two = {1, 1, 2, 3, "cmd:sh tests/reward/fake_reward.sh ok", "g2"};
+    grpo_job two = {1, 1, 2, 3, "cmd:sh tests/reward/fake_reward.sh ok", "g2", 0};
     tr_run(2, NULL, grpo_rank, &two, &res);
     for (int r = 0; r < 2; r++) cr_assert_eq(res.status[r], 0, "rank %d: %s", r, res.msg[r]);
     size_t k;
@@ -340,14 +343,16 @@ Test(dp, grpo_statistics_are_the_whole_steps)
 
 Test(dp, grpo_ranks_stay_identical_while_learning)
 {
-    grpo_job j = {1, 2, 2, 3, "regex:[aeiou]", "gl"};
-    tr_result res;
-    tr_run(2, NULL, grpo_rank, &j, &res);
-    for (int r = 0; r < 2; r++) cr_assert_eq(res.status[r], 0, "rank %d: %s", r, res.msg[r]);
-    size_t n, k;
-    float *w0 = read_floats("gl", "weights", 0, &n), *w1 = read_floats("gl", "weights", 1, &k);
-    cr_assert_eq(n, k);
-    cr_assert(memcmp(w0, w1, n * sizeof *w0) == 0, "the two ranks' weights differ after 3 GRPO steps");
-    free(w0);
-    free(w1);
+    grpo_job jobs[2] = {{1, 2, 2, 3, "regex:[aeiou]", "gl", 0}, {1, 1, 2, 3, "regex:[aeiou]", "gr", 1}};
+    for (int v = 0; v < 2; v++) { /* GRPO, and REINFORCE++ (batch-wide normalisation) */
+        tr_result res;
+        tr_run(2, NULL, grpo_rank, &jobs[v], &res);
+        for (int r = 0; r < 2; r++) cr_assert_eq(res.status[r], 0, "%s rank %d: %s", jobs[v].tag, r, res.msg[r]);
+        size_t n, k;
+        float *w0 = read_floats(jobs[v].tag, "weights", 0, &n), *w1 = read_floats(jobs[v].tag, "weights", 1, &k);
+        cr_assert_eq(n, k);
+        cr_assert(memcmp(w0, w1, n * sizeof *w0) == 0, "%s: the two ranks' weights differ after 3 steps", jobs[v].tag);
+        free(w0);
+        free(w1);
+    }
 }

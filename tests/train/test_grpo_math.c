@@ -102,3 +102,23 @@ Test(grpo_math, reinforce_pp_advantages)
     }
     cr_assert(adv[0] == 0 && adv[3] == 0, "prompt tokens carry no advantage");
 }
+
+/* The same batch held by two ranks (one sequence each): returns per rank, the sums added, then
+ * each rank normalises with the batch's statistics: the advantages of the whole batch. */
+Test(grpo_math, reinforce_pp_over_two_ranks_is_the_whole_batch)
+{
+    int32_t cu[3] = {0, 3, 7}, cu0[2] = {0, 3}, cu1[2] = {0, 4};
+    unsigned char comp[7] = {0, 1, 1, 0, 1, 1, 1};
+    float logp[7] = {0, -1.0f, -2.0f, 0, -0.5f, -1.5f, -0.3f}, ref[7] = {0, -1.2f, -1.6f, 0, -1.1f, -1.5f, -0.5f};
+    float scores[2] = {1, -1}, whole[7], split[7];
+    rl_reinforce_pp_advantages(logp, ref, comp, cu, 2, scores, 0.5f, whole);
+    double a[3], b[3];
+    rl_reinforce_pp_returns(logp, ref, comp, cu0, 1, scores, 0.5f, split, a);
+    rl_reinforce_pp_returns(logp + 3, ref + 3, comp + 3, cu1, 1, scores + 1, 0.5f, split + 3, b);
+    cr_assert(a[0] == 2 && b[0] == 3, "completion tokens per rank: %g, %g", a[0], b[0]);
+    for (int k = 0; k < 3; k++) a[k] += b[k];
+    rl_reinforce_pp_normalise(comp, 3, a, split);
+    rl_reinforce_pp_normalise(comp + 3, 4, a, split + 3);
+    for (int i = 0; i < 7; i++)
+        cr_assert(fabs(split[i] - whole[i]) < 1e-6, "token %d: %g, whole batch %g", i, split[i], whole[i]);
+}

@@ -85,4 +85,10 @@ Test(mem_plan, ppo_reference_and_value_model)
     small.n_layers = 2;
     rl_mem_plan_add_value(&q, &small);
     cr_assert(q.value > 18 * (double)rl_config_param_count(&small), "another shape brings its activations");
+    /* on 2 ranks under ZeRO 2 the value model is sharded like the policy: 2 + 16 / 2 bytes per
+     * parameter, plus its region buffers */
+    rl_mem_plan z;
+    rl_mem_plan_make(&z, &cfg, RL_BACKEND_CUDA, 2, 2, 8192, RL_ACTS_TRAIN, 0);
+    rl_mem_plan_add_value(&z, &vcfg);
+    cr_assert(z.value > 10 * psi_v - 64 && z.value < 12 * psi_v, "value model on 2 ranks, ZeRO 2: %zu bytes", z.value);
 }
