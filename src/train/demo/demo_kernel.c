@@ -24,7 +24,7 @@ rl_demo_kernel_config rl_demo_kernel_defaults(void)
                                    .variants = "examples/demo_kernel", .tasks_dir = "tests/fixtures/kernel_env/tasks",
                                    .seed = 1, .hidden = 256, .layers = 4, .heads = 8, .kv_heads = 4, .head_dim = 32,
                                    .ffn = 768, .sft_steps = 1000, .grpo_steps = 30, .group = 8, .max_new = 900,
-                                   .sft_lr = 2e-3, .grpo_lr = 5e-4, .temperature = 0.7, .gpu_memory = 0.3,
+                                   .sft_lr = 2e-3, .grpo_lr = 2e-4, .temperature = 0.7, .gpu_memory = 0.3,
                                    .kernel = {.keep_upto = -1}};
 }
 
