@@ -3,7 +3,9 @@
  * every completion of every step lands in OUT/attempts.jsonl with its step and verdict (a random
  * model writes no code: "no_code", the failure reward), --resume keeps the attempts up to the
  * checkpoint, a missing task is refused at start-up naming the line, and kernel-db lists the
- * best kernel of each task, its code and the steps. */
+ * best kernel of each task, its code and the steps. And the loop learns from the verdicts: a
+ * tiny model taught three short kernels (timed 4x, 1x, or found incorrect) samples the 4x one
+ * more after GRPO (at lr 5e-4; at 2e-3 it forgets the kernels instead). */
 #include <string.h>
 
 #include "io/json.h"
@@ -125,4 +127,43 @@ Test(cli_kernel_train, kernel_db_lists_best_code_and_steps)
     rc = sh(out, sizeof out, "%s kernel-db %s/none", rlc, tmp);
     cr_assert_eq(rc, 1, "%s", out);
     cr_assert(strstr(out, "none/attempts.jsonl"), "%s", out);
+}
+
+/* The loop learns from the evaluator's verdicts: a tiny model taught three short "kernels" by
+ * SFT (the fake worker times them at 4x and 1x, or finds the third incorrect), then GRPO with
+ * --reward kernel: the 4x kernel's share of the samples rises from the first steps to the last. */
+Test(cli_kernel_train, grpo_learns_the_faster_kernel)
+{
+    make_task();
+    char sft[300], tasks[300], out[16384];
+    snprintf(sft, sizeof sft, "%s/variants.jsonl", tmp);
+    snprintf(tasks, sizeof tasks, "%s/tasks.jsonl", tmp);
+    FILE *f = fopen(sft, "w");
+    const char *marks[] = {"FAKE_SPEEDUP=4", "FAKE_SPEEDUP=1", "FAKE_INCORRECT"};
+    for (int v = 0; v < 3; v++)
+        fprintf(f, "{\"prompt\": [{\"role\": \"user\", \"content\": \"Write ew.\"}], \"completion\": \"```cuda\\n// %s\\n"
+                   "extern \\\"C\\\" int rl_kernel(const rl_kernel_args *a) { return 0; }\\n```\"}\n", marks[v]);
+    fclose(f);
+    f = fopen(tasks, "w");
+    fprintf(f, "{\"task\": \"%s\", \"prompt\": \"Write ew.\"}\n", task_dir);
+    fclose(f);
+    int rc = sh(out, sizeof out, "%s sft --model %s --data %s --out %s/vsft --steps 400 --lr 1e-2 --max-tokens 512 --device cpu",
+                rlc, model, sft, tmp);
+    cr_assert_eq(rc, 0, "%s", out);
+    rc = sh(out, sizeof out, "%s grpo --model %s/vsft/model --data %s --out %s/vgrpo %s --steps 16 --group-size 8 --lr 5e-4 "
+            "--max-prompt-len 64 --temperature 0.7 --kernel-memo --prompts-per-step 1 --max-new-tokens 120",
+            rlc, tmp, tasks, tmp, kopts);
+    cr_assert_eq(rc, 0, "%s", out);
+    cJSON *arr = attempts("vgrpo");
+    int first = 0, n_first = 0, last = 0, n_last = 0;
+    for (const cJSON *a = arr->child; a; a = a->next) {
+        int step = (int)cJSON_GetObjectItemCaseSensitive(a, "step")->valuedouble;
+        int fast = strstr(cJSON_GetObjectItemCaseSensitive(a, "source")->valuestring, "FAKE_SPEEDUP=4") != NULL;
+        if (step <= 3) first += fast, n_first++;
+        if (step >= 14) last += fast, n_last++;
+    }
+    cJSON_Delete(arr);
+    cr_assert(n_first == 24 && n_last == 24, "%d, %d attempts\n%s", n_first, n_last, out);
+    cr_assert(last > first + 4, "the 4x kernel's share did not rise: %d/24 in steps 1-3, %d/24 in steps 14-16\n%s", first,
+              last, out);
 }

@@ -24,7 +24,7 @@ rl_demo_kernel_config rl_demo_kernel_defaults(void)
                                    .variants = "examples/demo_kernel", .tasks_dir = "tests/fixtures/kernel_env/tasks",
                                    .seed = 1, .hidden = 256, .layers = 4, .heads = 8, .kv_heads = 4, .head_dim = 32,
                                    .ffn = 768, .sft_steps = 1000, .grpo_steps = 30, .group = 8, .max_new = 900,
-                                   .sft_lr = 2e-3, .grpo_lr = 5e-4, .temperature = 0.7, .gpu_memory = 0.3,
+                                   .sft_lr = 2e-3, .grpo_lr = 2e-4, .temperature = 0.7, .gpu_memory = 0.3,
                                    .kernel = {.keep_upto = -1}};
 }
 
@@ -188,6 +188,23 @@ int rl_demo_kernel_summarize(const rl_demo_kernel_config *c, const char *attempt
     return 0;
 }
 
+/* The loss of the last line of DIR/metrics.jsonl, or NAN. */
+static double last_loss(const char *dir)
+{
+    char path[4400], *text = NULL;
+    size_t len = 0;
+    rl_err e;
+    if (rl_path_join(path, sizeof path, dir, "metrics.jsonl") || rl_file_read_all(path, &text, &len, &e)) return NAN;
+    while (len && text[len - 1] == '\n') text[--len] = '\0';
+    char *line = strrchr(text, '\n');
+    cJSON *o = cJSON_Parse(line ? line + 1 : text);
+    const cJSON *l = cJSON_GetObjectItemCaseSensitive(o, "loss");
+    double v = cJSON_IsNumber(l) ? l->valuedouble : NAN;
+    cJSON_Delete(o);
+    free(text);
+    return v;
+}
+
 int rl_demo_kernel_run(const rl_demo_kernel_config *c, rl_ctx *ctx, const rl_loop_watch *watch,
                        rl_demo_kernel_result *r, rl_err *err)
 {
@@ -222,6 +239,10 @@ int rl_demo_kernel_run(const rl_demo_kernel_config *c, rl_ctx *ctx, const rl_loo
     sc.sft.optim.weight_decay = 0.0;
     rc = rl_train_run(ctx, &sc, watch, err);
     if (rc != 0) return rc;
+    double loss = last_loss(sft_out);
+    if (loss > 0.02)
+        rl_loop_note(watch, "warning: SFT ended at loss %.4f: the kernels are not memorised, most samples will not "
+                            "compile and GRPO has little to learn from (more --sft-steps)", loss);
     rl_run_config gc = {.kind = RL_RUN_GRPO, .model_dir = sft_model, .data = tasks, .out = grpo_out,
                         .steps = c->grpo_steps, .max_len = 128, .reward = "kernel", .grpo = rl_grpo_defaults()};
     gc.reward_options.kernel = c->kernel;
