@@ -33,7 +33,8 @@ static void make_task(void)
     fprintf(f, "{\"task\": \"%s\"}\n{\"task\": \"%s\", \"note\": \"second\"}\n", task_dir, task_dir);
     fclose(f);
     snprintf(kopts, sizeof kopts,
-             "--reward kernel --kernel-nvcc " FIX "/fake_nvcc.sh --kernel-worker " FIX "/fake_worker.sh --kernel-cache "
+             "--reward kernel --kernel-nvcc " FIX "/fake_nvcc.sh --kernel-worker " FIX "/fake_worker.sh "
+             "--kernel-no-sandbox --kernel-cache "
              "%s/cache --prompts-per-step 2 --group-size 2 --max-new-tokens 6 --max-prompt-len 900 --max-tokens 2048 "
              "--device cpu",
              tmp);
