@@ -279,7 +279,11 @@ static int sandbox_level(const rl_kenv_opts *o, const rl_kworker_box *box, int p
     pthread_mutex_lock(&level_lock);
     if (levels[python] < 0) {
         char *wargv[] = {(char *)o->worker, "--count-devices", NULL};
-        char *pargv[] = {(char *)o->python, "-c", "import torch; print(torch.cuda.device_count())", NULL};
+        /* a context and a kernel, not only the count: see worker.cu's --count-devices */
+        char *pargv[] = {(char *)o->python, "-c",
+                         "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() and "
+                         "float((torch.ones(4, device='cuda') * 2).sum()) == 8.0 else 0)",
+                         NULL};
         char *const *argv = python ? pargv : wargv;
         int level = LEVEL_FULL;
         if (probe_count(argv, box, LEVEL_OFF) > 0) {
