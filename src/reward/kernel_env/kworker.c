@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,10 +250,12 @@ static void apply_level(rl_ksandbox_spec *spec, int level)
     if (level >= LEVEL_NO_LANDLOCK) spec->no_landlock = 1;
 }
 
-/* The device count printed by argv under the box at level (LEVEL_OFF: no sandbox); -1 on failure. */
-static int probe_count(char *const argv[], const rl_kworker_box *box, int level)
+/* The device count printed by argv under the box at level (LEVEL_OFF: no sandbox), with gpu_env
+ * ("CUDA_VISIBLE_DEVICES=..." or NULL); -1 on failure. */
+static int probe_count(char *const argv[], const rl_kworker_box *box, int level, const char *gpu_env)
 {
     rl_kproc_opts po = {0};
+    po.env_set[0] = gpu_env;
     po.timeout_s = 120;
     po.max_stdout = 256;
     po.max_stderr = 4096;
@@ -274,10 +277,16 @@ static int probe_count(char *const argv[], const rl_kworker_box *box, int level)
     return n;
 }
 
-static int sandbox_level(const rl_kenv_opts *o, const rl_kworker_box *box, int python)
+/* lock_path: the GPU's lock file, held exclusively around the probes (they create a context and
+ * touch the GPU, which must not happen beside another worker's timed run). */
+static int sandbox_level(const rl_kenv_opts *o, const rl_kworker_box *box, int python, const char *gpu_env,
+                         const char *lock_path)
 {
     pthread_mutex_lock(&level_lock);
     if (levels[python] < 0) {
+        int lock_fd = lock_path ? open(lock_path, O_RDONLY | O_CLOEXEC) : -1;
+        while (lock_fd >= 0 && flock(lock_fd, LOCK_EX) != 0 && errno == EINTR) {
+        }
         char *wargv[] = {(char *)o->worker, "--count-devices", NULL};
         /* a context and a kernel, not only the count: see worker.cu's --count-devices */
         char *pargv[] = {(char *)o->python, "-c",
@@ -286,15 +295,16 @@ static int sandbox_level(const rl_kenv_opts *o, const rl_kworker_box *box, int p
                          NULL};
         char *const *argv = python ? pargv : wargv;
         int level = LEVEL_FULL;
-        if (probe_count(argv, box, LEVEL_OFF) > 0) {
+        if (probe_count(argv, box, LEVEL_OFF, gpu_env) > 0) {
             level = LEVEL_OFF;
             for (int l = LEVEL_FULL; l < LEVEL_OFF; l++)
-                if (probe_count(argv, box, l) > 0) {
+                if (probe_count(argv, box, l, gpu_env) > 0) {
                     level = l;
                     break;
                 }
         }
         levels[python] = level;
+        if (lock_fd >= 0) close(lock_fd); /* drops the lock */
     }
     int level = levels[python];
     pthread_mutex_unlock(&level_lock);
@@ -320,7 +330,7 @@ void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input
                        double timeout_s, const char *const *extra_env, int use_gpu, int timed, const char *what,
                        const rl_kworker_box *box, cJSON *res)
 {
-    char gpu_env[64], home_env[PATH_MAX + 8], tmp_env[PATH_MAX + 8];
+    char gpu_env[64] = "", home_env[PATH_MAX + 8], tmp_env[PATH_MAX + 8];
     rl_kproc_opts po = {0};
     po.timeout_s = timeout_s;
     po.max_stdout = 1 << 20;
@@ -340,7 +350,7 @@ void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input
     /* The GPU's lock file (worker.cu, kernelbench_worker.py: correctness shared, timing
      * exclusive), created here so that the sandboxed worker only opens it. */
     char lock_path[PATH_MAX], *args[80];
-    int n_args = 0;
+    int n_args = 0, have_lock = 0;
     for (; argv[n_args] && n_args < 76; n_args++) args[n_args] = argv[n_args];
     if (use_gpu) {
         const char *tmp = getenv("TMPDIR");
@@ -353,13 +363,16 @@ void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input
             close(fd);
             args[n_args++] = "--gpu-lock";
             args[n_args++] = lock_path;
+            have_lock = 1;
         }
     }
     args[n_args] = NULL;
     rl_kproc_result pr;
     rl_err err;
     rl_ksandbox *sb = NULL;
-    int level = box && !o->no_sandbox && use_gpu ? sandbox_level(o, box, !box->spec.no_fork) : LEVEL_FULL;
+    int level = box && !o->no_sandbox && use_gpu
+                    ? sandbox_level(o, box, !box->spec.no_fork, gpu_env[0] ? gpu_env : NULL, have_lock ? lock_path : NULL)
+                    : LEVEL_FULL;
     if (box && !o->no_sandbox && level != LEVEL_OFF) {
         /* $HOME and the temporary directory are the private one: what a candidate writes
          * there (caches, temporary files) goes away with it. */
