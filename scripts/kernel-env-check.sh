@@ -188,4 +188,6 @@ n=$(wc -l <"$ROWS")
 bad=$(awk '$5 == "FAIL"' "$ROWS" | wc -l)
 bad=$((bad + kb_bad + hostile_bad))
 echo "$n candidates in $((t1 - t0)) s (native) + $((kb_t1 - kb_t0)) s (KernelBench, $kb_n candidates); $bad failed"
+# The sandbox as applied (after calibration: which layers the GPU driver allowed).
+echo "sandbox: native $(sed -n 's/.*"sandbox":"\([^"]*\)".*/\1/p' "$HOSTILE_RESULTS" | tail -n 1); KernelBench $(sed -n 's/.*"sandbox":"\([^"]*\)".*/\1/p' "$KB_RESULTS" | tail -n 1)"
 [ "$bad" -eq 0 ]

@@ -485,12 +485,12 @@ static int eval_mode(const rl_kenv_opts *o, const char *task, const char *source
     cJSON_AddStringToObject(res, "status", "error");
     cJSON_AddNullToObject(res, "failure");
     cJSON_AddNullToObject(res, "reward");
-    char box_desc[160] = "off";
-    if (!o->no_sandbox) rl_ksandbox_describe(box_desc, sizeof box_desc);
-    cJSON_AddStringToObject(res, "sandbox", box_desc);
     if (!o->proto_loaded) set_status(res, "error", "no protocol loaded (rl_kenv_load_protocol)");
     else if (rl_kenv_is_kernelbench(task)) eval_kernelbench(o, task, source, len, mode, res);
     else eval_native(o, task, source, len, mode, res);
+    char box_desc[300];
+    rl_kworker_describe(o, box_desc, sizeof box_desc); /* after the run: a calibrated level shows */
+    cJSON_AddStringToObject(res, "sandbox", box_desc);
     finish(r, t0);
     return 0;
 }

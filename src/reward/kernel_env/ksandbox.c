@@ -199,7 +199,7 @@ int rl_ksandbox_prepare(const rl_ksandbox_spec *spec, rl_ksandbox **out, rl_err 
     rl_ksandbox *sb = calloc(1, sizeof *sb);
     if (!sb) return rl_err_oom(err, "sandbox", sizeof *sb);
     sb->spec = *spec;
-    sb->abi = rl_ksandbox_landlock_abi();
+    sb->abi = spec->no_landlock ? 0 : rl_ksandbox_landlock_abi();
     int bad = 0;
     if (sb->abi) {
         for (int i = 0; i < RL_KSANDBOX_MAX_PATHS && spec->write_dirs[i]; i++) bad |= add_rule(sb, spec->write_dirs[i], RULE_WRITE);
@@ -256,6 +256,7 @@ static uint64_t fs_rights(int abi)
 static int enter_landlock(const rl_ksandbox *sb)
 {
     uint64_t all = fs_rights(sb->abi);
+    if (sb->spec.no_ioctl_rule) all &= ~LL_FS_IOCTL_DEV;
     struct ll_ruleset_attr attr = {all, 0, 0};
     size_t size = sizeof attr.handled_access_fs;
     if (sb->abi >= 4) {

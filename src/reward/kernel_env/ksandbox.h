@@ -40,6 +40,8 @@ typedef struct rl_ksandbox_spec {
     size_t data_bytes;       /* RLIMIT_DATA, 0 = none */
     size_t fsize_bytes;      /* RLIMIT_FSIZE, 0 = none */
     int nproc;               /* RLIMIT_NPROC, 0 = none */
+    int no_ioctl_rule;       /* Landlock: leave ioctl on devices unhandled (ABI >= 5 would handle it) */
+    int no_landlock;         /* no Landlock layer at all */
 } rl_ksandbox_spec;
 
 typedef struct rl_ksandbox rl_ksandbox;

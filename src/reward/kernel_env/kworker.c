@@ -10,6 +10,8 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,11 +228,109 @@ void rl_kworker_box_init(rl_kworker_box *b, const rl_kenv_opts *o, const char *p
 /* Runs one worker (native or Python) in a limited child on a GPU of the pool, with input on
  * stdin (its first line the nonce) and up to two more environment entries (NULL-terminated
  * list, or NULL), and reads its verdict into res. */
+/* Sandbox levels, strongest first. A GPU machine's driver may need more than the full sandbox
+ * allows (a data-segment limit below what it maps, a device ioctl, a file Landlock hides): the
+ * first worker run of each kind (native, Python) in this process calibrates, running the
+ * worker's device count (--count-devices; torch.cuda.device_count() for Python) under each
+ * level until the GPUs it sees without a sandbox appear, and keeps that level. A machine
+ * without a GPU keeps the full sandbox. The level is reported in every result ("sandbox"). */
+enum { LEVEL_FULL, LEVEL_NO_DATA, LEVEL_NO_IOCTL, LEVEL_NO_LANDLOCK, LEVEL_OFF, N_LEVELS };
+static const char *const level_notes[N_LEVELS] = {
+    "", "; data limit off (the GPU driver did not start under it)",
+    "; data limit and Landlock's device-ioctl rule off (the GPU driver did not start under them)",
+    "; data limit and Landlock off (the GPU driver did not start under them)",
+    "off: the GPU driver started under no level of the sandbox"};
+static pthread_mutex_t level_lock = PTHREAD_MUTEX_INITIALIZER;
+static int levels[2] = {-1, -1};
+
+static void apply_level(rl_ksandbox_spec *spec, int level)
+{
+    if (level >= LEVEL_NO_DATA) spec->data_bytes = 0;
+    if (level >= LEVEL_NO_IOCTL) spec->no_ioctl_rule = 1;
+    if (level >= LEVEL_NO_LANDLOCK) spec->no_landlock = 1;
+}
+
+/* The device count printed by argv under the box at level (LEVEL_OFF: no sandbox), with gpu_env
+ * ("CUDA_VISIBLE_DEVICES=..." or NULL); -1 on failure. */
+static int probe_count(char *const argv[], const rl_kworker_box *box, int level, const char *gpu_env)
+{
+    rl_kproc_opts po = {0};
+    po.env_set[0] = gpu_env;
+    po.timeout_s = 120;
+    po.max_stdout = 256;
+    po.max_stderr = 4096;
+    rl_ksandbox *sb = NULL;
+    rl_err err;
+    if (level != LEVEL_OFF) {
+        rl_ksandbox_spec spec = box->spec;
+        apply_level(&spec, level);
+        if (rl_ksandbox_prepare(&spec, &sb, &err)) return -1;
+        po.sandbox = sb;
+    }
+    rl_kproc_result pr;
+    int rc = rl_kproc_run(argv, &po, &pr, &err);
+    rl_ksandbox_free(sb);
+    if (rc) return -1;
+    int n = -1;
+    if (pr.exited && pr.exit_code == 0 && sscanf(pr.out, "%d", &n) != 1) n = -1;
+    rl_kproc_result_free(&pr);
+    return n;
+}
+
+/* lock_path: the GPU's lock file, held exclusively around the probes (they create a context and
+ * touch the GPU, which must not happen beside another worker's timed run). */
+static int sandbox_level(const rl_kenv_opts *o, const rl_kworker_box *box, int python, const char *gpu_env,
+                         const char *lock_path)
+{
+    pthread_mutex_lock(&level_lock);
+    if (levels[python] < 0) {
+        int lock_fd = lock_path ? open(lock_path, O_RDONLY | O_CLOEXEC) : -1;
+        while (lock_fd >= 0 && flock(lock_fd, LOCK_EX) != 0 && errno == EINTR) {
+        }
+        char *wargv[] = {(char *)o->worker, "--count-devices", NULL};
+        /* a context and a kernel, not only the count: see worker.cu's --count-devices */
+        char *pargv[] = {(char *)o->python, "-c",
+                         "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() and "
+                         "float((torch.ones(4, device='cuda') * 2).sum()) == 8.0 else 0)",
+                         NULL};
+        char *const *argv = python ? pargv : wargv;
+        int level = LEVEL_FULL;
+        if (probe_count(argv, box, LEVEL_OFF, gpu_env) > 0) {
+            level = LEVEL_OFF;
+            for (int l = LEVEL_FULL; l < LEVEL_OFF; l++)
+                if (probe_count(argv, box, l, gpu_env) > 0) {
+                    level = l;
+                    break;
+                }
+        }
+        levels[python] = level;
+        if (lock_fd >= 0) close(lock_fd); /* drops the lock */
+    }
+    int level = levels[python];
+    pthread_mutex_unlock(&level_lock);
+    return level;
+}
+
+void rl_kworker_describe(const rl_kenv_opts *o, char *out, size_t size)
+{
+    if (o->no_sandbox) {
+        snprintf(out, size, "off");
+        return;
+    }
+    char base[160];
+    rl_ksandbox_describe(base, sizeof base);
+    pthread_mutex_lock(&level_lock);
+    int worst = levels[0] > levels[1] ? levels[0] : levels[1];
+    pthread_mutex_unlock(&level_lock);
+    if (worst == LEVEL_OFF) snprintf(out, size, "%s", level_notes[LEVEL_OFF]);
+    else snprintf(out, size, "%s%s", base, worst > 0 ? level_notes[worst] : "");
+}
+
 void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input, const char *nonce,
                        double timeout_s, const char *const *extra_env, int use_gpu, int timed, const char *what,
                        const rl_kworker_box *box, cJSON *res)
 {
-    char gpu_env[64], home_env[PATH_MAX + 8], tmp_env[PATH_MAX + 8];
+    char gpu_env[64] = "", home_env[PATH_MAX + 8], tmp_env[PATH_MAX + 8];
     rl_kproc_opts po = {0};
     po.timeout_s = timeout_s;
     po.max_stdout = 1 << 20;
@@ -250,7 +350,7 @@ void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input
     /* The GPU's lock file (worker.cu, kernelbench_worker.py: correctness shared, timing
      * exclusive), created here so that the sandboxed worker only opens it. */
     char lock_path[PATH_MAX], *args[80];
-    int n_args = 0;
+    int n_args = 0, have_lock = 0;
     for (; argv[n_args] && n_args < 76; n_args++) args[n_args] = argv[n_args];
     if (use_gpu) {
         const char *tmp = getenv("TMPDIR");
@@ -263,19 +363,25 @@ void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input
             close(fd);
             args[n_args++] = "--gpu-lock";
             args[n_args++] = lock_path;
+            have_lock = 1;
         }
     }
     args[n_args] = NULL;
     rl_kproc_result pr;
     rl_err err;
     rl_ksandbox *sb = NULL;
-    if (box && !o->no_sandbox) {
+    int level = box && !o->no_sandbox && use_gpu
+                    ? sandbox_level(o, box, !box->spec.no_fork, gpu_env[0] ? gpu_env : NULL, have_lock ? lock_path : NULL)
+                    : LEVEL_FULL;
+    if (box && !o->no_sandbox && level != LEVEL_OFF) {
         /* $HOME and the temporary directory are the private one: what a candidate writes
          * there (caches, temporary files) goes away with it. */
         snprintf(home_env, sizeof home_env, "HOME=%s", box->spec.write_dirs[0]);
         snprintf(tmp_env, sizeof tmp_env, "TMPDIR=%s", box->spec.write_dirs[0]);
         if (n_env + 2 <= RL_KPROC_MAX_ENV) po.env_set[n_env++] = home_env, po.env_set[n_env++] = tmp_env;
-        if (rl_ksandbox_prepare(&box->spec, &sb, &err)) {
+        rl_ksandbox_spec spec = box->spec;
+        apply_level(&spec, level);
+        if (rl_ksandbox_prepare(&spec, &sb, &err)) {
             if (use_gpu && o->gpu_acquire) o->gpu_release(o->gpu_ctx, dev);
             rl_kworker_set_status(res, "error", err.msg);
             return;

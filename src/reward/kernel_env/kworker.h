@@ -39,6 +39,11 @@ void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input
                     const char *const *extra_env, int use_gpu, int timed, const char *what, const rl_kworker_box *box,
                     cJSON *res);
 
+/* The sandbox as applied in this process, for a result's "sandbox" field: the layers this
+ * machine gives, less those the GPU driver could not start under (calibrated on the first
+ * worker run of each kind: see kworker.c), or "off". */
+void rl_kworker_describe(const rl_kenv_opts *o, char *out, size_t size);
+
 /* Sets "status" and "failure" (NULL: null) of a result object. */
 void rl_kworker_set_status(cJSON *res, const char *status, const char *failure);
 /* A fresh random nonce (hex). */

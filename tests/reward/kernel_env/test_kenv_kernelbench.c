@@ -15,6 +15,7 @@
 #include "core/file.h"
 #include "core/timer.h"
 #include "reward/kernel_env/kenv.h"
+#include "reward/kernel_env/ksandbox.h"
 #include "reward/kernel_env/kpool.h"
 #include "run_rlc.h"
 #include "json_get.h"
@@ -473,4 +474,27 @@ Test(kbench, sandboxed_worker_runs)
     cr_assert(n_checks == 1 && n_worker == 1 && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(res, "build_seconds")),
               "checks %d, worker_seconds %d, build_seconds", n_checks, n_worker);
     cJSON_Delete(res);
+}
+
+/* A GPU driver that cannot start under a sandbox layer (here: it must write outside the private
+ * directories, which Landlock refuses): the first run calibrates, drops the layers one by one
+ * until the GPUs appear, evaluates under that level and says so in "sandbox". */
+Test(kbench, sandbox_calibrates_to_the_driver)
+{
+    if (!rl_ksandbox_landlock_abi()) cr_skip_test("no Landlock here: nothing to calibrate");
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/rlc-kbench-driver-%d", (int)getpid());
+    rl_err err;
+    cr_assert_eq(rl_mkdir_p(dir, &err), 0, "%s", err.msg);
+    setenv("FAKE_PY_NEEDS_DIR", dir, 1);
+    setenv("FAKE_PY_GPUS", "1", 1);
+    rl_kenv_opts o = fake_opts();
+    o.no_sandbox = 0;
+    cJSON *res = eval_opts(&o, "ok", cand_src);
+    cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
+    cr_assert(strstr(tu_json_str(res, "sandbox"), "Landlock off"), "sandbox: %s", tu_json_str(res, "sandbox"));
+    cJSON_Delete(res);
+    unsetenv("FAKE_PY_NEEDS_DIR");
+    unsetenv("FAKE_PY_GPUS");
+    rl_remove_tree(dir, &err);
 }

@@ -686,8 +686,16 @@ int main(int argc, char **argv)
             continue;
         }
         if (!strcmp(argv[i], "--count-devices")) {
+            /* Also a context, an allocation and a kernel-free operation on the first device:
+             * rlc calibrates its sandbox with this count (kworker.c), and a driver that
+             * enumerates devices but cannot create a context there must count as none. */
             int n = 0;
             if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+            void *probe = NULL;
+            if (n > 0 && (cudaMalloc(&probe, 1 << 20) != cudaSuccess || cudaMemset(probe, 0, 1 << 20) != cudaSuccess ||
+                          cudaDeviceSynchronize() != cudaSuccess))
+                n = 0;
+            if (probe) cudaFree(probe);
             printf("%d\n", n);
             return 0;
         }
