@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_stats.h"
 #include "backend/ctx.h"
 #include "core/rng.h"
 #include "io/config.h"
@@ -31,18 +32,6 @@ static int fail(const char *what, const char *msg)
 {
     fprintf(stderr, "bench_grpo_step: %s: %s\n", what, msg);
     return 1;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *x, int n)
-{
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
 int main(int argc, char **argv)
@@ -114,7 +103,7 @@ int main(int argc, char **argv)
     rl_engine_stats_get(t.engine, &es);
     printf("rlc grpo_step median seconds=%.3f gen_seconds=%.3f peak_used_gib=%.2f pool_gib=%.2f (%s%s, %d x %d, "
            "%d new tokens)\n",
-           median(secs, steps), median(gens, steps), peak, (double)es.pool_bytes / (1 << 30), rl_backend_name(&ctx),
+           bench_median(secs, steps), bench_median(gens, steps), peak, (double)es.pool_bytes / (1 << 30), rl_backend_name(&ctx),
            deterministic ? " deterministic" : "", PROMPTS, GROUP, c.gen.max_new_tokens);
     rl_grpo_free(&t);
     rl_reward_free(reward);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_stats.h"
 #include "backend/ctx.h"
 #include "backend/ops.h"
 #include "core/rng.h"
@@ -51,12 +52,6 @@ static void fill_random(void *d, size_t n_elems, uint64_t seed)
     free(h);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 typedef int (*launch_fn)(void *);
 
 static double median_us(launch_fn f, void *arg)
@@ -72,7 +67,7 @@ static double median_us(launch_fn f, void *arg)
         if (rl_sync(&ctx)) die("sync");
         t[i] = (rl_time_now() - t0) * 1e6 / PER_ROUND;
     }
-    qsort(t, ROUNDS, sizeof t[0], cmp_double);
+    qsort(t, ROUNDS, sizeof t[0], bench_cmp_double);
     return t[ROUNDS / 2];
 }
 

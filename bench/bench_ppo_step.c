@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_stats.h"
 #include "backend/ctx.h"
 #include "core/rng.h"
 #include "io/config.h"
@@ -36,18 +37,6 @@ static int fail(const char *what, const char *msg)
 {
     fprintf(stderr, "bench_ppo_step: %s: %s\n", what, msg);
     return 1;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *x, int n)
-{
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
 int main(int argc, char **argv)
@@ -135,7 +124,7 @@ int main(int argc, char **argv)
     rl_engine_stats_get(grpo ? g.engine : t.engine, &es);
     printf("rlc %s median seconds=%.3f gen_seconds=%.3f update_seconds=%.3f peak_used_gib=%.2f pool_gib=%.2f "
            "(%s, %d x %d, %d new tokens%s)\n",
-           label, median(secs, steps), median(gens, steps), median(upds, steps), peak,
+           label, bench_median(secs, steps), bench_median(gens, steps), bench_median(upds, steps), peak,
            (double)es.pool_bytes / (1 << 30), rl_backend_name(&ctx), PROMPTS, GROUP, c.gen.max_new_tokens,
            grpo ? ", kl_beta 0.04" : ", kl_coef 0.05, value model");
     if (grpo) rl_grpo_free(&g);
