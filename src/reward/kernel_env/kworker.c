@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "core/timer.h"
 #include "io/json.h"
 #include "reward/kernel_env/kproc.h"
@@ -304,6 +305,9 @@ static int sandbox_level(const rl_kenv_opts *o, const rl_kworker_box *box, int p
                 }
         }
         levels[python] = level;
+        if (level != LEVEL_FULL) /* once per kind: the user should know the isolation is weaker */
+            rl_log_warn("kernel evaluator: %s worker sandbox %s%s", python ? "Python" : "native",
+                        level == LEVEL_OFF ? "" : "weakened", level_notes[level]);
         if (lock_fd >= 0) close(lock_fd); /* drops the lock */
     }
     int level = levels[python];
