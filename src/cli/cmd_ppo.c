@@ -18,16 +18,20 @@ static const char usage[] =
     "AdamW (--lr, --vf-lr). The value model: --value-model DIR (a Qwen3ForTokenClassification or\n"
     "...ForSequenceClassification with one label, or a causal LM given a new head), else --model's\n"
     "trunk with a new zero head. Writes OUT/model, OUT/model/value and OUT/metrics.jsonl; Ctrl-C\n"
-    "saves after the current step; --resume OUT/model continues.\n\n";
+    "saves after the current step; --resume OUT/model continues.\n"
+    "--reward kernel: data lines {\"task\": DIR | PROBLEM.py}, prompts built each step from\n"
+    "OUT/attempts.jsonl, as for rlc grpo (docs/kernel-env.md \"Training on the kernel reward\").\n"
+    "Multi-turn episodes (--env) are GRPO's only: use rlc grpo --env.\n\n";
 
 typedef struct options {
-    const char *model_dir, *data, *out, *resume, *tokenizer, *reward, *value_model, *eval_data;
+    const char *model_dir, *data, *out, *resume, *tokenizer, *reward, *value_model, *eval_data, *env;
     int64_t steps;
     int max_prompt, save_every, save, seed, schedule, eval_every, reward_errors, log_samples, thinking_off;
     rl_cli_ranks ranks;
     double temperature, top_p, cliprange, cliprange_value, vf_coef, vf_lr, gamma, lam, reward_clip, eos_penalty,
         reward_timeout;
     rl_opt_list stop;
+    rl_kreward_opts kernel;
     rl_ppo_config c;
 } options;
 
@@ -66,7 +70,9 @@ int rl_cmd_ppo(int argc, char **argv)
         RL_OPT_S("value-model", &o.value_model, "DIR", "value model to start from (default: --model's trunk, new head)"),
         RL_OPT_S("data", &o.data, "FILE", "prompts (JSON lines)", .flags = RL_OPT_REQUIRED),
         RL_OPT_S("reward", &o.reward, "SPEC", "reward spec (as rlc grpo)", .flags = RL_OPT_REQUIRED),
+        RL_OPT_S("env", &o.env, "ENV", "not supported (multi-turn episodes: rlc grpo --env)"),
         RL_OPT_REWARD_ERRORS(&o.reward_errors),
+        RL_OPTS_KERNEL(o.kernel),
         RL_OPT_LOG_SAMPLES(&o.log_samples),
         RL_OPT_S("out", &o.out, "DIR", "output directory", .flags = RL_OPT_REQUIRED),
         RL_OPT_S("resume", &o.resume, "DIR", "continue from a checkpoint (OUT/model of an earlier run)"),
@@ -113,6 +119,7 @@ int rl_cmd_ppo(int argc, char **argv)
     int status = rl_cli_parse_resumable(&cli, argc, argv);
     if (status == RL_OPTS_CONTINUE && !o.model_dir && !o.resume)
         status = rl_opts_fail(&cli, "--model (or --resume) is required (see --help)");
+    if (status == RL_OPTS_CONTINUE && o.env) status = rl_opts_fail(&cli, "--env is not supported; use rlc grpo --env");
     if (status == RL_OPTS_CONTINUE && o.c.kl_coef > 0 && !o.model_dir)
         status = rl_opts_fail(&cli, "--kl-coef needs --model (the reference)");
     if (status == RL_OPTS_CONTINUE && o.c.num_mini_batches > o.c.prompts_per_step * o.c.samples_per_prompt)
@@ -121,11 +128,14 @@ int rl_cmd_ppo(int argc, char **argv)
     if (status == RL_OPTS_CONTINUE) {
         make_config(&o);
         cJSON *saved = rl_opts_to_json(&cli);
+        rl_reward_options ro = {.timeout_s = o.reward_timeout, .on_error = (rl_reward_errors)o.reward_errors,
+                                .kernel = o.kernel};
         rl_run_config rc = {.kind = RL_RUN_PPO, .model_dir = o.model_dir, .resume = o.resume, .data = o.data,
                             .out = o.out, .tokenizer = o.tokenizer, .steps = o.steps, .max_len = o.max_prompt,
-                            .thinking_off = o.thinking_off, .save_every = o.save_every, .reward = o.reward, .reward_options = {.timeout_s = o.reward_timeout, .on_error = (rl_reward_errors)o.reward_errors},
-                            .ppo = o.c, .value_model = o.value_model, .options = saved, .no_save = !o.save,
-                            .eval_data = o.eval_data, .eval_every = o.eval_every, .log_samples = o.log_samples};
+                            .thinking_off = o.thinking_off, .save_every = o.save_every, .reward = o.reward,
+                            .reward_options = ro, .ppo = o.c, .value_model = o.value_model, .options = saved,
+                            .no_save = !o.save, .eval_data = o.eval_data, .eval_every = o.eval_every,
+                            .log_samples = o.log_samples};
         status = rl_cli_train("ppo", &o.ranks, &rc, argv);
         cJSON_Delete(saved);
     }

@@ -36,6 +36,22 @@ typedef struct rl_cli_ranks {
     RL_OPT_I("log-samples", p, 0, 1 << 20, "examples (SFT) or completions (RL) per step written to OUT/samples.jsonl")
 #define RL_OPT_NO_SAVE(p) RL_OPT_F("save", p, "write checkpoints (--no-save: none, e.g. for benchmarks)")
 
+/* The kernel reward's options (reward/kernel_env/kreward.h), for the RL commands; k is their
+ * rl_kreward_opts. */
+#define RL_OPTS_KERNEL(k)                                                                                          \
+    RL_OPT_S("kernel-worker", &(k).worker, "PATH", "kernel reward: rlc-kernel-worker (default: beside rlc)"),      \
+        RL_OPT_S("kernel-nvcc", &(k).nvcc, "PATH", "kernel reward: nvcc (default: $CUDA_HOME/bin/nvcc or PATH)"),  \
+        RL_OPT_S("kernel-python", &(k).python, "PATH", "kernel reward: Python with torch for KernelBench tasks"), \
+        RL_OPT_S("kernel-cache", &(k).cache_dir, "DIR",                                                            \
+                 "kernel reward: compiled modules (default ~/.cache/rlc/kernels)"),                                \
+        RL_OPT_S("kernel-protocol", &(k).protocol, "FILE", "kernel reward: protocol.json"),                        \
+        RL_OPT_I("kernel-gpus", &(k).gpus, 0, 16, "kernel reward: GPUs timing candidates (0 = all the worker sees)"), \
+        RL_OPT_I("kernel-jobs", &(k).jobs, 0, 64, "kernel reward: evaluations in flight (0 = two per GPU)"),      \
+        RL_OPT_F("kernel-no-sandbox", &(k).no_sandbox,                                                             \
+                 "kernel reward: workers and nvcc run without the sandbox (debugging)"),                           \
+        RL_OPT_F("kernel-memo", &(k).memo,                                                                         \
+                 "kernel reward: a code seen before in the run keeps its first verdict (not re-timed)")
+
 /* The options every trainer has, in one place: micro-batches, the optimizer and its schedule,
  * the data order, checkpoints and where the ranks run. o is the command's options struct: its
  * trainer config in o.c (max_tokens, optim, shuffle, recompute), and schedule, seed,

@@ -93,6 +93,7 @@ static int check_config(const rl_ppo_config *c, const rl_model *policy, const rl
                                "the policy's tokens (same tokenizer)", value->config.vocab_size, policy->config.vocab_size);
     if (policy->config.head != RL_HEAD_LM)
         return rl_err_set(err, "ppo: the policy is a value model (%s)", policy->config.architecture);
+    if (c->hooks.episode) return rl_err_set(err, "ppo: multi-turn episodes are not supported (GRPO runs them)");
     return 0;
 }
 
@@ -137,6 +138,7 @@ int rl_ppo_create(rl_ppo *t, rl_model *policy, rl_model *value, rl_model *ref, c
                                   data[i].ids[k], policy->config.vocab_size);
         if (data[i].n_ids > longest) longest = data[i].n_ids;
     }
+    if (cfg->max_prompt_tokens > longest) longest = cfg->max_prompt_tokens;
     t->max_seq_tokens = longest + cfg->gen.max_new_tokens;
     if (t->max_seq_tokens > cfg->max_tokens)
         return rl_err_set(err, "ppo: the longest prompt (%d tokens) + max_new_tokens (%d) exceeds the micro-batch "
@@ -231,6 +233,7 @@ static int score(rl_ppo *t, double *raw_mean, rl_err *err)
         const rl_grpo_prompt *p = &t->data[t->prompt_of[s]];
         t->items[s] = (rl_reward_item){p->text, t->results[s].text ? t->results[s].text : "", p->answer, p->fields};
     }
+    rl_reward_set_step(t->reward, t->state.step + 1); /* the kernel reward's attempts record it */
     if (rl_reward_score(t->reward, t->items, n, t->scores, err)) return -1;
     double sum = 0, used = 0, m2 = 0;
     for (int s = 0; s < n; s++) {
@@ -514,10 +517,17 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
     rl_gen_params gen = t->cfg.gen;
     for (int i = 0; i < P * rl_dp_world(dp); i++) {
         int p = rl_order_next(&t->order, &t->state), b = i - rank * P;
-        for (int g = 0; b >= 0 && b < P && g < S; g++) {
-            t->prompt_of[b * S + g] = p;
-            t->gen_prompts[b * S + g] = (rl_gen_prompt){t->data[p].ids, t->data[p].n_ids, &gen, i * S + g};
-        }
+        for (int g = 0; b >= 0 && b < P && g < S; g++) t->prompt_of[b * S + g] = p;
+    }
+    const rl_grpo_hooks *hk = &t->cfg.hooks;
+    if (hk->prepare && hk->prepare(hk->user, t->state.step + 1, t->prompt_of, n, err))
+        return rl_err_prefix(err, "ppo step %lld: ", (long long)t->state.step + 1);
+    for (int s = 0; s < n; s++) {
+        const rl_grpo_prompt *q = &t->data[t->prompt_of[s]];
+        if (q->n_ids < 1 || q->n_ids > t->max_seq_tokens - t->cfg.gen.max_new_tokens)
+            return rl_err_set(err, "ppo step %lld: prompt %d has %d tokens (at most %d)", (long long)t->state.step + 1,
+                              t->prompt_of[s], q->n_ids, t->max_seq_tokens - t->cfg.gen.max_new_tokens);
+        t->gen_prompts[s] = (rl_gen_prompt){q->ids, q->n_ids, &gen, rank * P * S + s};
     }
     gen.seed = rl_rng_u64(&t->state.rng);
     memset(t->results, 0, (size_t)n * sizeof *t->results);

@@ -8,8 +8,9 @@
  * be any size but must read the policy's tokens (same vocabulary).
  *
  * One step:
- *   1. rollout: prompts_per_step prompts (data order, order.h), samples_per_prompt completions
- *      each, with the engine (seed drawn from the trainer's RNG: a resumed run samples the same);
+ *   1. rollout: prompts_per_step prompts (data order, order.h; hooks.prepare, when set, may
+ *      rewrite them first, as in grpo.h), samples_per_prompt completions each, with the engine
+ *      (seed drawn from the trainer's RNG: a resumed run samples the same);
  *   2. scores from the reward; missing_eos_penalty subtracted from completions that hit the
  *      length limit; with reward_norm, normalised by the running mean / std of every score so
  *      far (this step's included); clipped to [-reward_clip, reward_clip] when reward_clip > 0.
@@ -77,6 +78,9 @@ typedef struct rl_ppo_config {
     rl_engine_options engine;
     rl_optim_config optim;       /* policy */
     rl_optim_config value_optim; /* value model */
+    rl_grpo_hooks hooks;         /* prepare only (as GRPO's: e.g. kernel prompts rebuilt each step);
+                                    episode is not supported */
+    int max_prompt_tokens;       /* > 0: prompts may grow to this many tokens (hooks.prepare) */
 } rl_ppo_config;
 
 typedef struct rl_ppo {

@@ -1,5 +1,7 @@
 /* rollout_setup.h — how a GRPO run whose data are not plain prompts is put together: the
- * trainer (grpo.h) stays the same, and its hooks (rl_grpo_hooks) come from src/rollout/.
+ * trainer (grpo.h) stays the same, and its hooks (rl_grpo_hooks) come from src/rollout/. A PPO
+ * run with --reward kernel uses it too (run.c hands the prepare hook to rl_ppo_config; --env is
+ * GRPO's only).
  *
  *   --reward kernel: the data name kernel tasks (rollout/ktasks.h); every step's prompts are
  *   built afresh from OUT/attempts.jsonl, the run's attempt database, which the kernel reward

@@ -198,19 +198,28 @@ static int make_ppo(run *r, int64_t *steps, rl_err *err)
         r->have_ref = 1;
         rl_model_freeze(&r->ref);
     }
-    if (load_value(r, err) || rl_train_data_rl_chat(&r->data, c->data, r->tok, c->max_len, !c->thinking_off, err) ||
+    if (c->env) return rl_err_set(err, "ppo: multi-turn episodes (--env) are not supported; GRPO runs them");
+    /* kernel tasks: the rollout set-up GRPO uses, its prepare hook handed to PPO */
+    rl_reward_options ro = c->reward_options;
+    rl_grpo_config gc = {.gen = pc.gen};
+    int custom = load_value(r, err) ? -1 : rl_rollout_setup_make(&r->rollout, c, r->tok, &ro, &gc, err);
+    if (custom < 0 || (!custom && rl_train_data_rl_chat(&r->data, c->data, r->tok, c->max_len, !c->thinking_off, err)) ||
         (c->eval_data && rl_train_data_rl_chat(&r->eval, c->eval_data, r->tok, c->max_len, !c->thinking_off, err)) ||
-        rl_reward_create(&r->reward, c->reward, &c->reward_options, err))
+        rl_reward_create(&r->reward, c->reward, &ro, err))
         return -1;
-    if (rl_ppo_create(&r->t.ppo, &r->model, &r->value, r->have_ref ? &r->ref : NULL, r->tok, r->reward,
-                      r->data.prompts, r->data.n, &pc, err))
+    pc.hooks = gc.hooks;
+    pc.max_prompt_tokens = gc.max_prompt_tokens;
+    const rl_grpo_prompt *prompts = custom ? r->rollout.prompts : r->data.prompts;
+    int n_prompts = custom ? r->rollout.n : r->data.n;
+    if (rl_ppo_create(&r->t.ppo, &r->model, &r->value, r->have_ref ? &r->ref : NULL, r->tok, r->reward, prompts,
+                      n_prompts, &pc, err))
         return -1;
     r->have_trainer = 1;
     if (c->resume && rl_ppo_resume(&r->t.ppo, c->resume, err)) return -1;
     char ranks[64];
     rl_loop_note(r->lead,
                  "%s, %d prompts, reward %s, value model %s (%.1fM parameters), %lld steps from step %lld (%s%s)",
-                 c->data, r->data.n, c->reward, r->value.config.architecture, (double)r->value.n_elems / 1e6,
+                 c->data, n_prompts, c->reward, r->value.config.architecture, (double)r->value.n_elems / 1e6,
                  (long long)*steps, (long long)r->t.ppo.state.step, rl_backend_name(r->model.ctx),
                  ranks_text(r, ranks));
     return 0;

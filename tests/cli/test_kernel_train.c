@@ -1,8 +1,9 @@
-/* test_kernel_train.c — `rlc grpo --reward kernel` and `rlc kernel-db` end to end on the tiny
+/* test_kernel_train.c — `rlc grpo --reward kernel` (and `rlc ppo`'s) and `rlc kernel-db` end to end on the tiny
  * fixture architecture, with the fake compiler and worker of tests/fixtures/kernel_env (no GPU):
  * every completion of every step lands in OUT/attempts.jsonl with its step and verdict (a random
  * model writes no code: "no_code", the failure reward), --resume keeps the attempts up to the
- * checkpoint, a missing task is refused at start-up naming the line, and kernel-db lists the
+ * checkpoint, a missing task is refused at start-up naming the line (the same for rlc ppo, which
+ * refuses --env), and kernel-db lists the
  * best kernel of each task, its code and the steps. And the loop learns from the verdicts: a
  * tiny model taught three short kernels (timed 4x, 1x, or found incorrect) samples the 4x one
  * more after GRPO (at lr 5e-4; at 2e-3 it forgets the kernels instead). */
@@ -17,6 +18,8 @@
 TestSuite(cli_kernel_train, .init = tf_setup, .fini = tf_teardown);
 
 static char task_dir[256], data[256], kopts[1024];
+#define G2 "--group-size 2"      /* grpo's two completions per prompt */
+#define S2 "--n-samples-per-prompt 2" /* ppo's */
 
 static void make_task(void)
 {
@@ -35,7 +38,7 @@ static void make_task(void)
     snprintf(kopts, sizeof kopts,
              "--reward kernel --kernel-nvcc " FIX "/fake_nvcc.sh --kernel-worker " FIX "/fake_worker.sh "
              "--kernel-no-sandbox --kernel-cache "
-             "%s/cache --prompts-per-step 2 --group-size 2 --max-new-tokens 6 --max-prompt-len 900 --max-tokens 2048 "
+             "%s/cache --prompts-per-step 2 --max-new-tokens 6 --max-prompt-len 900 --max-tokens 2048 "
              "--device cpu",
              tmp);
     setenv("FAKE_WORKER_MODE", "marks", 1);
@@ -62,7 +65,7 @@ Test(cli_kernel_train, grpo_records_every_attempt_and_resumes)
 {
     make_task();
     char out[16384];
-    int rc = sh(out, sizeof out, "%s grpo --model %s --data %s --out %s/k --steps 2 %s", rlc, model, data, tmp, kopts);
+    int rc = sh(out, sizeof out, "%s grpo --model %s --data %s --out %s/k --steps 2 %s " G2, rlc, model, data, tmp, kopts);
     cr_assert_eq(rc, 0, "%s", out);
     cJSON *arr = attempts("k");
     cr_assert_eq(cJSON_GetArraySize(arr), 8, "%s", out);
@@ -91,6 +94,58 @@ Test(cli_kernel_train, grpo_records_every_attempt_and_resumes)
     cr_assert(strstr(out, task_dir) && strstr(out, "12"), "%s", out);
 }
 
+/* rlc ppo --reward kernel: the same task lines, prompts and attempt database as GRPO's */
+Test(cli_kernel_train, ppo_records_every_attempt_and_resumes)
+{
+    make_task();
+    char out[16384];
+    int rc = sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/p --steps 2 --kernel-memo %s " S2, rlc, model,
+                data, tmp, kopts);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "2 prompts, reward kernel"), "%s", out);
+    cJSON *arr = attempts("p");
+    cr_assert_eq(cJSON_GetArraySize(arr), 8, "%s", out);
+    int per_step[3] = {0};
+    for (const cJSON *a = arr->child; a; a = a->next) {
+        double step = cJSON_GetObjectItemCaseSensitive(a, "step")->valuedouble;
+        cr_assert(step == 1 || step == 2);
+        per_step[(int)step]++;
+        cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(a, "task")->valuestring, task_dir);
+        cr_assert_float_eq(cJSON_GetObjectItemCaseSensitive(a, "reward")->valuedouble, -0.5, 1e-9);
+    }
+    cr_assert_eq(per_step[1], 4);
+    cr_assert_eq(per_step[2], 4);
+    cJSON_Delete(arr);
+    /* a third step's attempts are dropped by a resume from step 2's checkpoint: copy it aside,
+     * run step 3, then resume the copy to step 4 */
+    rc = sh(out, sizeof out, "cp -r %s/p/model %s/p2 && %s ppo --resume %s/p/model --out %s/p --steps 3", tmp, tmp, rlc,
+            tmp, tmp);
+    cr_assert_eq(rc, 0, "%s", out);
+    arr = attempts("p");
+    cr_assert_eq(cJSON_GetArraySize(arr), 12, "%s", out);
+    cJSON_Delete(arr);
+    /* a correct attempt of step 2 (as a trained model would write): steps 3 and 4 rebuild their
+     * prompts with it as an exemplar */
+    FILE *f = fopen(path_of("p/attempts.jsonl"), "a");
+    fprintf(f, "{\"step\":2,\"task\":\"%s\",\"status\":\"ok\",\"speedup\":2.5,\"reward\":0.4,"
+               "\"source\":\"// PPO_EXEMPLAR\\nextern int rl_kernel(void) { return 0; }\"}\n", task_dir);
+    fclose(f);
+    rc = sh(out, sizeof out, "%s ppo --resume %s/p2 --out %s/p --steps 4", rlc, tmp, tmp);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "grep -c PPO_EXEMPLAR %s", path_of("p/samples.jsonl")), 0, "no exemplar in the "
+                 "step's prompts: %s", out);
+    arr = attempts("p");
+    cr_assert_eq(cJSON_GetArraySize(arr), 17, "%s", out);
+    int last = 0;
+    for (const cJSON *a = arr->child; a; a = a->next) {
+        int step = (int)cJSON_GetObjectItemCaseSensitive(a, "step")->valuedouble;
+        cr_assert(step >= last && step <= 4, "steps out of order: %d after %d", step, last);
+        last = step;
+    }
+    cr_assert_eq(last, 4);
+    cJSON_Delete(arr);
+}
+
 Test(cli_kernel_train, missing_task_is_refused_at_start)
 {
     make_task();
@@ -99,9 +154,15 @@ Test(cli_kernel_train, missing_task_is_refused_at_start)
     FILE *f = fopen(bad, "w");
     fprintf(f, "{\"task\": \"%s\"}\n{\"task\": \"%s/tasks/nope\"}\n", task_dir, tmp);
     fclose(f);
-    int rc = sh(out, sizeof out, "%s grpo --model %s --data %s --out %s/bad --steps 1 %s", rlc, model, bad, tmp, kopts);
+    int rc = sh(out, sizeof out, "%s grpo --model %s --data %s --out %s/bad --steps 1 %s " G2, rlc, model, bad, tmp, kopts);
     cr_assert_eq(rc, 1, "%s", out);
     cr_assert(strstr(out, "bad.jsonl:2") && strstr(out, "does not exist"), "%s", out);
+    rc = sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/badp --steps 1 %s " S2, rlc, model, bad, tmp, kopts);
+    cr_assert_eq(rc, 1, "%s", out);
+    cr_assert(strstr(out, "bad.jsonl:2") && strstr(out, "does not exist"), "%s", out);
+    rc = sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/badp --env kernel %s " S2, rlc, model, data, tmp, kopts);
+    cr_assert_eq(rc, 2, "%s", out);
+    cr_assert(strstr(out, "rlc ppo: --env is not supported; use rlc grpo --env"), "%s", out);
 }
 
 Test(cli_kernel_train, kernel_db_lists_best_code_and_steps)
