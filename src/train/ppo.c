@@ -171,8 +171,10 @@ int rl_ppo_create(rl_ppo *t, rl_model *policy, rl_model *value, rl_model *ref, c
     }
     rl_rng_init(&t->state.rng, cfg->seed);
     rl_acts_mode mode = cfg->recompute ? RL_ACTS_TRAIN_CHECKPOINT : RL_ACTS_TRAIN;
+    /* the KV pool holds this rank's step, as GRPO's does (generate.h), not 0.9 of the free memory */
+    rl_engine_options eng = rl_engine_options_for_training(&cfg->engine, n, t->max_seq_tokens);
     if (rl_order_create(&t->order, n_data, cfg->seed, cfg->shuffle, err) ||
-        rl_engine_create(&t->engine, policy, tok, &cfg->engine, err) ||
+        rl_engine_create(&t->engine, policy, tok, &eng, err) ||
         rl_dp_prepare(cfg->optim.dp, policy, err) || rl_dp_prepare(cfg->value_optim.dp, value, err) ||
         rl_acts_create(&t->acts, policy, cfg->max_tokens, mode, err) ||
         make_value_acts(t, mode, err) ||

@@ -208,3 +208,24 @@ Test(ppo, bad_configs)
     cr_assert(strstr(err.msg, "not a value model"), "%s", err.msg);
     teardown(&f);
 }
+
+/* The KV pool holds one step, as GRPO's does (rl_engine_options_for_training): 16 sequences of the
+ * longest prompt (6) + 3 new tokens = 9 tokens, 3 blocks of 4 each + 1. */
+Test(ppo, the_kv_pool_is_sized_by_the_step)
+{
+    fixture f;
+    setup(&f, NULL, "regex:^[0-9]");
+    rl_ppo_config c = config();
+    c.engine.block_size = 4;
+    rl_ppo t;
+    rl_err err;
+    cr_assert_eq(rl_ppo_create(&t, &f.model, &f.value, &f.ref, f.tok, f.reward, f.prompts, 4, &c, &err), 0, "%s",
+                 err.msg);
+    rl_step_stats st;
+    cr_assert_eq(rl_ppo_step(&t, &st, &err), 0, "%s", err.msg);
+    rl_engine_stats es;
+    rl_engine_stats_get(t.engine, &es);
+    cr_assert_eq(es.n_blocks, 16 * (3 + 1), "pool of %d blocks", es.n_blocks);
+    rl_ppo_free(&t);
+    teardown(&f);
+}
