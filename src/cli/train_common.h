@@ -73,6 +73,29 @@ typedef struct rl_cli_ranks {
         RL_OPT_NO_SAVE(&(o).save), RL_OPT_DEVICE(&(o).ranks.device), RL_OPT_THREADS(&(o).ranks.threads),          \
         RL_OPT_GPUS(&(o).ranks.gpus), RL_OPT_ZERO(&(o).ranks.zero)
 
+/* The RL commands' (grpo, ppo) output, resume, tokenizer and evaluation options; o as above, with
+ * out, resume, tokenizer, eval_data and eval_every. */
+#define RL_OPTS_RL_RUN(o)                                                                                          \
+    RL_OPT_S("out", &(o).out, "DIR", "output directory", .flags = RL_OPT_REQUIRED),                                \
+        RL_OPT_S("resume", &(o).resume, "DIR", "continue from a checkpoint (OUT/model of an earlier run)"),       \
+        RL_OPT_S("tokenizer", &(o).tokenizer, "FILE", "tokenizer.json (default: the model's)"),                    \
+        RL_OPT_S("eval-data", &(o).eval_data, "FILE",                                                              \
+                 "prompts with answers: greedy accuracy every --eval-every steps"),                                \
+        RL_OPT_I("eval-every", &(o).eval_every, 1, 1 << 30, "steps between evaluations (with --eval-data)")
+
+/* The RL commands' sampling and reward-time options: the generation config in o.c.gen, and
+ * max_prompt, temperature, top_p, stop, thinking_off and reward_timeout beside it. */
+#define RL_OPTS_SAMPLING(o)                                                                                        \
+    RL_OPT_I("max-new-tokens", &(o).c.gen.max_new_tokens, 1, 1 << 30, "completion length limit"),                 \
+        RL_OPT_I("max-prompt-len", &(o).max_prompt, 1, 1 << 30, "refuse longer prompts"),                          \
+        RL_OPT_D("temperature", &(o).temperature, 1e-4, 1e6, "sampling temperature"),                              \
+        RL_OPT_D("top-p", &(o).top_p, 0, 1, "nucleus sampling (1 = off)", .range.above_lo = 1),                    \
+        RL_OPT_I("top-k", &(o).c.gen.sample.top_k, 0, 1000000000, "top-k sampling (0 = off)"),                     \
+        RL_OPT_LST("stop", &(o).stop, "STR", "stop string, besides end-of-sequence (repeatable)"),                 \
+        RL_OPT_THINKING(&(o).thinking_off),                                                                        \
+        RL_OPT_D("reward-timeout", &(o).reward_timeout, 0, 1e6, "cmd rewards: seconds per completion",             \
+                 .range.above_lo = 1)
+
 /* rl_train_run as described above, with progress lines and Ctrl-C; argv is the command's (to
  * start the ranks). Returns the command's exit status. */
 int rl_cli_train(const char *cmd, const rl_cli_ranks *p, rl_run_config *c, char **argv);
