@@ -218,6 +218,25 @@ static int check_matmul_residual_fwd(rl_ctx *ctx, void *out, const void *residua
     return 0;
 }
 
+static int check_rmsnorm_matmul_fwd(rl_ctx *ctx, void *out, void *xn, float *rstd, const void *x,
+                                    const void *norm_weight, float eps, const void *weight, const void *bias, int m,
+                                    int n, int k)
+{
+    if (check_mnk(ctx, m, n, k)) return -1;
+    RULE(eps >= 0.0f, "eps %g is outside [0, inf)", eps);
+    if (m > 0) NEED(out, xn, rstd, x, norm_weight, weight);
+    return 0;
+}
+
+static int check_swiglu_matmul_residual_fwd(rl_ctx *ctx, void *out, void *act, const void *residual, const void *gate,
+                                            const void *up, int in_stride, const void *weight, int m, int n, int k)
+{
+    if (check_mnk(ctx, m, n, k)) return -1;
+    RULE(in_stride >= k, "in_stride %d is less than k %d", in_stride, k);
+    if (m > 0) NEED(out, act, residual, gate, up, weight);
+    return 0;
+}
+
 static int check_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout, const void *in,
                             const void *weight, int m, int n, int k, int accumulate_din)
 {

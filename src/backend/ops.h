@@ -186,6 +186,19 @@ RL_OPDEF(matmul_fwd, (rl_ctx *ctx, void *out, const void *in, const void *weight
 RL_OPDEF(matmul_residual_fwd, (rl_ctx *ctx, void *out, const void *residual, const void *in, const void *weight, int m,
                                int n, int k),
          (ctx, out, residual, in, weight, m, n, k))
+/* The RMSNorm before a product and the product in one op: xn = rmsnorm(x) with norm_weight and
+ * eps, written to xn [m, k] and rstd [m] exactly as rl_rmsnorm_fwd writes them, and out[m, n] =
+ * xn @ weight[n, k]^T (+ bias [n], may be NULL), as rl_matmul_fwd. One op so that a backend can
+ * normalise the few input rows of a decode step inside the product's pass over its weight. */
+RL_OPDEF(rmsnorm_matmul_fwd, (rl_ctx *ctx, void *out, void *xn, float *rstd, const void *x, const void *norm_weight,
+                              float eps, const void *weight, const void *bias, int m, int n, int k),
+         (ctx, out, xn, rstd, x, norm_weight, eps, weight, bias, m, n, k))
+/* SwiGLU and the product after it in one op: act = silu(gate) * up ([m, k], gate and up rows
+ * in_stride >= k elements apart), written to act as rl_swiglu_fwd writes it, and out[m, n] =
+ * residual[m, n] + act @ weight[n, k]^T as rl_matmul_residual_fwd (out may be residual). */
+RL_OPDEF(swiglu_matmul_residual_fwd, (rl_ctx *ctx, void *out, void *act, const void *residual, const void *gate,
+                                      const void *up, int in_stride, const void *weight, int m, int n, int k),
+         (ctx, out, act, residual, gate, up, in_stride, weight, m, n, k))
 /* din[m, k] = dout @ weight (adds when accumulate_din); dweight[n, k] += dout^T @ in;
  * dbias[n] += column sums of dout. Any of din, dweight, dbias may be NULL to skip it. */
 RL_OPDEF(matmul_bwd, (rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout, const void *in,

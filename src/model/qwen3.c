@@ -114,6 +114,26 @@ static int swiglu_fwd(rl_model *m, rl_acts *a, int l, int T, rl_err *err)
     return 0;
 }
 
+/* out = rmsnorm(x) W^T (+ bias), the norm's output in xn and rstd (the layer's xn1/rstd1 or
+ * xn2/rstd2): one op when fold (inference, where the CUDA backend folds the norm into a
+ * few-row product), else the norm and the product as the training forward runs them, so the
+ * backward's recompute of the norm (attn_norm_fwd, mlp_norm_fwd) gives the same values. */
+static int norm_product(rl_model *m, int fold, void *out, void *xn, float *rstd, const void *x, size_t norm,
+                        size_t w, size_t bias, int T, int n, rl_err *err)
+{
+    const rl_model_config *c = &m->config;
+    int D = c->hidden_size;
+    float eps = (float)c->rms_norm_eps;
+    if (fold) {
+        RL_TRY_OP(m->ctx, err, rl_rmsnorm_matmul_fwd(m->ctx, out, xn, rstd, x, weight(m, norm), eps, weight(m, w),
+                                                     weight(m, bias), T, n, D));
+        return 0;
+    }
+    RL_TRY_OP(m->ctx, err, rl_rmsnorm_fwd(m->ctx, xn, rstd, x, weight(m, norm), T, D, eps));
+    RL_TRY_OP(m->ctx, err, rl_matmul_fwd(m->ctx, out, xn, weight(m, w), weight(m, bias), T, n, D, 0));
+    return 0;
+}
+
 /* Layer l from a->x[l] into a->layers[l]; the output a->x[l + 1] only when write_output (the
  * checkpoint recompute needs the layer's insides, not its output). */
 static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int write_output, rl_err *err)
@@ -125,15 +145,17 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
     int T = b->n_tokens, D = c->hidden_size, I = c->intermediate_size;
     int H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
     const void *x = a->x[l];
+    int fold = a->mode == RL_ACTS_INFER && !ctx->deterministic;
 
-    if (attn_norm_fwd(m, a, l, T, err)) return -1;
     void *q = c->qk_norm ? s->q_raw : s->q;
     void *k = c->qk_norm ? s->k_raw : s->k;
     int fused = a->qkv && !ctx->deterministic;
     if (fused) {
-        RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, a->qkv, s->xn1, weight(m, W->q), NULL, T, (H + 2 * KV) * hd, D, 0));
+        if (norm_product(m, fold, a->qkv, s->xn1, s->rstd1, x, W->attn_norm, W->q, SIZE_MAX, T, (H + 2 * KV) * hd,
+                         err))
+            return -1;
     } else {
-        RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, q, s->xn1, weight(m, W->q), weight(m, W->q_bias), T, H * hd, D, 0));
+        if (norm_product(m, fold, q, s->xn1, s->rstd1, x, W->attn_norm, W->q, W->q_bias, T, H * hd, err)) return -1;
         RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, k, s->xn1, weight(m, W->k), weight(m, W->k_bias), T, KV * hd, D, 0));
         RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->v, s->xn1, weight(m, W->v), weight(m, W->v_bias), T, KV * hd, D, 0));
     }
@@ -173,15 +195,25 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
     }
 
     RL_TRY_OP(ctx, err, rl_matmul_residual_fwd(ctx, s->h, x, s->attn, weight(m, W->o), T, D, H * hd));
-    if (mlp_norm_fwd(m, a, l, T, err)) return -1;
+    const void *gate = s->gate, *up = s->up;
+    int stride = I;
     if (a->gate_up && m->fused_gate_up && !ctx->deterministic) {
-        RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, a->gate_up, s->xn2, weight(m, W->gate), NULL, T, 2 * I, D, 0));
-        RL_TRY_OP(ctx, err, rl_swiglu_fwd(ctx, s->act, a->gate_up, act_row(m, a->gate_up, 1, (size_t)I), T, I, 2 * I));
+        if (norm_product(m, fold, a->gate_up, s->xn2, s->rstd2, s->h, W->mlp_norm, W->gate, SIZE_MAX, T, 2 * I, err))
+            return -1;
+        gate = a->gate_up;
+        up = act_row(m, a->gate_up, 1, (size_t)I);
+        stride = 2 * I;
     } else {
-        RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->gate, s->xn2, weight(m, W->gate), NULL, T, I, D, 0));
+        if (norm_product(m, fold, s->gate, s->xn2, s->rstd2, s->h, W->mlp_norm, W->gate, SIZE_MAX, T, I, err))
+            return -1;
         RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->up, s->xn2, weight(m, W->up), NULL, T, I, D, 0));
-        if (swiglu_fwd(m, a, l, T, err)) return -1;
     }
+    if (fold && write_output) {
+        RL_TRY_OP(ctx, err, rl_swiglu_matmul_residual_fwd(ctx, a->x[l + 1], s->act, s->h, gate, up, stride,
+                                                          weight(m, W->down), T, D, I));
+        return 0;
+    }
+    RL_TRY_OP(ctx, err, rl_swiglu_fwd(ctx, s->act, gate, up, T, I, stride));
     if (!write_output) return 0;
     RL_TRY_OP(ctx, err, rl_matmul_residual_fwd(ctx, a->x[l + 1], s->h, s->act, weight(m, W->down), T, D, I));
     return 0;

@@ -168,3 +168,37 @@ Test(matmul, same_bits_for_any_thread_count)
     for (int t = 0; t < 3; t++) free(out[t]), free(din[t]), free(dw[t]), free(db[t]);
     free(x), free(w), free(dy);
 }
+
+/* The fused forms are the two ops one after the other: the same bits as running them so, and
+ * the intermediate (xn and rstd, act) written as the first op writes it. */
+Test(matmul, fused_forms_are_the_two_ops)
+{
+    enum { FM = 5, FN = 33, FK = 40 };
+    rl_ctx ctx = fx_cpu();
+    float x[FM * 2 * FK], nw[FK], w[FN * FK], bias[FN], res[FM * FN];
+    tu_fill_uniform(x, FM * 2 * FK, -2, 2, 61);
+    tu_fill_uniform(nw, FK, 0.5f, 1.5f, 62);
+    tu_fill_uniform(w, FN * FK, -1, 1, 63);
+    tu_fill_uniform(bias, FN, -1, 1, 64);
+    tu_fill_uniform(res, FM * FN, -1, 1, 65);
+    float *out = fx_alloc_poisoned(FM * FN), *ref = fx_alloc_poisoned(FM * FN);
+    float *xn = fx_alloc_poisoned(FM * FK), *xn_ref = fx_alloc_poisoned(FM * FK), rstd[FM], rstd_ref[FM];
+    cr_assert_eq(rl_rmsnorm_matmul_fwd(&ctx, out, xn, rstd, x, nw, 1e-6f, w, bias, FM, FN, FK), 0, "%s", ctx.err.msg);
+    cr_assert_eq(rl_rmsnorm_fwd(&ctx, xn_ref, rstd_ref, x, nw, FM, FK, 1e-6f), 0, "%s", ctx.err.msg);
+    cr_assert_eq(rl_matmul_fwd(&ctx, ref, xn_ref, w, bias, FM, FN, FK, 0), 0, "%s", ctx.err.msg);
+    cr_expect(memcmp(out, ref, sizeof(float) * FM * FN) == 0, "rmsnorm_matmul out differs from the two ops");
+    cr_expect(memcmp(xn, xn_ref, sizeof(float) * FM * FK) == 0, "rmsnorm_matmul xn differs from rmsnorm_fwd's");
+    cr_expect(memcmp(rstd, rstd_ref, sizeof rstd) == 0, "rmsnorm_matmul rstd differs from rmsnorm_fwd's");
+
+    /* SwiGLU from the fused gate|up layout (in_stride 2 k), in place on the residual */
+    float *act = fx_alloc_poisoned(FM * FK), *act_ref = fx_alloc_poisoned(FM * FK);
+    float out2[FM * FN], ref2[FM * FN];
+    memcpy(out2, res, sizeof res);
+    cr_assert_eq(rl_swiglu_matmul_residual_fwd(&ctx, out2, act, out2, x, x + FK, 2 * FK, w, FM, FN, FK), 0, "%s",
+                 ctx.err.msg);
+    cr_assert_eq(rl_swiglu_fwd(&ctx, act_ref, x, x + FK, FM, FK, 2 * FK), 0, "%s", ctx.err.msg);
+    cr_assert_eq(rl_matmul_residual_fwd(&ctx, ref2, res, act_ref, w, FM, FN, FK), 0, "%s", ctx.err.msg);
+    cr_expect(memcmp(out2, ref2, sizeof ref2) == 0, "swiglu_matmul_residual out differs from the two ops");
+    cr_expect(memcmp(act, act_ref, sizeof(float) * FM * FK) == 0, "swiglu_matmul_residual act differs");
+    free(out), free(ref), free(xn), free(xn_ref), free(act), free(act_ref);
+}

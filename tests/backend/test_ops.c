@@ -98,6 +98,26 @@ Test(ops, matmul)
     ACCEPTED(rl_matmul_bwd(&ctx, NULL, dw, NULL, a, a, NULL, 1, 2, 2, 0)); /* dweight only: no weight needed */
 }
 
+Test(ops, fused_products)
+{
+    rl_ctx ctx = fx_cpu();
+    float a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, r[2];
+    REFUSED(rl_rmsnorm_matmul_fwd(&ctx, a, a, r, a, a, 1e-6f, a, NULL, -1, 2, 2), "rl_rmsnorm_matmul_fwd: m -1 is negative");
+    REFUSED(rl_rmsnorm_matmul_fwd(&ctx, a, a, r, a, a, -1.0f, a, NULL, 1, 2, 2),
+            "rl_rmsnorm_matmul_fwd: eps -1 is outside [0, inf)");
+    REFUSED(rl_rmsnorm_matmul_fwd(&ctx, a, a, NULL, a, a, 1e-6f, a, NULL, 1, 2, 2), "rl_rmsnorm_matmul_fwd: rstd is NULL");
+    REFUSED(rl_rmsnorm_matmul_fwd(&ctx, a, a, r, a, NULL, 1e-6f, a, NULL, 1, 2, 2),
+            "rl_rmsnorm_matmul_fwd: norm_weight is NULL");
+    REFUSED(rl_swiglu_matmul_residual_fwd(&ctx, a, a, a, a, a, 1, a, 1, 2, 2),
+            "rl_swiglu_matmul_residual_fwd: in_stride 1 is less than k 2");
+    REFUSED(rl_swiglu_matmul_residual_fwd(&ctx, a, NULL, a, a, a, 2, a, 1, 2, 2),
+            "rl_swiglu_matmul_residual_fwd: act is NULL");
+    REFUSED(rl_swiglu_matmul_residual_fwd(&ctx, a, a, a, a, a, 2, a, 1, 0, 2),
+            "rl_swiglu_matmul_residual_fwd: n 0 is less than 1");
+    ACCEPTED(rl_rmsnorm_matmul_fwd(&ctx, NULL, NULL, NULL, NULL, NULL, 1e-6f, NULL, NULL, 0, 2, 2));
+    ACCEPTED(rl_swiglu_matmul_residual_fwd(&ctx, NULL, NULL, NULL, NULL, NULL, 2, NULL, 0, 2, 2));
+}
+
 Test(ops, elementwise)
 {
     rl_ctx ctx = fx_cpu();

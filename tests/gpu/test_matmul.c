@@ -2,7 +2,10 @@
  * 8 rows) (forward with bias and accumulate; the residual form, apart and in place; backward
  * din with accumulate, fp32 dweight and dbias accumulation) against the CPU op, at
  * shapes that are not multiples of tile sizes. Tolerances: bf16 outputs 2e-2, fp32 weight and
- * bias gradients 1e-3 (fp32 accumulation in a different order). */
+ * bias gradients 1e-3 (fp32 accumulation in a different order). The fused forms
+ * (rl_rmsnorm_matmul_fwd, rl_swiglu_matmul_residual_fwd) against the CPU ops, and against the
+ * CUDA ops run one after the other: the same bits (the fused kernel computes the norm and SwiGLU
+ * as rmsnorm.cu and swiglu.cu do, and sums the product in the same order as the plain one). */
 #include "gpu_util.h"
 
 static void run(int m, int n, int k, int with_bias, int accumulate, uint64_t seed)
@@ -48,6 +51,9 @@ Test(gpu_matmul, few_rows)
     run(1, 1000, 1024, 1, 0, 89);
     run(4, 517, 3072, 0, 1, 90);
     run(8, 64, 64, 1, 1, 94);
+    run(3, 4096, 1024, 1, 0, 95);  /* 16 weight rows per block, 16 threads per row */
+    run(2, 40, 20480, 0, 1, 96);   /* two rounds of loads per thread; 80 KB of staged rows */
+    run(7, 333, 1032, 1, 1, 97);   /* rows past n in the last block */
 }
 
 Test(gpu_matmul, only_dweight)
@@ -103,4 +109,87 @@ Test(gpu_matmul, residual_apart_and_in_place)
     run_residual(37, 96, 200);
     run_residual(1, 96, 200);
     run_residual(6, 1000, 2048);
+}
+
+static int count_diff(const float *a, const float *b, size_t n)
+{
+    int d = 0;
+    for (size_t i = 0; i < n; i++) d += memcmp(a + i, b + i, sizeof(float)) != 0;
+    return d;
+}
+
+/* rmsnorm(x) W^T (+ bias) and residual + swiglu(gate, up) W^T (gate|up fused when stride 2k). */
+static void run_fused(int m, int n, int k, int with_bias, int fused_gate_up, uint64_t seed)
+{
+    gu g;
+    gu_begin(&g);
+    int stride = fused_gate_up ? 2 * k : k;
+    size_t mk = (size_t)m * k, mn = (size_t)m * n, nk = (size_t)n * k;
+    float *x = gu_rand(&g, mk, -2, 2, seed), *nw = gu_rand(&g, k, 0.5f, 1.5f, seed + 1);
+    float *w = gu_rand(&g, nk, -0.5f, 0.5f, seed + 2), *bias = with_bias ? gu_rand(&g, n, -1, 1, seed + 3) : NULL;
+    void *d_x = gu_up_bf16(&g, x, mk), *d_nw = gu_up_bf16(&g, nw, k), *d_w = gu_up_bf16(&g, w, nk);
+    void *d_bias = bias ? gu_up_bf16(&g, bias, n) : NULL;
+    void *d_out = gu_nan_bf16(&g, mn), *d_xn = gu_nan_bf16(&g, mk);
+    float *d_rstd = gu_nan_f32(&g, m);
+    GU_OK(&g, rl_rmsnorm_matmul_fwd(&g.gpu, d_out, d_xn, d_rstd, d_x, d_nw, 1e-6f, d_w, d_bias, m, n, k));
+    float *out = gu_host(&g, mn * 4), *xn = gu_host(&g, mk * 4), *rstd = gu_host(&g, (size_t)m * 4);
+    GU_CPU_OK(&g, rl_cpu_rmsnorm_matmul_fwd(&g.cpu, out, xn, rstd, x, nw, 1e-6f, w, bias, m, n, k));
+    char what[96];
+    snprintf(what, sizeof what, "rmsnorm_matmul_fwd %dx%dx%d bias%d", m, n, k, with_bias);
+    float *got_out = gu_get_bf16(&g, d_out, mn), *got_xn = gu_get_bf16(&g, d_xn, mk);
+    float *got_rstd = gu_get_f32(&g, d_rstd, m);
+    gu_check(what, got_out, out, mn, 2e-2);
+    snprintf(what, sizeof what, "rmsnorm_matmul_fwd xn %dx%d", m, k);
+    gu_check(what, got_xn, xn, mk, 1e-2);
+    snprintf(what, sizeof what, "rmsnorm_matmul_fwd rstd %d (fp32)", m);
+    gu_check(what, got_rstd, rstd, m, 1e-5);
+    /* the CUDA ops one after the other */
+    void *u_out = gu_nan_bf16(&g, mn), *u_xn = gu_nan_bf16(&g, mk);
+    float *u_rstd = gu_nan_f32(&g, m);
+    GU_OK(&g, rl_rmsnorm_fwd(&g.gpu, u_xn, u_rstd, d_x, d_nw, m, k, 1e-6f));
+    GU_OK(&g, rl_matmul_fwd(&g.gpu, u_out, u_xn, d_w, d_bias, m, n, k, 0));
+    int d_o = count_diff(got_out, gu_get_bf16(&g, u_out, mn), mn), d_n = count_diff(got_xn, gu_get_bf16(&g, u_xn, mk), mk);
+    int d_r = count_diff(got_rstd, gu_get_f32(&g, u_rstd, m), m);
+    fprintf(stderr, "[err] rmsnorm_matmul_fwd %dx%dx%d vs the two CUDA ops: %d out, %d xn, %d rstd differ\n", m, n, k,
+            d_o, d_n, d_r);
+    /* rmsnorm.cu sums a row of more than 2048 elements with a block, in another order */
+    if (k <= 2048) cr_assert(d_o == 0 && d_n == 0 && d_r == 0, "the fused RMSNorm product differs from the two CUDA ops");
+
+    float *gu_in = gu_rand(&g, (size_t)m * stride, -4, 4, seed + 4), *up_in = gu_rand(&g, (size_t)m * stride, -2, 2, seed + 5);
+    float *res = gu_rand(&g, mn, -2, 2, seed + 6);
+    void *d_gate = gu_up_bf16(&g, gu_in, (size_t)m * stride);
+    void *d_up = fused_gate_up ? (char *)d_gate + (size_t)k * 2 : gu_up_bf16(&g, up_in, (size_t)m * stride);
+    const float *up_h = fused_gate_up ? gu_in + k : up_in;
+    void *d_res = gu_up_bf16(&g, res, mn), *d_act = gu_nan_bf16(&g, mk), *d_out2 = gu_nan_bf16(&g, mn);
+    GU_OK(&g, rl_swiglu_matmul_residual_fwd(&g.gpu, d_out2, d_act, d_res, d_gate, d_up, stride, d_w, m, n, k));
+    float *out2 = gu_host(&g, mn * 4), *act = gu_host(&g, mk * 4);
+    GU_CPU_OK(&g, rl_cpu_swiglu_matmul_residual_fwd(&g.cpu, out2, act, res, gu_in, up_h, stride, w, m, n, k));
+    float *got_out2 = gu_get_bf16(&g, d_out2, mn), *got_act = gu_get_bf16(&g, d_act, mk);
+    snprintf(what, sizeof what, "swiglu_matmul_residual_fwd %dx%dx%d fused%d", m, n, k, fused_gate_up);
+    gu_check(what, got_out2, out2, mn, 2e-2);
+    snprintf(what, sizeof what, "swiglu_matmul_residual_fwd act %dx%d", m, k);
+    gu_check(what, got_act, act, mk, 2e-2);
+    void *u_act = gu_nan_bf16(&g, mk), *u_out2 = gu_nan_bf16(&g, mn);
+    GU_OK(&g, rl_swiglu_fwd(&g.gpu, u_act, d_gate, d_up, m, k, stride));
+    GU_OK(&g, rl_matmul_residual_fwd(&g.gpu, u_out2, d_res, u_act, d_w, m, n, k));
+    d_o = count_diff(got_out2, gu_get_bf16(&g, u_out2, mn), mn);
+    int d_a = count_diff(got_act, gu_get_bf16(&g, u_act, mk), mk);
+    fprintf(stderr, "[err] swiglu_matmul_residual_fwd %dx%dx%d vs the two CUDA ops: %d out, %d act differ\n", m, n, k,
+            d_o, d_a);
+    cr_assert(d_o == 0 && d_a == 0, "the fused SwiGLU product differs from the two CUDA ops");
+    /* in place on the residual stream */
+    GU_OK(&g, rl_swiglu_matmul_residual_fwd(&g.gpu, d_res, d_act, d_res, d_gate, d_up, stride, d_w, m, n, k));
+    d_o = count_diff(gu_get_bf16(&g, d_res, mn), got_out2, mn);
+    cr_assert(d_o == 0, "swiglu_matmul_residual_fwd in place: %d outputs differ from the apart form", d_o);
+    gu_end(&g);
+}
+
+Test(gpu_matmul, fused_norm_and_swiglu_products)
+{
+    run_fused(1, 4096, 1024, 0, 1, 101); /* a decode step's q|k|v shape */
+    run_fused(1, 1024, 3072, 0, 1, 102); /* down_proj of Qwen3-0.6B */
+    run_fused(4, 517, 2048, 1, 0, 103);
+    run_fused(8, 96, 136, 1, 1, 104);
+    run_fused(2, 50, 20480, 0, 0, 105);  /* two rounds, 80 KB of staged rows */
+    run_fused(11, 200, 256, 1, 1, 106);  /* more rows than the kernel takes: the two ops */
 }

@@ -6,7 +6,8 @@
  * The bias column sums are split by columns over threads so that no two threads write one
  * element and the order of the sum does not depend on the thread count. The residual form
  * copies the residual stream into out and accumulates into it, as the model did before it
- * had the op. */
+ * had the op. The fused forms (RMSNorm then product, SwiGLU then residual product) run the
+ * two reference ops one after the other. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,4 +71,18 @@ int rl_cpu_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float *dbias, cons
     }
     if (dbias) column_sums(dbias, dout, m, n, n_threads);
     return 0;
+}
+
+int rl_cpu_rmsnorm_matmul_fwd(rl_ctx *ctx, void *out, void *xn, float *rstd, const void *x, const void *norm_weight,
+                              float eps, const void *weight, const void *bias, int m, int n, int k)
+{
+    if (rl_cpu_rmsnorm_fwd(ctx, xn, rstd, x, norm_weight, m, k, eps)) return -1;
+    return rl_cpu_matmul_fwd(ctx, out, xn, weight, bias, m, n, k, 0);
+}
+
+int rl_cpu_swiglu_matmul_residual_fwd(rl_ctx *ctx, void *out, void *act, const void *residual, const void *gate,
+                                      const void *up, int in_stride, const void *weight, int m, int n, int k)
+{
+    if (rl_cpu_swiglu_fwd(ctx, act, gate, up, m, k, in_stride)) return -1;
+    return rl_cpu_matmul_residual_fwd(ctx, out, residual, act, weight, m, n, k);
 }

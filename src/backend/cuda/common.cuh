@@ -187,6 +187,10 @@ int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int 
                  const void *a, int lda, const void *b, int ldb, float beta, const void *c, void *d,
                  int ldd, cudaDataType_t d_type, const void *bias);
 void rl_cuda_gemm_plans_free(rl_cuda_state *st);
+/* gemv.cu: out[m, n] = in[m, k] weight[n, k]^T (+ bias) (+ residual, may be out) for the few-row
+ * products (m <= 8) its kernel takes; sets *ran = 0 (and does nothing) for other shapes. */
+int rl_cuda_gemv(rl_ctx *ctx, void *out, const void *residual, const void *in, const void *weight, const void *bias,
+                 int m, int n, int k, int *ran);
 
 /* attention_mma.cu: the tensor-core forward for head_dim 64/128; sets *ran = 0 (and does
  * nothing) for shapes it does not take. */

@@ -9,11 +9,10 @@
  * stream as cuBLASLt's C (D = A B + C, C and D apart), so the stream is never copied first.
  * dbias is a column-sum kernel.
  *
- * Forward products of at most GEMV_MAX_M rows (a decode step of a few sequences) are
- * matrix-vector products bound by reading the weight: they run our own kernel, one warp per
- * weight row with 16-byte loads across the lanes (every byte of the weight read once, several
- * loads in flight per lane), the few input rows read through L1, fp32 sums, bias and residual
- * added in the same pass; cuBLASLt's kernels for such shapes reach about half the bandwidth. */
+ * Forward products of at most 8 rows (a decode step of a few sequences) are matrix-vector
+ * products bound by reading the weight: they run our own kernel (gemv.cu: the whole weight in
+ * flight at once, bias and residual added in the same pass); cuBLASLt's kernels for such shapes
+ * reach about half the bandwidth. */
 #include "backend/cuda/common.cuh"
 
 #include <stdlib.h>
@@ -180,96 +179,6 @@ int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int 
     return 0;
 }
 
-#define GEMV_MAX_M 8
-#define GEMV_WARPS 8
-#define GEMV_UNROLL 4
-
-__device__ __forceinline__ void gemv_unpack(uint4 u, float f[8])
-{
-    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        float2 t = __bfloat1622float2(h[j]);
-        f[2 * j] = t.x;
-        f[2 * j + 1] = t.y;
-    }
-}
-
-/* out[r, j] = in[r] . weight[j] (+ bias[j]) (+ residual[r, j]) for r < M; one warp per j. */
-template <int M>
-__global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(bf16 *out, const bf16 *in, const bf16 *weight,
-                                                               const bf16 *bias, const bf16 *residual, int n, int k)
-{
-    rl_pdl_begin();
-    int j = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (j >= n) return;
-    const uint4 *wr = (const uint4 *)(weight + (size_t)j * k);
-    int chunks = k >> 3;
-    float acc[M];
-#pragma unroll
-    for (int r = 0; r < M; r++) acc[r] = 0.0f;
-    for (int c0 = lane; c0 < chunks; c0 += 32 * GEMV_UNROLL) {
-        uint4 wv[GEMV_UNROLL];
-#pragma unroll
-        for (int u = 0; u < GEMV_UNROLL; u++) {
-            int c = c0 + 32 * u;
-            wv[u] = c < chunks ? wr[c] : make_uint4(0, 0, 0, 0);
-        }
-#pragma unroll
-        for (int u = 0; u < GEMV_UNROLL; u++) {
-            int c = c0 + 32 * u;
-            if (c >= chunks) break;
-            float wf[8];
-            gemv_unpack(wv[u], wf);
-#pragma unroll
-            for (int r = 0; r < M; r++) {
-                float xf[8];
-                gemv_unpack(__ldg((const uint4 *)(in + (size_t)r * k) + c), xf);
-#pragma unroll
-                for (int e = 0; e < 8; e++) acc[r] += wf[e] * xf[e];
-            }
-        }
-    }
-#pragma unroll
-    for (int r = 0; r < M; r++) acc[r] = rl_warp_sum(acc[r]);
-#pragma unroll
-    for (int r = 0; r < M; r++)
-        if (lane == r) {
-            float y = acc[r];
-            if (bias) y += rl_b2f(bias[j]);
-            if (residual) y += rl_b2f(residual[(size_t)r * n + j]);
-            out[(size_t)r * n + j] = rl_f2b(y);
-        }
-}
-
-/* The small-m product when the shape allows it: 1 when it ran, 0 for cuBLASLt. */
-static int gemv(rl_ctx *ctx, void *out, const void *residual, const void *in, const void *weight, const void *bias,
-                int m, int n, int k, int *ran)
-{
-    *ran = 0;
-    if (m > GEMV_MAX_M || k % 8 || (((uintptr_t)in | (uintptr_t)weight) & 15)) return 0;
-    dim3 grid((unsigned)((n + GEMV_WARPS - 1) / GEMV_WARPS));
-    cudaStream_t st = rl_cuda_st(ctx)->stream;
-    bf16 *o = (bf16 *)out;
-    const bf16 *x = (const bf16 *)in, *w = (const bf16 *)weight, *b = (const bf16 *)bias, *res = (const bf16 *)residual;
-    dim3 block(GEMV_WARPS * 32);
-    cudaError_t e;
-    switch (m) {
-    case 1: e = rl_launch_pdl(gemv_kernel<1>, grid, block, 0, st, o, x, w, b, res, n, k); break;
-    case 2: e = rl_launch_pdl(gemv_kernel<2>, grid, block, 0, st, o, x, w, b, res, n, k); break;
-    case 3: e = rl_launch_pdl(gemv_kernel<3>, grid, block, 0, st, o, x, w, b, res, n, k); break;
-    case 4: e = rl_launch_pdl(gemv_kernel<4>, grid, block, 0, st, o, x, w, b, res, n, k); break;
-    case 5: e = rl_launch_pdl(gemv_kernel<5>, grid, block, 0, st, o, x, w, b, res, n, k); break;
-    case 6: e = rl_launch_pdl(gemv_kernel<6>, grid, block, 0, st, o, x, w, b, res, n, k); break;
-    case 7: e = rl_launch_pdl(gemv_kernel<7>, grid, block, 0, st, o, x, w, b, res, n, k); break;
-    default: e = rl_launch_pdl(gemv_kernel<8>, grid, block, 0, st, o, x, w, b, res, n, k); break;
-    }
-    CUDA_CHECK(e);
-    LAUNCH_CHECK();
-    *ran = 1;
-    return 0;
-}
-
 /* dbias[col] += sum over rows of dout[row, col]; one thread per column, rows split over
  * blockIdx.y with an atomicAdd per (column, slice). */
 __global__ void bias_grad_kernel(float *dbias, const bf16 *dout, int m, int n, int rows_per_slice)
@@ -287,7 +196,7 @@ extern "C" int rl_cuda_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const 
 {
     if (m == 0) return 0;
     int ran;
-    if (gemv(ctx, out, accumulate ? out : NULL, in, weight, bias, m, n, k, &ran)) return -1;
+    if (rl_cuda_gemv(ctx, out, accumulate ? out : NULL, in, weight, bias, m, n, k, &ran)) return -1;
     if (ran) return 0;
     return rl_cuda_gemm(ctx, 1, 0, n, m, k, 1.0f, weight, k, in, k, accumulate ? 1.0f : 0.0f, NULL, out, n,
                         CUDA_R_16BF, bias);
@@ -298,7 +207,7 @@ extern "C" int rl_cuda_matmul_residual_fwd(rl_ctx *ctx, void *out, const void *r
 {
     if (m == 0) return 0;
     int ran;
-    if (gemv(ctx, out, residual, in, weight, NULL, m, n, k, &ran)) return -1;
+    if (rl_cuda_gemv(ctx, out, residual, in, weight, NULL, m, n, k, &ran)) return -1;
     if (ran) return 0;
     return rl_cuda_gemm(ctx, 1, 0, n, m, k, 1.0f, weight, k, in, k, 1.0f, residual, out, n, CUDA_R_16BF, NULL);
 }

@@ -89,22 +89,23 @@ __global__ void __launch_bounds__(DEC_THREADS) paged_decode_mma_kernel(pa_args a
         cp_async16(sm.q + swz<D>(r, ch * 8), src, valid);
     }
     cp_async_commit();
-    cp_async_wait<0>();
-    __syncthreads();
-    uint32_t qf[D / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < D / 16; kk++) {
-        int r = (lane & 7) + ((lane >> 3) & 1) * 8, c = kk * 16 + (lane >> 4) * 8;
-        ldmatrix_x4(qf[kk], sm.q + swz<D>(r, c));
-    }
 
-    /* this warp's pipeline over its keys of tiles 0 .. n_tiles */
+    /* this warp's pipeline over its keys of tiles 0 .. n_tiles: the first stages are in flight
+     * with Q (its group completes first) */
 #pragma unroll
     for (int st = 0; st < DEC_STAGES - 1; st++) {
         if (st < n_tiles)
             dec_load<D>(sm.kv[warp][st][0], sm.kv[warp][st][1], a, table, g, k_begin + st * PA_TK + warp * DEC_KEYS,
                         k_end, lane);
         cp_async_commit();
+    }
+    cp_async_wait<DEC_STAGES - 1>();
+    __syncthreads();
+    uint32_t qf[D / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        int r = (lane & 7) + ((lane >> 3) & 1) * 8, c = kk * 16 + (lane >> 4) * 8;
+        ldmatrix_x4(qf[kk], sm.q + swz<D>(r, c));
     }
     float o[D / 8][4];
 #pragma unroll

@@ -9,7 +9,8 @@
  *     each, so that even one row reads at the whole GPU's bandwidth. A block keeps its chunk
  *     in registers and writes the chunk's max, its first argmax and sum exp(z - chunk max).
  *  2. pick (one block per row): the chunk stats give zmax, argmax and the total
- *     sum_c sum_c * exp(zmax_c - zmax), so logsumexp without another pass. Greedy takes the
+ *     sum_c sum_c * exp(zmax_c - zmax), so logsumexp without another pass (warp 0 reads the
+ *     stats and takes the exps one chunk per lane, then adds them in chunk order). Greedy takes the
  *     argmax. Plain temperature sampling (no filter) walks the chunk totals to the chunk where
  *     the running sum passes u * total and searches only that chunk: two reads of a row in all.
  *     Only rows with a filter read the row again, several times:
@@ -352,6 +353,14 @@ __device__ uint32_t top_p_below(const row_ctx &r, double ptot)
     return below;
 }
 
+/* Chunk c's share of the row's mass, sum_c exp(zmax_c - zmax) (0 for an empty chunk or c past
+ * the end). */
+__device__ __forceinline__ double chunk_mass(const chunk_stat *st, int c, int n_chunks, float zmax)
+{
+    if (c >= n_chunks || st[c].zmax == -INFINITY) return 0.0;
+    return st[c].sum * exp_nonpos((double)st[c].zmax - zmax);
+}
+
 __global__ void __launch_bounds__(PICK_THREADS) sample_pick_kernel(int32_t *tokens, float *logp, const float *logits,
                                                                    const chunk_stat *stats,
                                                                    const rl_sample_row *rows, int vocab,
@@ -376,34 +385,47 @@ __global__ void __launch_bounds__(PICK_THREADS) sample_pick_kernel(int32_t *toke
     r.min_p = p.min_p;
     bool plain = (p.top_k <= 0 || p.top_k >= vocab) && !(p.top_p < 1.0f) && !(p.min_p > 0.0f);
     float u = (float)(philox_first_word(p.seed, p.step, p.row) >> 8) * (1.0f / 16777216.0f);
-    if (tid == 0) {
+    if (tid < 32) {
+        /* warp 0: the chunks' masses in parallel (one lane per chunk), then every lane walks
+         * them in chunk order (shuffled from their lanes), so the sums are those of a serial
+         * loop over the chunks */
         float zmax = -INFINITY;
         int arg = INT_MAX;
-        for (int c = 0; c < n_chunks; c++) better(zmax, arg, st[c].zmax, st[c].arg);
+        for (int c = tid; c < n_chunks; c += 32) better(zmax, arg, st[c].zmax, st[c].arg);
+        warp_best(zmax, arg);
         double total = 0.0;
-        if (zmax != -INFINITY)
-            for (int c = 0; c < n_chunks; c++)
-                if (st[c].zmax != -INFINITY) total += st[c].sum * exp_nonpos((double)st[c].zmax - zmax);
-        sh_zmax = zmax;
-        sh_arg = arg == INT_MAX ? 0 : arg;
-        sh_total = total;
+        for (int c0 = 0; c0 < n_chunks; c0 += 32) {
+            double w = chunk_mass(st, c0 + tid, n_chunks, zmax);
+            for (int j = 0; j < min(32, n_chunks - c0); j++) {
+                double wj = __shfl_sync(0xffffffffu, w, j);
+                if (zmax != -INFINITY) total += wj;
+            }
+        }
         /* plain sampling: the chunk where the running total passes u * total (rounding may
          * leave none: then the last chunk with mass) */
         int chunk = -1, last = n_chunks - 1;
         double before = 0.0, last_before = 0.0, target = u * total;
-        for (int c = 0; c < n_chunks; c++) {
-            double w = st[c].zmax != -INFINITY ? st[c].sum * exp_nonpos((double)st[c].zmax - zmax) : 0.0;
-            if (w <= 0.0) continue;
-            if (before + w > target) {
-                chunk = c;
-                break;
+        for (int c0 = 0; c0 < n_chunks && chunk < 0; c0 += 32) {
+            double w = chunk_mass(st, c0 + tid, n_chunks, zmax);
+            for (int j = 0; j < min(32, n_chunks - c0); j++) {
+                double wj = __shfl_sync(0xffffffffu, w, j);
+                if (wj <= 0.0) continue;
+                if (before + wj > target) {
+                    chunk = c0 + j;
+                    break;
+                }
+                last = c0 + j;
+                last_before = before;
+                before += wj;
             }
-            last = c;
-            last_before = before;
-            before += w;
         }
-        sh_chunk = chunk >= 0 ? chunk : last;
-        sh_before = chunk >= 0 ? before : last_before;
+        if (tid == 0) {
+            sh_zmax = zmax;
+            sh_arg = arg == INT_MAX ? 0 : arg;
+            sh_total = total;
+            sh_chunk = chunk >= 0 ? chunk : last;
+            sh_before = chunk >= 0 ? before : last_before;
+        }
     }
     __syncthreads();
     r.zmax = sh_zmax;
