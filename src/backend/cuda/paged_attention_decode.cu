@@ -12,7 +12,9 @@
  * domain. No barrier between warps until the end, where the four (m, l, O) are merged in shared
  * memory (out = sum_w 2^(m_w - m) O_w / sum_w 2^(m_w - m) l_w) and written (or written as the
  * split's partial, merged by the group's last block: pa_finish_split). Lane l of a warp looks up the block of key l (l < 16), and the row bases
- * are passed around by shuffles, so each tile costs one table read per key. */
+ * are passed around by shuffles, so each tile costs one table read per key. The lengths and
+ * the first tiles' table reads come before the programmatic-launch wait (no kernel of a step
+ * writes them), so that q and the keys are requested as soon as the wait returns. */
 #include "backend/cuda/mma.cuh"
 #include "backend/cuda/paged_attention.cuh"
 
@@ -27,19 +29,23 @@ struct dec_smem {
     bf16 kv[DEC_WARPS][DEC_STAGES][2][DEC_KEYS * D]; /* per warp, per stage: K then V */
 };
 
-/* Warp w's keys [key0, key0 + 16) into stage buffers k/v (swizzled 16 x D); keys at or past
- * key_end are zero-filled. Lane l < 16 finds key key0 + l's row; each lane then copies 16-byte
- * pieces of 32 / (D / 8) rows per step. */
+/* Where lane l < 16's key key0 + l starts in the pool (-1: at or past key_end, zero-filled). */
 template <int D>
-__device__ __forceinline__ void dec_load(bf16 *ks, bf16 *vs, const pa_args &a, const int32_t *table, int g,
-                                         int key0, int key_end, int lane)
+__device__ __forceinline__ long long dec_offset(const pa_args &a, const int32_t *table, int g, int key0, int key_end,
+                                                int lane)
+{
+    int key = key0 + (lane & 15);
+    if (lane >= 16 || key >= key_end) return -1;
+    return (long long)table[key / a.block_size] * (long long)a.block_stride +
+           ((long long)(key % a.block_size) * a.n_kv_heads + g) * D;
+}
+
+/* Warp w's keys into stage buffers k/v (swizzled 16 x D) from the row offsets lanes 0..15 hold
+ * (dec_offset); each lane copies 16-byte pieces of 32 / (D / 8) rows per step. */
+template <int D>
+__device__ __forceinline__ void dec_copy(bf16 *ks, bf16 *vs, const pa_args &a, long long off, int lane)
 {
     constexpr int CH = D / 8, ROWS_PER_STEP = 32 / CH;
-    int key = key0 + (lane & 15);
-    long long off = -1;
-    if (lane < 16 && key < key_end)
-        off = (long long)table[key / a.block_size] * (long long)a.block_stride +
-              ((long long)(key % a.block_size) * a.n_kv_heads + g) * D;
     int ch = lane % CH, sub = lane / CH;
 #pragma unroll
     for (int r0 = 0; r0 < DEC_KEYS; r0 += ROWS_PER_STEP) {
@@ -52,23 +58,36 @@ __device__ __forceinline__ void dec_load(bf16 *ks, bf16 *vs, const pa_args &a, c
     }
 }
 
+/* Warp w's keys [key0, key0 + 16) into stage buffers k/v; keys at or past key_end are
+ * zero-filled. Lane l < 16 finds key key0 + l's row, then the rows are copied. */
+template <int D>
+__device__ __forceinline__ void dec_load(bf16 *ks, bf16 *vs, const pa_args &a, const int32_t *table, int g,
+                                         int key0, int key_end, int lane)
+{
+    dec_copy<D>(ks, vs, a, dec_offset<D>(a, table, g, key0, key_end, lane), lane);
+}
+
 template <int D>
 __global__ void __launch_bounds__(DEC_THREADS) paged_decode_mma_kernel(pa_args a)
 {
-    rl_pdl_begin();
     extern __shared__ __align__(128) unsigned char smem_raw[];
     dec_smem<D> &sm = *(dec_smem<D> *)smem_raw;
     int s = blockIdx.x / a.n_qtiles, qt = blockIdx.x % a.n_qtiles, g = blockIdx.y, sp = blockIdx.z;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    /* Before the wait on the previous kernel (which writes q and this step's keys and values):
+     * the lengths and block tables (the decode state, advanced at the end of the previous step,
+     * or uploaded before the step; no kernel of a step writes them), so the split's range and
+     * its first tiles' key rows are known when the wait returns. Blocks without work leave here. */
     int qb = a.cu_q[s], len_q = a.cu_q[s + 1] - qb, len_k = a.seqlens_k[s];
     int n_rows = len_q * a.group, r0 = qt * 16;
     if (r0 >= n_rows || n_rows > a.max_rows) return;
     int nr = min(16, n_rows - r0);
     bool direct = a.part_o == NULL;
     if (len_k <= 0) {
-        if (sp == 0)
-            for (int idx = threadIdx.x; idx < nr * D; idx += DEC_THREADS)
-                a.out[pa_out_row(a, qb, g, r0 + idx / D) + idx % D] = rl_f2b(0.0f);
+        if (sp != 0) return;
+        rl_pdl_begin();
+        for (int idx = threadIdx.x; idx < nr * D; idx += DEC_THREADS)
+            a.out[pa_out_row(a, qb, g, r0 + idx / D) + idx % D] = rl_f2b(0.0f);
         return;
     }
     int n_sp, tps;
@@ -79,6 +98,12 @@ __global__ void __launch_bounds__(DEC_THREADS) paged_decode_mma_kernel(pa_args a
     int k_end = min(min(len_k, (sp + 1) * tps * PA_TK), shift + (r0 + nr - 1) / a.group + 1);
     int n_tiles = k_end > k_begin ? (k_end - k_begin + PA_TK - 1) / PA_TK : 0;
     const int32_t *table = a.tables + (size_t)s * a.max_blocks;
+    long long first_off[DEC_STAGES - 1];
+#pragma unroll
+    for (int st = 0; st < DEC_STAGES - 1; st++)
+        first_off[st] = st < n_tiles ? dec_offset<D>(a, table, g, k_begin + st * PA_TK + warp * DEC_KEYS, k_end, lane)
+                                     : -1;
+    rl_pdl_begin();
 
     /* Q: 16 packed rows (zero past nr), loaded by the whole block once */
     constexpr int CH = D / 8;
@@ -94,9 +119,7 @@ __global__ void __launch_bounds__(DEC_THREADS) paged_decode_mma_kernel(pa_args a
      * with Q (its group completes first) */
 #pragma unroll
     for (int st = 0; st < DEC_STAGES - 1; st++) {
-        if (st < n_tiles)
-            dec_load<D>(sm.kv[warp][st][0], sm.kv[warp][st][1], a, table, g, k_begin + st * PA_TK + warp * DEC_KEYS,
-                        k_end, lane);
+        if (st < n_tiles) dec_copy<D>(sm.kv[warp][st][0], sm.kv[warp][st][1], a, first_off[st], lane);
         cp_async_commit();
     }
     cp_async_wait<DEC_STAGES - 1>();

@@ -7,7 +7,10 @@
  * warp sums its squares (fp32) and scales by rsqrt(mean + eps) and the head weight, then lane i
  * rotates the pairs (i, i + head_dim/2) (angle positions[t] * inv_freq[i] in fp32, accurate
  * sincosf as rope.cu) and writes bf16: query rows to q_out, key and value rows to the pool slot
- * (slots[t] < 0: not written). Values are only copied. head_dim even, at most 256. */
+ * (slots[t] < 0: not written). Values are only copied. head_dim even, at most 256. Everything
+ * that does not come from the previous kernel (slot, position, angles, norm weight) is read
+ * before the programmatic-launch wait, so that only the row's read and the arithmetic follow
+ * it. */
 #include "backend/cuda/common.cuh"
 
 #define QK_WARPS 8
@@ -26,7 +29,6 @@ struct qk_args {
 
 __global__ void __launch_bounds__(QK_WARPS * 32) qk_norm_rope_cache_kernel(qk_args a)
 {
-    rl_pdl_begin();
     __shared__ float rows[QK_WARPS][QK_MAX_D];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, per = a.n_heads + 2 * a.n_kv_heads;
     size_t item = (size_t)blockIdx.x * QK_WARPS + warp;
@@ -34,6 +36,28 @@ __global__ void __launch_bounds__(QK_WARPS * 32) qk_norm_rope_cache_kernel(qk_ar
     int t = (int)(item / per), h = (int)(item % per), D = a.head_dim, half = D / 2;
     int kind = h < a.n_heads ? 0 : h < a.n_heads + a.n_kv_heads ? 1 : 2; /* q, k, v */
     int hh = kind == 0 ? h : kind == 1 ? h - a.n_heads : h - a.n_heads - a.n_kv_heads;
+    /* Before the wait on the previous kernel (the q|k|v product): what no kernel of a step
+     * writes, so that only the row's own read follows it: the slot and the position (the
+     * decode state, advanced at the end of the previous step, or uploaded before the step),
+     * the norm weight and the rotation angles' sines and cosines (lane's pairs lane + 32 j). */
+    int slot = kind == 0 ? 0 : a.slots[t];
+    const bf16 *w = kind == 0 ? a.q_norm : a.k_norm;
+    float wn[QK_MAX_D / 32], sn[QK_MAX_D / 64], cs[QK_MAX_D / 64];
+#pragma unroll
+    for (int j = 0; j < QK_MAX_D / 32; j++) {
+        int d = lane + 32 * j;
+        wn[j] = kind != 2 && w && d < D ? rl_b2f(w[d]) : 0.0f;
+    }
+    float pos = kind != 2 ? (float)a.positions[t] : 0.0f;
+#pragma unroll
+    for (int j = 0; j < QK_MAX_D / 64; j++) {
+        int i = lane + 32 * j;
+        sn[j] = 0.0f;
+        cs[j] = 1.0f;
+        if (kind != 2 && i < half) sincosf(pos * a.inv_freq[i], &sn[j], &cs[j]);
+    }
+    rl_pdl_begin();
+    if (kind != 0 && slot < 0) return;
     const bf16 *src = kind == 0   ? a.q + (size_t)t * a.q_stride + (size_t)hh * D
                       : kind == 1 ? a.k + (size_t)t * a.kv_stride + (size_t)hh * D
                                   : a.v + (size_t)t * a.kv_stride + (size_t)hh * D;
@@ -41,8 +65,6 @@ __global__ void __launch_bounds__(QK_WARPS * 32) qk_norm_rope_cache_kernel(qk_ar
     if (kind == 0) {
         dst = a.q_out + ((size_t)t * a.n_heads + hh) * D;
     } else {
-        int slot = a.slots[t];
-        if (slot < 0) return;
         size_t at = (size_t)(slot / a.block_size) * a.block_stride +
                     ((size_t)(slot % a.block_size) * a.n_kv_heads + hh) * D;
         dst = (kind == 1 ? a.k_pool : a.v_pool) + at;
@@ -58,19 +80,23 @@ __global__ void __launch_bounds__(QK_WARPS * 32) qk_norm_rope_cache_kernel(qk_ar
         r[d] = x;
         ss += x * x;
     }
-    const bf16 *w = kind == 0 ? a.q_norm : a.k_norm;
     if (w) {
         float rs = rsqrtf(rl_warp_sum(ss) / (float)D + a.eps);
-        for (int d = lane; d < D; d += 32) r[d] = (r[d] * rs) * rl_b2f(w[d]);
+#pragma unroll
+        for (int j = 0; j < QK_MAX_D / 32; j++) {
+            int d = lane + 32 * j;
+            if (d < D) r[d] = (r[d] * rs) * wn[j];
+        }
     }
     __syncwarp();
-    float pos = (float)a.positions[t];
-    for (int i = lane; i < half; i += 32) {
-        float s, c;
-        sincosf(pos * a.inv_freq[i], &s, &c);
-        float x0 = r[i], x1 = r[i + half];
-        dst[i] = rl_f2b(x0 * c - x1 * s);
-        dst[i + half] = rl_f2b(x1 * c + x0 * s);
+#pragma unroll
+    for (int j = 0; j < QK_MAX_D / 64; j++) {
+        int i = lane + 32 * j;
+        if (i < half) {
+            float x0 = r[i], x1 = r[i + half];
+            dst[i] = rl_f2b(x0 * cs[j] - x1 * sn[j]);
+            dst[i + half] = rl_f2b(x1 * cs[j] + x0 * sn[j]);
+        }
     }
 }
 

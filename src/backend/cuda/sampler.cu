@@ -366,7 +366,6 @@ __global__ void __launch_bounds__(PICK_THREADS) sample_pick_kernel(int32_t *toke
                                                                    const rl_sample_row *rows, int vocab,
                                                                    int n_chunks)
 {
-    rl_pdl_begin();
     __shared__ double wsum[PICK_WARPS];
     __shared__ float sh_zmax;
     __shared__ int sh_arg, sh_chunk;
@@ -385,6 +384,8 @@ __global__ void __launch_bounds__(PICK_THREADS) sample_pick_kernel(int32_t *toke
     r.min_p = p.min_p;
     bool plain = (p.top_k <= 0 || p.top_k >= vocab) && !(p.top_p < 1.0f) && !(p.min_p > 0.0f);
     float u = (float)(philox_first_word(p.seed, p.step, p.row) >> 8) * (1.0f / 16777216.0f);
+    /* the row's parameters and its draw do not come from the stats kernel: read before the wait */
+    rl_pdl_begin();
     if (tid < 32) {
         /* warp 0: the chunks' masses in parallel (one lane per chunk), then every lane walks
          * them in chunk order (shuffled from their lanes), so the sums are those of a serial
