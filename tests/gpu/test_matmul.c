@@ -186,10 +186,14 @@ static void run_fused(int m, int n, int k, int with_bias, int fused_gate_up, uin
     fprintf(stderr, "[err] swiglu_matmul_residual_fwd %dx%dx%d vs the two CUDA ops: %d out, %d act differ\n", m, n, k,
             d_o, d_a);
     cr_assert(d_o == 0 && d_a == 0, "the fused SwiGLU product differs from the two CUDA ops");
-    /* in place on the residual stream */
+    /* in place on the residual stream: the same bits from the few-row kernel; past 8 rows
+     * cuBLASLt (the two ops) may sum in place in another order */
     GU_OK(&g, rl_swiglu_matmul_residual_fwd(&g.gpu, d_res, d_act, d_res, d_gate, d_up, stride, d_w, m, n, k));
-    d_o = count_diff(gu_get_bf16(&g, d_res, mn), got_out2, mn);
-    cr_assert(d_o == 0, "swiglu_matmul_residual_fwd in place: %d outputs differ from the apart form", d_o);
+    float *got_in_place = gu_get_bf16(&g, d_res, mn);
+    snprintf(what, sizeof what, "swiglu_matmul_residual_fwd %dx%dx%d in place", m, n, k);
+    gu_check(what, got_in_place, out2, mn, 2e-2);
+    d_o = count_diff(got_in_place, got_out2, mn);
+    if (m <= 8) cr_assert(d_o == 0, "swiglu_matmul_residual_fwd in place: %d outputs differ from the apart form", d_o);
     gu_end(&g);
 }
 
