@@ -22,8 +22,10 @@
  * host copy of its batch, so the engine can capture a decode step as a graph. In inference,
  * projections whose weights are adjacent run as one product (gate|up read by SwiGLU with a row
  * stride; q|k|v read in place by the paged step's fused q/k norm + RoPE + cache write, or split
- * into q, k, v by row gathers for the forward of log-probs), except with ctx->deterministic,
- * where every op keeps the training forward's shapes and order. */
+ * into q, k, v by row gathers for the forward of log-probs), and the RMSNorms and SwiGLU run
+ * inside the products that follow them (rl_rmsnorm_matmul_fwd, rl_swiglu_matmul_residual_fwd:
+ * the same values, fewer kernels in a decode step), except with ctx->deterministic, where every
+ * op keeps the training forward's shapes and order. */
 #include <math.h>
 #include <string.h>
 
