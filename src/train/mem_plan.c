@@ -40,22 +40,26 @@ void rl_mem_plan_add_value(rl_mem_plan *p, const rl_model_config *value_cfg)
     int shared = a->hidden_size == b->hidden_size && a->intermediate_size == b->intermediate_size &&
                  a->n_layers == b->n_layers && a->n_heads == b->n_heads && a->n_kv_heads == b->n_kv_heads &&
                  a->head_dim == b->head_dim; /* the trainer shares the activations (rl_acts_share) */
-    p->value = v.zero_total + v.buckets + (shared ? 0 : v.acts);
+    /* on one rank the two models take turns with one gradient buffer (ppo.c share_grads): the
+     * value model adds only what it has beyond the policy's */
+    size_t grads = v.grads;
+    if (p->world == 1) grads = v.grads > p->grads ? v.grads - p->grads : 0;
+    p->value = v.zero_total - v.grads + grads + v.buckets + (shared ? 0 : v.acts);
     p->total += p->value;
 }
 
 void rl_mem_plan_describe(const rl_mem_plan *p, char *out, size_t size)
 {
+    char ref[64] = "", val[64] = "";
+    if (p->reference) snprintf(ref, sizeof ref, " + the KL reference %.1f", p->reference / GIB);
+    if (p->value) snprintf(val, sizeof val, " + the value model %.1f", p->value / GIB);
     snprintf(out, size,
              "%.1f GiB per %s for %.2fB parameters on %d rank%s with --zero %d: %.1f GiB as ZeRO counts (bf16 "
              "weights %.1f, fp32 masters %.1f, AdamW moments %.1f, fp32 gradients %.1f) + ZeRO-2 region buffers %.1f "
-             "+ activations %.1f + workspace %.1f%s",
+             "+ activations %.1f + workspace %.1f%s%s",
              p->total / GIB, p->cuda ? "GPU" : "CPU rank", p->n_params / 1e9, p->world, p->world > 1 ? "s" : "",
              p->zero, p->zero_total / GIB, p->weights / GIB, p->master / GIB, p->moments / GIB, p->grads / GIB,
-             p->buckets / GIB, p->acts / GIB, p->workspace / GIB,
-             p->reference && p->value ? " + the KL reference and the value model"
-             : p->reference          ? " + the KL reference model"
-             : p->value              ? " + the value model" : "");
+             p->buckets / GIB, p->acts / GIB, p->workspace / GIB, ref, val);
 }
 
 int rl_mem_plan_check(const rl_mem_plan *p, rl_ctx *ctx, rl_err *err)

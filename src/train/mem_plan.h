@@ -12,8 +12,9 @@
  * the embedding or lm_head, two for layers), the activations for --max-tokens, and a
  * workspace allowance (cuBLASLt, NCCL, scratch), a frozen KL reference (bf16 weights only on
  * CUDA) and PPO's value model. On the CPU the masters are the working
- * weights (4 Psi, never sharded). Generation's key/value cache (GRPO) is allocated only while
- * generating and is not counted. */
+ * weights (4 Psi, never sharded). Generation's key/value cache is not counted: PPO releases it
+ * for the update and makes the activations only then (ppo.c), so its step needs the larger of
+ * the two; GRPO keeps a step's cache (a few GiB for 64 x 400 tokens of Qwen3-0.6B) beside it. */
 #ifndef RL_TRAIN_MEM_PLAN_H
 #define RL_TRAIN_MEM_PLAN_H
 
@@ -38,7 +39,8 @@ typedef struct rl_mem_plan {
 void rl_mem_plan_make(rl_mem_plan *p, const rl_model_config *cfg, rl_backend_kind backend, int world, int zero,
                       int max_tokens, rl_acts_mode mode, int with_reference);
 /* Adds a PPO value model of value_cfg: its weights, masters, moments and gradients (sharded as
- * the plan's --zero shards the policy's, with its own ZeRO-2 region buffers), and its own
+ * the plan's --zero shards the policy's, with its own ZeRO-2 region buffers; on one rank the
+ * policy's gradient buffer serves both, so only what the value model has beyond it), and its own
  * activations unless it has the planned model's shape (then it shares them). */
 void rl_mem_plan_add_value(rl_mem_plan *p, const rl_model_config *value_cfg);
 /* Refuses (err) when the plan exceeds the free memory of ctx's device; CPU contexts pass. */

@@ -71,7 +71,7 @@ typedef struct rl_ppo_config {
     float missing_eos_penalty;  /* subtracted from completions without an end of sequence */
     int whiten_advantages;
     int recompute_old_logp;
-    int max_tokens;             /* token budget of one packed micro-batch */
+    int max_tokens;             /* token budget of one packed micro-batch (default 4096) */
     int shuffle;                /* data order */
     int recompute;              /* activation checkpointing (both models) */
     uint64_t seed;
@@ -90,7 +90,8 @@ typedef struct rl_ppo {
     int n_data;
     rl_ppo_config cfg;
     rl_engine *engine;
-    rl_acts *acts, *value_acts, *ref_acts;
+    rl_acts *acts, *value_acts, *ref_acts; /* during a step's update only (ppo.c make_acts) */
+    float *grads;                          /* the policy's and value model's gradients (one rank) */
     rl_optim optim, value_optim;
     rl_order order;
     rl_train_state state;

@@ -229,3 +229,41 @@ Test(ppo, the_kv_pool_is_sized_by_the_step)
     rl_ppo_free(&t);
     teardown(&f);
 }
+
+/* Memory of the update (issue 11): on one rank the policy and the value model write one gradient
+ * buffer (the larger model's size), the training activations exist only during a step's update
+ * (the engine's KV pool is released then: its size is still reported), and after the trainer is
+ * freed neither model points at its buffer. The value model still learns on the shared buffer
+ * (its weights move; the policy's move too). */
+Test(ppo, update_shares_gradients_and_takes_turns_with_the_kv_pool)
+{
+    fixture f;
+    setup(&f, NULL, "regex:^[0-9]");
+    rl_ppo_config c = config();
+    c.engine.block_size = 4;
+    rl_ppo t;
+    rl_err err;
+    cr_assert_eq(rl_ppo_create(&t, &f.model, &f.value, &f.ref, f.tok, f.reward, f.prompts, 4, &c, &err), 0, "%s",
+                 err.msg);
+    cr_assert(t.grads && f.model.grads == t.grads && f.value.grads == t.grads, "one gradient buffer for both");
+    cr_assert(f.value.n_elems > f.model.n_elems, "the value model's head makes it the larger");
+    cr_assert(t.acts == NULL && t.value_acts == NULL && t.ref_acts == NULL, "no activations before a step");
+    float *v0 = malloc(f.value.n_elems * sizeof(float)), *w0 = malloc(f.model.n_elems * sizeof(float));
+    memcpy(v0, f.value.master, f.value.n_elems * sizeof(float));
+    memcpy(w0, f.model.master, f.model.n_elems * sizeof(float));
+    for (int s = 0; s < 2; s++) {
+        rl_step_stats st;
+        cr_assert_eq(rl_ppo_step(&t, &st, &err), 0, "%s", err.msg);
+        cr_assert(t.acts == NULL && t.value_acts == NULL && t.ref_acts == NULL, "activations kept after step %d", s);
+        for (size_t i = 0; i < f.value.n_elems; i++) cr_assert_eq(t.grads[i], 0.0f, "gradient %zu left after the step", i);
+    }
+    rl_engine_stats es;
+    rl_engine_stats_get(t.engine, &es);
+    cr_assert_eq(es.n_blocks, 16 * (3 + 1), "the released pool's size is still reported: %d blocks", es.n_blocks);
+    cr_assert(n_diff(v0, f.value.master, f.value.n_elems) > 0 && n_diff(w0, f.model.master, f.model.n_elems) > 0,
+              "both models train");
+    rl_ppo_free(&t);
+    cr_assert(f.model.grads == NULL && f.value.grads == NULL && !f.model.grads_borrowed, "models left pointing at freed gradients");
+    free(v0), free(w0);
+    teardown(&f);
+}
