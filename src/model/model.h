@@ -185,6 +185,10 @@ int rl_model_forward(rl_model *m, rl_acts *a, const int32_t *tokens, const int32
  * are ignored). Gradients are ADDED to m->grads (micro-batches accumulate), or to where the
  * gradient hooks say. */
 int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err);
+/* The same for sum_t dlogp[t] logp[t] + dentropy[t] entropy[t] (an entropy bonus: PPO's
+ * entropy_coef), dentropy (backend, [n_tokens], aligned as entropy; NULL: none). The forward
+ * must have computed the entropies (entropy not NULL); a value model has none. */
+int rl_model_backward_entropy(rl_model *m, rl_acts *a, const float *dlogp, const float *dentropy, rl_err *err);
 
 /* ---- gradient hooks ---------------------------------------------------------------------- */
 

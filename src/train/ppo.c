@@ -18,7 +18,7 @@
 #include "train/dp.h"
 #include "train/runlog.h"
 
-enum { D_LOGP, D_OLD, D_ADV, D_W, D_DLOGP, D_VAL, D_DV, D_ENT, N_DEV };
+enum { D_LOGP, D_OLD, D_ADV, D_W, D_DLOGP, D_VAL, D_DV, D_ENT, D_DENT, N_DEV };
 
 rl_ppo_config rl_ppo_defaults(void)
 {
@@ -93,6 +93,8 @@ static int check_config(const rl_ppo_config *c, const rl_model *policy, const rl
                           c->num_mini_batches, n);
     if (!(c->gen.sample.temperature > 0)) return rl_err_set(err, "ppo: the sampling temperature must be > 0");
     if (c->kl_coef < 0 || c->target_kl < 0) return rl_err_set(err, "ppo: --kl-coef and --target-kl must be >= 0");
+    if (!(c->entropy_coef >= 0 && isfinite(c->entropy_coef)))
+        return rl_err_set(err, "ppo: --entropy-coef must be a finite number >= 0, got %g", c->entropy_coef);
     if (c->kl_coef > 0 && !ref) return rl_err_set(err, "ppo: a KL penalty (--kl-coef > 0) needs a reference model");
     if (ref && ref->config.vocab_size != policy->config.vocab_size)
         return rl_err_set(err, "ppo: the reference's vocabulary (%d) differs from the policy's (%d)",
@@ -402,7 +404,10 @@ static int policy_pass(rl_ppo *t, const int *mb, int n_mb, int first_epoch, acc 
     rl_policy_loss_params lp = {t->cfg.cliprange, t->cfg.cliprange, 0.0f};
     for (int b = 0; b < n_mb; b++) {
         size_t off = (size_t)t->p_cu[mb[b]], n_tok = (size_t)(t->p_cu[mb[b + 1]] - t->p_cu[mb[b]]), bytes = n_tok * 4;
-        if (forward(t, t->policy, acts_for(t, t->policy, err), t->p_tokens, t->p_cu, mb[b], mb[b + 1], first_epoch, NULL, err)) return -1;
+        int ent_grad = t->cfg.entropy_coef > 0;
+        if (forward(t, t->policy, acts_for(t, t->policy, err), t->p_tokens, t->p_cu, mb[b], mb[b + 1],
+                    first_epoch || ent_grad, NULL, err))
+            return -1;
         double st[RL_LOSS_N_STATS], wsum = 0;
         if (rl_memcpy(ctx, dev(t, D_OLD), t->p_old + off, bytes, RL_H2D) ||
             rl_memcpy(ctx, dev(t, D_ADV), t->p_adv + off, bytes, RL_H2D) ||
@@ -419,7 +424,13 @@ static int policy_pass(rl_ppo *t, const int *mb, int n_mb, int first_epoch, acc 
             for (size_t i = 0; i < n_tok; i++)
                 if (t->p_w[off + i] > 0) a->ent += t->h_buf[i], a->n_ent++;
         }
-        if (rl_model_backward(t->policy, acts_held(t, t->policy), dev(t, D_DLOGP), err)) return -1;
+        const float *dent = NULL;
+        if (ent_grad) { /* d(-entropy_coef sum_t w_t H_t) / dH_t, w as the policy loss weighs tokens */
+            for (size_t i = 0; i < n_tok; i++) t->h_dv[i] = -t->cfg.entropy_coef * t->p_w[off + i];
+            if (rl_memcpy(ctx, dev(t, D_DENT), t->h_dv, bytes, RL_H2D)) return ctx_fail(ctx, err);
+            dent = dev(t, D_DENT);
+        }
+        if (rl_model_backward_entropy(t->policy, acts_held(t, t->policy), dev(t, D_DLOGP), dent, err)) return -1;
     }
     return 0;
 }

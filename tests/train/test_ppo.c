@@ -267,3 +267,46 @@ Test(ppo, update_shares_gradients_and_takes_turns_with_the_kv_pool)
     free(v0), free(w0);
     teardown(&f);
 }
+
+/* The entropy bonus has a gradient (rl_model_backward_entropy through the lm_head): from the same
+ * random start (near the uniform distribution's entropy), a run without it sharpens on its reward
+ * (6.11 -> 4.21 nats in 6 steps) while a large --entropy-coef holds the entropy up (6.04); a
+ * negative or NaN coefficient is refused. */
+static double entropy_after(float coef, int steps)
+{
+    fixture f;
+    setup(&f, NULL, "regex:^[a-m]");
+    rl_ppo_config c = config();
+    c.entropy_coef = coef;
+    c.optim.schedule.peak = 2e-2;
+    rl_ppo t;
+    rl_err err;
+    cr_assert_eq(rl_ppo_create(&t, &f.model, &f.value, &f.ref, f.tok, f.reward, f.prompts, 4, &c, &err), 0, "%s",
+                 err.msg);
+    rl_step_stats st = {0};
+    for (int s = 0; s < steps; s++) cr_assert_eq(rl_ppo_step(&t, &st, &err), 0, "%s", err.msg);
+    cr_assert(isfinite(st.loss) && st.entropy > 0);
+    rl_ppo_free(&t);
+    teardown(&f);
+    return st.entropy;
+}
+
+Test(ppo, entropy_bonus_raises_the_entropy)
+{
+    double start = entropy_after(0, 1), plain = entropy_after(0, 6), bonus = entropy_after(1.0f, 6);
+    cr_log_info("ppo entropy: start %.4f, 6 steps without the bonus %.4f, with --entropy-coef 1 %.4f", start, plain,
+                bonus);
+    cr_assert(bonus > plain + 0.5 && plain < start - 0.5, "entropy: start %.4f, plain %.4f, bonus %.4f", start, plain, bonus);
+    fixture f;
+    setup(&f, NULL, "regex:^[a-m]");
+    rl_ppo t;
+    rl_err err;
+    rl_ppo_config c = config();
+    c.entropy_coef = -0.5f;
+    cr_assert_eq(rl_ppo_create(&t, &f.model, &f.value, &f.ref, f.tok, f.reward, f.prompts, 4, &c, &err), -1);
+    cr_assert(strstr(err.msg, "--entropy-coef"), "%s", err.msg);
+    c.entropy_coef = NAN;
+    cr_assert_eq(rl_ppo_create(&t, &f.model, &f.value, &f.ref, f.tok, f.reward, f.prompts, 4, &c, &err), -1);
+    cr_assert(strstr(err.msg, "--entropy-coef"), "%s", err.msg);
+    teardown(&f);
+}
