@@ -606,6 +606,7 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
     if (rc == 0) {
         rc = advantages(t, &seq_kl, err);
         if (rc == 0) rc = updates(t, train_policy, &a, err);
+        sample_memory(t->policy->ctx, &peak); /* the update's activations (the pool is released) */
     }
     step_sums sums = {0};
     if (rc == 0) rc = reduce_step(t, &a, &sums, err);
