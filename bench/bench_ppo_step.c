@@ -31,6 +31,7 @@
 #include "io/config.h"
 #include "io/tokenizer.h"
 #include "reward/reward.h"
+#include "engine/kv_pool.h"
 #include "train/grpo.h"
 #include "train/mem_plan.h"
 #include "train/ppo.h"
@@ -106,7 +107,13 @@ int main(int argc, char **argv)
     rl_mem_plan plan;
     rl_mem_plan_make(&plan, &cfg, ctx.kind, 1, 0, grpo ? gc.max_tokens : c.max_tokens, RL_ACTS_TRAIN, 1);
     if (!grpo) rl_mem_plan_add_value(&plan, &vcfg);
-    char plan_text[600];
+    int longest = 0;
+    for (int p = 0; p < PROMPTS; p++) longest = prompts[p].n_ids > longest ? prompts[p].n_ids : longest;
+    rl_engine_options eng = rl_engine_options_for_training(grpo ? &gc.engine : &c.engine, PROMPTS * GROUP,
+                                                           longest + c.gen.max_new_tokens);
+    size_t kv = (size_t)rl_engine_pool_blocks(&eng) * rl_kv_pool_block_bytes(&cfg, eng.block_size, ctx.act_dtype);
+    rl_mem_plan_add_engine(&plan, &eng, kv, !grpo);
+    char plan_text[800];
     rl_mem_plan_describe(&plan, plan_text, sizeof plan_text);
     printf("rlc %s plan_gib=%.2f max_tokens=%d: %s\n", grpo ? "grpo_step" : "ppo_step", plan.total / (double)(1 << 30),
            grpo ? gc.max_tokens : c.max_tokens, plan_text);
