@@ -4,7 +4,8 @@
  * x 8 samples, 256 new tokens" with step time, update time and peak memory.
  *
  * usage: bench_ppo_step CONFIG_JSON TOKENIZER_JSON [STEPS] [--grpo] [--device cuda|cpu]
- *        [--max-new-tokens N] [--ppo-epochs N] [--gpu-memory-utilization X]
+ *        [--max-new-tokens N] [--ppo-epochs N] [--gpu-memory-utilization X] [--max-tokens N]
+ *        [--entropy-coef X]
  * Prompts, sampling and reward as bench_grpo_step (8 prompts of 120-140 random ids, 8 samples at
  * temperature 1, reward regex:^[a-m]). PPO: rlc ppo's defaults with kl_coef 0.05 (a frozen
  * reference, no fp32 masters), the value model the policy's architecture with a new head
@@ -17,7 +18,9 @@
  * reference forward, as PPO's includes the reference and value forwards). used_gib: device
  * memory in use after the step (rl_mem_info, the whole device's: run alone); the step's own
  * peak sample (metrics' peak_mem_gib, taken after generation while the KV pool is held) is
- * included. */
+ * included. The memory plan (train/mem_plan.h, what `rlc ppo` / `rlc grpo` check before loading)
+ * is printed beside it: "rlc <label> plan_gib=<p> ...". --max-tokens: the micro-batch budget (each
+ * trainer's default otherwise); --entropy-coef: PPO's entropy bonus (its gradient runs). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +31,9 @@
 #include "io/config.h"
 #include "io/tokenizer.h"
 #include "reward/reward.h"
+#include "engine/kv_pool.h"
 #include "train/grpo.h"
+#include "train/mem_plan.h"
 #include "train/ppo.h"
 
 enum { PROMPTS = 8, GROUP = 8, MAX_STEPS = 100 };
@@ -43,7 +48,8 @@ int main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: bench_ppo_step CONFIG_JSON TOKENIZER_JSON [STEPS] [--grpo] [--device cuda|cpu] "
-                        "[--max-new-tokens N] [--ppo-epochs N] [--gpu-memory-utilization X]\n");
+                        "[--max-new-tokens N] [--ppo-epochs N] [--gpu-memory-utilization X] [--max-tokens N] "
+                        "[--entropy-coef X]\n");
         return 2;
     }
     int steps = 3, cuda = 1, grpo = 0;
@@ -62,6 +68,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--device") && ++i) cuda = strcmp(v, "cpu") != 0;
         else if (!strcmp(a, "--max-new-tokens") && ++i) c.gen.max_new_tokens = gc.gen.max_new_tokens = atoi(v);
         else if (!strcmp(a, "--ppo-epochs") && ++i) c.ppo_epochs = atoi(v);
+        else if (!strcmp(a, "--max-tokens") && ++i) c.max_tokens = gc.max_tokens = atoi(v);
+        else if (!strcmp(a, "--entropy-coef") && ++i) c.entropy_coef = (float)atof(v);
         else if (!strcmp(a, "--gpu-memory-utilization") && ++i)
             c.engine.gpu_memory_utilization = gc.engine.gpu_memory_utilization = atof(v);
         else if (a[0] == '-') return fail(a, "unknown option");
@@ -96,6 +104,19 @@ int main(int argc, char **argv)
         prompts[p] = (rl_grpo_prompt){.ids = ids[p], .n_ids = len, .text = "prompt"};
     }
     c.shuffle = gc.shuffle = 0;
+    rl_mem_plan plan;
+    rl_mem_plan_make(&plan, &cfg, ctx.kind, 1, 0, grpo ? gc.max_tokens : c.max_tokens, RL_ACTS_TRAIN, 1);
+    if (!grpo) rl_mem_plan_add_value(&plan, &vcfg);
+    int longest = 0;
+    for (int p = 0; p < PROMPTS; p++) longest = prompts[p].n_ids > longest ? prompts[p].n_ids : longest;
+    rl_engine_options eng = rl_engine_options_for_training(grpo ? &gc.engine : &c.engine, PROMPTS * GROUP,
+                                                           longest + c.gen.max_new_tokens);
+    size_t kv = (size_t)rl_engine_pool_blocks(&eng) * rl_kv_pool_block_bytes(&cfg, eng.block_size, ctx.act_dtype);
+    rl_mem_plan_add_engine(&plan, &eng, kv, !grpo);
+    char plan_text[800];
+    rl_mem_plan_describe(&plan, plan_text, sizeof plan_text);
+    printf("rlc %s plan_gib=%.2f max_tokens=%d: %s\n", grpo ? "grpo_step" : "ppo_step", plan.total / (double)(1 << 30),
+           grpo ? gc.max_tokens : c.max_tokens, plan_text);
     rl_ppo t;
     rl_grpo g;
     if (grpo ? rl_grpo_create(&g, &m, &ref, tok, reward, prompts, PROMPTS, &gc, &err)
@@ -115,10 +136,10 @@ int main(int argc, char **argv)
         gens[s] = st.gen_seconds;
         upds[s] = st.seconds - st.gen_seconds;
         if (used > peak) peak = used;
-        printf("rlc %s step=%d seconds=%.3f gen_seconds=%.3f update_seconds=%.3f completion_len=%.1f used_gib=%.2f "
-               "value_loss=%.4g explained_variance=%.3g\n",
-               label, s + 1, st.seconds, st.gen_seconds, upds[s], st.completion_len, used, st.value_loss,
-               st.explained_var);
+        printf("rlc %s step=%d seconds=%.3f gen_seconds=%.3f update_seconds=%.3f epochs_seconds=%.3f "
+               "completion_len=%.1f used_gib=%.2f value_loss=%.4g explained_variance=%.3g entropy=%.4g\n",
+               label, s + 1, st.seconds, st.gen_seconds, upds[s], grpo ? 0.0 : st.update_seconds, st.completion_len,
+               used, st.value_loss, st.explained_var, st.entropy);
     }
     rl_engine_stats es;
     rl_engine_stats_get(grpo ? g.engine : t.engine, &es);

@@ -20,7 +20,7 @@ every=${EVERY:-25}
 common="--model $out/sft --data $out/train.jsonl --reward math --prompts-per-step 8 --max-new-tokens 6
         --temperature 0.3 --device cpu --steps $steps --lr 1.5e-4 --schedule cosine --warmup $((steps / 20))
         --min-lr-ratio 0.1 --seed 1 --eval-data $out/heldout.jsonl --eval-every $every"
-ppo_args=${PPO_ARGS:---n-samples-per-prompt 8 --vf-lr 1e-2 --critic-warmup 5 --kl-coef 0 --ppo-epochs 1 --num-mini-batches 1}
+ppo_args=${PPO_ARGS:---n-samples-per-prompt 8 --vf-lr 3e-4 --critic-warmup 5 --kl-coef 0 --ppo-epochs 1 --num-mini-batches 1}
 
 "$rlc" demo --out "$out" --grpo-steps 0 --device cpu
 sft=$("$rlc" eval --model "$out/sft" --data "$out/heldout.jsonl" --reward math --max-new-tokens 6 --device cpu --json |

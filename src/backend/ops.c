@@ -274,11 +274,13 @@ static int check_lm_head_logprobs_fwd(rl_ctx *ctx, float *logp, float *lse, floa
 }
 
 static int check_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *dweight, const float *dlogp,
-                                      const void *hidden, const void *weight, const int32_t *targets,
-                                      const float *lse, int n_tokens, int dim, int vocab, float inv_temperature)
+                                      const float *dentropy, const void *hidden, const void *weight,
+                                      const int32_t *targets, const float *lse, const float *entropy, int n_tokens,
+                                      int dim, int vocab, float inv_temperature)
 {
     if (check_head_shape(ctx, n_tokens, dim, vocab)) return -1;
     if (n_tokens > 0) NEED(dhidden, dweight, dlogp, hidden, weight, targets, lse);
+    if (n_tokens > 0 && dentropy) NEED(entropy);
     return 0;
 }
 

@@ -218,13 +218,17 @@ RL_OPDEF(lm_head_logprobs_fwd, (rl_ctx *ctx, float *logp, float *lse, float *ent
                                 const void *weight, const int32_t *targets, int n_tokens, int dim, int vocab,
                                 float inv_temperature),
          (ctx, logp, lse, entropy, hidden, weight, targets, n_tokens, dim, vocab, inv_temperature))
-/* Backward of sum_t dlogp[t] * logp[t]: dz = dlogp[t] * (onehot(target) - softmax(z)), then
- * dhidden[t] = inv_temperature * dz @ weight (overwritten), dweight += inv_temperature *
- * dz^T @ hidden. Uses the lse saved by the forward; recomputes the logits chunk by chunk. */
-RL_OPDEF(lm_head_logprobs_bwd, (rl_ctx *ctx, void *dhidden, float *dweight, const float *dlogp, const void *hidden,
-                                const void *weight, const int32_t *targets, const float *lse, int n_tokens, int dim,
-                                int vocab, float inv_temperature),
-         (ctx, dhidden, dweight, dlogp, hidden, weight, targets, lse, n_tokens, dim, vocab, inv_temperature))
+/* Backward of sum_t dlogp[t] * logp[t] + dentropy[t] * entropy[t] over the tokens with a target:
+ * with p = softmax(z) and H = entropy[t], dz = dlogp[t] (onehot(target) - p) - dentropy[t] p
+ * (log p + H) (dH/dz_j = -p_j (log p_j + H)), then dhidden[t] = inv_temperature * dz @ weight
+ * (overwritten), dweight += inv_temperature * dz^T @ hidden. Uses the lse and entropy saved by
+ * the forward; recomputes the logits chunk by chunk. dentropy NULL: no entropy term (entropy may
+ * then be NULL too). */
+RL_OPDEF(lm_head_logprobs_bwd, (rl_ctx *ctx, void *dhidden, float *dweight, const float *dlogp, const float *dentropy,
+                                const void *hidden, const void *weight, const int32_t *targets, const float *lse,
+                                const float *entropy, int n_tokens, int dim, int vocab, float inv_temperature),
+         (ctx, dhidden, dweight, dlogp, dentropy, hidden, weight, targets, lse, entropy, n_tokens, dim, vocab,
+          inv_temperature))
 /* Full fp32 logits for a few rows (the last position of each sequence while generating). */
 RL_OPDEF(lm_head_logits, (rl_ctx *ctx, float *logits, const void *hidden, const void *weight, int n_rows, int dim,
                           int vocab),

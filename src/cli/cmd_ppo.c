@@ -29,7 +29,7 @@ typedef struct options {
     int max_prompt, save_every, save, seed, schedule, eval_every, reward_errors, log_samples, thinking_off;
     rl_cli_ranks ranks;
     double temperature, top_p, cliprange, cliprange_value, vf_coef, vf_lr, gamma, lam, reward_clip, eos_penalty,
-        reward_timeout;
+        reward_timeout, entropy_coef;
     rl_opt_list stop;
     rl_kreward_opts kernel;
     rl_ppo_config c;
@@ -45,6 +45,7 @@ static void make_config(options *o)
     c->cliprange = (float)o->cliprange;
     c->cliprange_value = (float)o->cliprange_value;
     c->vf_coef = (float)o->vf_coef;
+    c->entropy_coef = (float)o->entropy_coef;
     c->gamma = (float)o->gamma;
     c->lam = (float)o->lam;
     c->reward_clip = (float)o->reward_clip;
@@ -89,6 +90,7 @@ int rl_cmd_ppo(int argc, char **argv)
         RL_OPT_D("cliprange", &o.cliprange, 0, 1, "policy ratio clipped to [1 - X, 1 + X]"),
         RL_OPT_D("cliprange-value", &o.cliprange_value, 0, 1e6, "values clipped to old +- X in the value loss"),
         RL_OPT_D("vf-coef", &o.vf_coef, 0, 1e6, "value-loss weight"),
+        RL_OPT_D("entropy-coef", &o.entropy_coef, 0, 1e6, "entropy bonus: the policy loss minus X times its mean entropy"),
         RL_OPT_D("vf-lr", &o.vf_lr, 0, 10, "value model's learning rate"),
         RL_OPT_I("critic-warmup", &o.c.critic_warmup, 0, 1 << 30, "first steps that train the value model only"),
         RL_OPT_F("reward-norm", &o.c.reward_norm, "normalise scores by their running mean and std"),

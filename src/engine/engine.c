@@ -117,6 +117,16 @@ void rl_engine_reset_prefix_cache(rl_engine *e)
     if (e->bm.ref) rl_bm_clear_cache(&e->bm);
 }
 
+void rl_engine_release_pool(rl_engine *e)
+{
+    if (!e || !e->pool.view.base) return;
+    e->released_blocks = e->pool.view.n_blocks;
+    e->released_block_bytes = e->pool.block_bytes;
+    if (e->runner) rl_runner_set_pool(e->runner, NULL); /* its graphs point into the pool */
+    rl_bm_free(&e->bm);
+    rl_kv_pool_free(&e->pool);
+}
+
 int rl_engine_eos_ids(const rl_engine *e, const int32_t **ids)
 {
     *ids = e->eos;
@@ -162,8 +172,9 @@ int rl_engine_prepare(rl_engine *e, long need_blocks, rl_err *err)
 void rl_engine_stats_get(const rl_engine *e, rl_engine_stats *s)
 {
     *s = e->stats;
-    s->n_blocks = e->pool.view.n_blocks;
+    int live = e->pool.view.base != NULL;
+    s->n_blocks = live ? e->pool.view.n_blocks : e->released_blocks;
     s->block_size = e->opt.block_size;
-    s->pool_bytes = e->pool.block_bytes * (size_t)e->pool.view.n_blocks;
+    s->pool_bytes = (live ? e->pool.block_bytes : e->released_block_bytes) * (size_t)s->n_blocks;
     s->runner_bytes = e->runner ? rl_runner_bytes(e->runner) : 0;
 }

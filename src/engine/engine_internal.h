@@ -19,6 +19,8 @@ struct rl_engine {
     rl_kv_pool pool;       /* made by the first call; remade larger on the CPU when a call needs it */
     rl_block_manager bm;
     rl_engine_stats stats;
+    int released_blocks;   /* the pool's blocks before rl_engine_release_pool freed it (stats) */
+    size_t released_block_bytes;
 };
 
 /* Makes the runner and a pool of at least need_blocks blocks when the budget allows (CPU), or

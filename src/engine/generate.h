@@ -127,6 +127,13 @@ void rl_engine_free(rl_engine *e);
  * cached keys and values were computed with the old ones (as vLLM's reset_prefix_cache). */
 void rl_engine_reset_prefix_cache(rl_engine *e);
 
+/* Frees the KV pool, and with it the prefix cache and the captured decode graphs, until the next
+ * rl_engine_generate makes it again (a trainer's pool, rl_engine_options_for_training, comes
+ * back the same size): a trainer's update then has that memory (PPO releases it after each
+ * rollout, so its peak is the larger of the pool and the training activations, not their sum).
+ * rl_engine_stats_get still reports the released pool's size. */
+void rl_engine_release_pool(rl_engine *e);
+
 /* The end-of-sequence ids the engine stops on. */
 int rl_engine_eos_ids(const rl_engine *e, const int32_t **ids);
 

@@ -54,7 +54,7 @@ struct rl_acts {
 
     /* backward scratch (training modes only) */
     void *dres, *dxn, *dattn, *dq, *dk, *dv, *dq_raw, *dk_raw, *dgate, *dup, *dact;
-    float *dlogp_next;
+    float *dlogp_next, *dentropy_next;
 
     /* generation only (INFER mode) */
     void *gather;                        /* logit rows gathered for the lm_head [T, D] */
@@ -70,6 +70,7 @@ struct rl_acts {
     int n_tokens, n_seqs, max_seqlen;
     float inv_temperature;
     int have_batch;
+    int have_entropy; /* the forward wrote entropy_next (rl_model_backward_entropy needs it) */
 };
 
 #endif

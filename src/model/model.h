@@ -71,6 +71,7 @@ typedef struct rl_model {
     size_t n_elems;            /* elements in each of master, grads, working */
     float *master;             /* fp32 master weights (backend) */
     float *grads;              /* fp32 gradients (backend), NULL until rl_model_enable_grads */
+    int grads_borrowed;        /* grads is the caller's (rl_model_use_grads): not freed with m */
     void *working;             /* ctx->act_dtype weights the forward reads (== master on CPU) */
     rl_layer_offsets *layers;  /* [n_layers] */
     size_t embed, final_norm, lm_head; /* lm_head == embed when tied; SIZE_MAX in a value model */
@@ -117,6 +118,11 @@ void rl_model_freeze(rl_model *m);
 /* Allocates m->grads (zeroed); a no-op when already there. */
 int rl_model_enable_grads(rl_model *m, rl_err *err);
 int rl_model_zero_grads(rl_model *m, rl_err *err);
+/* Points m's gradients at grads (backend, at least m->n_elems fp32, zeroed; the caller's, freed
+ * by it after m stops using it) and frees m's own: models whose backwards and updates never
+ * interleave (PPO's policy and value model: each update zeroes what its backward wrote) then
+ * share one buffer. NULL gives m no gradients (rl_model_enable_grads makes its own again). */
+void rl_model_use_grads(rl_model *m, float *grads);
 
 /* The separate working copy to refresh after the masters change, or NULL when the forward
  * reads the masters directly (CPU). This is rl_adamw_step's `working` argument. */
@@ -179,6 +185,10 @@ int rl_model_forward(rl_model *m, rl_acts *a, const int32_t *tokens, const int32
  * are ignored). Gradients are ADDED to m->grads (micro-batches accumulate), or to where the
  * gradient hooks say. */
 int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err);
+/* The same for sum_t dlogp[t] logp[t] + dentropy[t] entropy[t] (an entropy bonus: PPO's
+ * entropy_coef), dentropy (backend, [n_tokens], aligned as entropy; NULL: none). The forward
+ * must have computed the entropies (entropy not NULL); a value model has none. */
+int rl_model_backward_entropy(rl_model *m, rl_acts *a, const float *dlogp, const float *dentropy, rl_err *err);
 
 /* ---- gradient hooks ---------------------------------------------------------------------- */
 

@@ -163,7 +163,7 @@ void rl_model_free(rl_model *m)
     if (!m->ctx) return;
     if (m->working != (void *)m->master) rl_free(m->ctx, m->working);
     rl_free(m->ctx, m->master);
-    rl_free(m->ctx, m->grads);
+    if (!m->grads_borrowed) rl_free(m->ctx, m->grads);
     rl_free(m->ctx, m->inv_freq);
     free(m->params);
     free(m->layers);
@@ -345,6 +345,13 @@ int rl_model_enable_grads(rl_model *m, rl_err *err)
     m->grads = rl_alloc(m->ctx, m->n_elems * sizeof(float));
     if (!m->grads) return rl_ctx_error(m->ctx, err);
     return rl_model_zero_grads(m, err);
+}
+
+void rl_model_use_grads(rl_model *m, float *grads)
+{
+    if (!m->grads_borrowed) rl_free(m->ctx, m->grads);
+    m->grads = grads;
+    m->grads_borrowed = grads != NULL;
 }
 
 int rl_model_zero_grads(rl_model *m, rl_err *err)

@@ -361,10 +361,16 @@ int rl_model_forward(rl_model *m, rl_acts *a, const int32_t *tokens, const int32
     a->max_seqlen = max_len;
     a->inv_temperature = inv_temperature;
     a->have_batch = a->mode != RL_ACTS_INFER;
+    a->have_entropy = entropy != NULL;
     return 0;
 }
 
 int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err)
+{
+    return rl_model_backward_entropy(m, a, dlogp, NULL, err);
+}
+
+int rl_model_backward_entropy(rl_model *m, rl_acts *a, const float *dlogp, const float *dentropy, rl_err *err)
 {
     rl_ctx *ctx = m->ctx;
     const rl_model_config *c = &m->config;
@@ -380,6 +386,12 @@ int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err)
      * sequence's last row (its target is the next sequence's first token, or nothing). */
     if (T > 1) RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->dlogp_next, dlogp + 1, (size_t)(T - 1) * sizeof(float), RL_D2D));
     for (int s = 0; s < n_seqs; s++) RL_TRY_OP(ctx, err, rl_memzero(ctx, a->dlogp_next + cu[s + 1] - 1, sizeof(float)));
+    if (dentropy) { /* the same shift (the lm_head ignores rows without a target) */
+        if (c->head != RL_HEAD_LM) return rl_err_set(err, "model backward: a value model has no entropy to differentiate");
+        if (!a->have_entropy) return rl_err_set(err, "model backward: the forward computed no entropy (entropy was NULL)");
+        if (T > 1)
+            RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->dentropy_next, dentropy + 1, (size_t)(T - 1) * sizeof(float), RL_D2D));
+    }
 
     attn_batch b = {.n_tokens = T, .n_seqs = n_seqs, .max_seqlen_q = a->max_seqlen,
                     .max_seqlen_k = a->max_seqlen, .positions = a->positions, .cu_q = a->cu_q};
@@ -389,9 +401,10 @@ int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err)
         RL_TRY_OP(ctx, err, rl_value_head_bwd(ctx, a->dxn, grad(m, m->score), grad(m, m->score_bias), a->dlogp_next,
                                               a->xf, weight(m, m->score), T, D));
     else
-        RL_TRY_OP(ctx, err, rl_lm_head_logprobs_bwd(ctx, a->dxn, grad(m, m->lm_head), a->dlogp_next, a->xf,
-                                                    weight(m, m->lm_head), a->targets, a->head_lse, T, D,
-                                                    c->vocab_size, a->inv_temperature));
+        RL_TRY_OP(ctx, err, rl_lm_head_logprobs_bwd(ctx, a->dxn, grad(m, m->lm_head), a->dlogp_next,
+                                                    dentropy ? a->dentropy_next : NULL, a->xf,
+                                                    weight(m, m->lm_head), a->targets, a->head_lse, a->entropy_next,
+                                                    T, D, c->vocab_size, a->inv_temperature));
     RL_TRY_OP(ctx, err, rl_rmsnorm_bwd(ctx, a->dres, grad(m, m->final_norm), a->dxn, a->x[L],
                                        weight(m, m->final_norm), a->rstd_f, T, D, 0));
     if (region_hook(m, 0, 0, err)) return -1;

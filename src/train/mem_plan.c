@@ -40,22 +40,36 @@ void rl_mem_plan_add_value(rl_mem_plan *p, const rl_model_config *value_cfg)
     int shared = a->hidden_size == b->hidden_size && a->intermediate_size == b->intermediate_size &&
                  a->n_layers == b->n_layers && a->n_heads == b->n_heads && a->n_kv_heads == b->n_kv_heads &&
                  a->head_dim == b->head_dim; /* the trainer shares the activations (rl_acts_share) */
-    p->value = v.zero_total + v.buckets + (shared ? 0 : v.acts);
+    /* on one rank the two models take turns with one gradient buffer (ppo.c share_grads): the
+     * value model adds only what it has beyond the policy's */
+    size_t grads = v.grads;
+    if (p->world == 1) grads = v.grads > p->grads ? v.grads - p->grads : 0;
+    p->value = v.zero_total - v.grads + grads + v.buckets + (shared ? 0 : v.acts);
     p->total += p->value;
+}
+
+void rl_mem_plan_add_engine(rl_mem_plan *p, const rl_engine_options *eng, size_t kv_bytes, int releases_pool)
+{
+    rl_dtype dt = p->cuda ? RL_BF16 : RL_F32;
+    p->engine = rl_acts_plan_bytes(&p->cfg, dt, eng->max_num_batched_tokens, RL_ACTS_INFER) +
+                (size_t)eng->max_num_seqs * (size_t)p->cfg.vocab_size * sizeof(float);
+    p->kv = releases_pool ? (kv_bytes > p->acts ? kv_bytes - p->acts : 0) : kv_bytes;
+    p->total += p->engine + p->kv;
 }
 
 void rl_mem_plan_describe(const rl_mem_plan *p, char *out, size_t size)
 {
+    char ref[64] = "", val[64] = "", eng[96] = "";
+    if (p->reference) snprintf(ref, sizeof ref, " + the KL reference %.1f", p->reference / GIB);
+    if (p->value) snprintf(val, sizeof val, " + the value model %.1f", p->value / GIB);
+    if (p->engine) snprintf(eng, sizeof eng, " + the engine's buffers %.1f and KV pool %.1f", p->engine / GIB, p->kv / GIB);
     snprintf(out, size,
              "%.1f GiB per %s for %.2fB parameters on %d rank%s with --zero %d: %.1f GiB as ZeRO counts (bf16 "
              "weights %.1f, fp32 masters %.1f, AdamW moments %.1f, fp32 gradients %.1f) + ZeRO-2 region buffers %.1f "
-             "+ activations %.1f + workspace %.1f%s",
+             "+ activations %.1f + workspace %.1f%s%s%s",
              p->total / GIB, p->cuda ? "GPU" : "CPU rank", p->n_params / 1e9, p->world, p->world > 1 ? "s" : "",
              p->zero, p->zero_total / GIB, p->weights / GIB, p->master / GIB, p->moments / GIB, p->grads / GIB,
-             p->buckets / GIB, p->acts / GIB, p->workspace / GIB,
-             p->reference && p->value ? " + the KL reference and the value model"
-             : p->reference          ? " + the KL reference model"
-             : p->value              ? " + the value model" : "");
+             p->buckets / GIB, p->acts / GIB, p->workspace / GIB, ref, val, eng);
 }
 
 int rl_mem_plan_check(const rl_mem_plan *p, rl_ctx *ctx, rl_err *err)
@@ -67,7 +81,7 @@ int rl_mem_plan_check(const rl_mem_plan *p, rl_ctx *ctx, rl_err *err)
         return rl_err_prefix(err, "memory plan: ");
     }
     if (p->total <= free_bytes) return 0;
-    char what[600], fits[160] = "Even 64 GPUs with --zero 2 would not hold it";
+    char what[800], fits[160] = "Even 64 GPUs with --zero 2 would not hold it";
     rl_mem_plan_describe(p, what, sizeof what);
     /* the same run spread wider: the smallest GPU count that fits with ZeRO 2 */
     for (int n = 2; n <= 64; n *= 2) {
@@ -75,7 +89,7 @@ int rl_mem_plan_check(const rl_mem_plan *p, rl_ctx *ctx, rl_err *err)
         rl_mem_plan_make(&wider, &p->cfg, RL_BACKEND_CUDA, n, 2, p->max_tokens, p->mode, p->with_reference);
         if (n > p->world && wider.total <= free_bytes) {
             snprintf(fits, sizeof fits, "With --gpus %d --zero 2 it needs about %.1f GiB per GPU", n,
-                     (wider.total + p->value) / GIB);
+                     (wider.total + p->value + p->engine + p->kv) / GIB);
             break;
         }
     }

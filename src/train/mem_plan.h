@@ -12,8 +12,9 @@
  * the embedding or lm_head, two for layers), the activations for --max-tokens, and a
  * workspace allowance (cuBLASLt, NCCL, scratch), a frozen KL reference (bf16 weights only on
  * CUDA) and PPO's value model. On the CPU the masters are the working
- * weights (4 Psi, never sharded). Generation's key/value cache (GRPO) is allocated only while
- * generating and is not counted. */
+ * weights (4 Psi, never sharded). Generation's key/value cache is not counted: PPO releases it
+ * for the update and makes the activations only then (ppo.c), so its step needs the larger of
+ * the two; GRPO keeps a step's cache (a few GiB for 64 x 400 tokens of Qwen3-0.6B) beside it. */
 #ifndef RL_TRAIN_MEM_PLAN_H
 #define RL_TRAIN_MEM_PLAN_H
 
@@ -21,6 +22,7 @@
 
 #include "backend/ctx.h"
 #include "core/error.h"
+#include "engine/generate.h"
 #include "io/config.h"
 #include "model/model.h"
 
@@ -32,15 +34,24 @@ typedef struct rl_mem_plan {
     size_t weights, master, moments, grads; /* as ZeRO counts */
     size_t buckets, acts, workspace, reference; /* what rlc adds; reference: a frozen copy (KL) */
     size_t value;                               /* PPO's value model (rl_mem_plan_add_value) */
+    size_t engine, kv;                          /* an RL trainer's engine: its step buffers, and the KV
+                                                   pool's share of the peak (rl_mem_plan_add_engine) */
     size_t zero_total, total;
 } rl_mem_plan;
 
 void rl_mem_plan_make(rl_mem_plan *p, const rl_model_config *cfg, rl_backend_kind backend, int world, int zero,
                       int max_tokens, rl_acts_mode mode, int with_reference);
 /* Adds a PPO value model of value_cfg: its weights, masters, moments and gradients (sharded as
- * the plan's --zero shards the policy's, with its own ZeRO-2 region buffers), and its own
+ * the plan's --zero shards the policy's, with its own ZeRO-2 region buffers; on one rank the
+ * policy's gradient buffer serves both, so only what the value model has beyond it), and its own
  * activations unless it has the planned model's shape (then it shares them). */
 void rl_mem_plan_add_value(rl_mem_plan *p, const rl_model_config *value_cfg);
+/* Adds an RL trainer's generation engine of options eng (made once, kept for the run): its step
+ * buffers (inference activations for eng->max_num_batched_tokens tokens and fp32 logits for
+ * eng->max_num_seqs rows), and its KV pool of kv_bytes (0 when not known yet, e.g. before the
+ * prompts are read): whole when the trainer keeps it beside its activations (GRPO), else only
+ * what it exceeds the activations by (releases_pool: PPO frees it for the update). */
+void rl_mem_plan_add_engine(rl_mem_plan *p, const rl_engine_options *eng, size_t kv_bytes, int releases_pool);
 /* Refuses (err) when the plan exceeds the free memory of ctx's device; CPU contexts pass. */
 int rl_mem_plan_check(const rl_mem_plan *p, rl_ctx *ctx, rl_err *err);
 /* "81.9 GiB as ZeRO counts (weights 15.3, masters 15.3, moments 30.5, gradients 15.3) + ..." */

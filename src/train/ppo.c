@@ -18,7 +18,7 @@
 #include "train/dp.h"
 #include "train/runlog.h"
 
-enum { D_LOGP, D_OLD, D_ADV, D_W, D_DLOGP, D_VAL, D_DV, D_ENT, N_DEV };
+enum { D_LOGP, D_OLD, D_ADV, D_W, D_DLOGP, D_VAL, D_DV, D_ENT, D_DENT, N_DEV };
 
 rl_ppo_config rl_ppo_defaults(void)
 {
@@ -37,7 +37,7 @@ rl_ppo_config rl_ppo_defaults(void)
     c.ppo_epochs = 4;
     c.num_mini_batches = 1;
     c.whiten_advantages = 1;
-    c.max_tokens = 8192;
+    c.max_tokens = 4096; /* a micro-batch's activations (make_acts): Qwen3-0.6B PPO fits 24 GiB */
     c.shuffle = 1;
     c.seed = 1234;
     c.engine = rl_engine_options_default();
@@ -49,12 +49,23 @@ rl_ppo_config rl_ppo_defaults(void)
     return c;
 }
 
-void rl_ppo_free(rl_ppo *t)
+static void free_acts(rl_ppo *t)
 {
-    rl_engine_free(t->engine);
     rl_acts_free(t->acts);
     rl_acts_free(t->value_acts);
     rl_acts_free(t->ref_acts);
+    t->acts = t->value_acts = t->ref_acts = NULL;
+}
+
+void rl_ppo_free(rl_ppo *t)
+{
+    rl_engine_free(t->engine);
+    free_acts(t);
+    if (t->grads) { /* the models' gradients were this buffer */
+        rl_model_use_grads(t->policy, NULL);
+        rl_model_use_grads(t->value, NULL);
+        rl_free(t->policy->ctx, t->grads);
+    }
     rl_optim_free(&t->optim);
     rl_optim_free(&t->value_optim);
     rl_order_free(&t->order);
@@ -82,6 +93,8 @@ static int check_config(const rl_ppo_config *c, const rl_model *policy, const rl
                           c->num_mini_batches, n);
     if (!(c->gen.sample.temperature > 0)) return rl_err_set(err, "ppo: the sampling temperature must be > 0");
     if (c->kl_coef < 0 || c->target_kl < 0) return rl_err_set(err, "ppo: --kl-coef and --target-kl must be >= 0");
+    if (!(c->entropy_coef >= 0 && isfinite(c->entropy_coef)))
+        return rl_err_set(err, "ppo: --entropy-coef must be a finite number >= 0, got %g", c->entropy_coef);
     if (c->kl_coef > 0 && !ref) return rl_err_set(err, "ppo: a KL penalty (--kl-coef > 0) needs a reference model");
     if (ref && ref->config.vocab_size != policy->config.vocab_size)
         return rl_err_set(err, "ppo: the reference's vocabulary (%d) differs from the policy's (%d)",
@@ -97,20 +110,53 @@ static int check_config(const rl_ppo_config *c, const rl_model *policy, const rl
     return 0;
 }
 
-/* The value model trains on the policy's activations when the two have the same shape (they
- * never hold a batch at the same time), else on its own. */
-static int make_value_acts(rl_ppo *t, rl_acts_mode mode, rl_err *err)
+/* The training activations, made after each rollout for the step's largest micro-batch (at
+ * most max_tokens tokens) and freed before the next rollout, while the engine's KV pool is
+ * released in between (rl_engine_release_pool): the step's peak is the larger of the two, not
+ * their sum. The policy's are lent to the value model and the reference when they have its
+ * shape (rl_acts_share: none of the three holds a batch while another runs), else each has its
+ * own. */
+static int make_acts(rl_ppo *t, int n_tokens, rl_err *err)
 {
+    rl_acts_mode mode = t->cfg.recompute ? RL_ACTS_TRAIN_CHECKPOINT : RL_ACTS_TRAIN;
     rl_err ignored;
-    if (rl_acts_share(t->acts, t->value, &ignored) == 0) return rl_acts_share(t->acts, t->policy, err);
-    return rl_acts_create(&t->value_acts, t->value, t->cfg.max_tokens, mode, err);
+    if (n_tokens > t->cfg.max_tokens) n_tokens = t->cfg.max_tokens;
+    if (rl_acts_create(&t->acts, t->policy, n_tokens, mode, err)) return -1;
+    if (rl_acts_share(t->acts, t->value, &ignored) && rl_acts_create(&t->value_acts, t->value, n_tokens, mode, err))
+        return -1;
+    if (t->ref && rl_acts_share(t->acts, t->ref, &ignored) &&
+        rl_acts_create(&t->ref_acts, t->ref, n_tokens, RL_ACTS_INFER, err))
+        return -1;
+    return rl_acts_share(t->acts, t->policy, err);
 }
 
-/* The training activations for model m (policy or value model). */
+/* The activations for model m (policy, value model or reference). */
 static rl_acts *acts_for(rl_ppo *t, rl_model *m, rl_err *err)
 {
     if (m == t->value && t->value_acts) return t->value_acts;
+    if (m == t->ref && t->ref_acts) return t->ref_acts;
     return rl_acts_share(t->acts, m, err) ? NULL : t->acts;
+}
+
+/* The activations that hold m's last forward, for its backward (acts_for would forget it). */
+static rl_acts *acts_held(rl_ppo *t, rl_model *m) { return m == t->value && t->value_acts ? t->value_acts : t->acts; }
+
+/* One gradient buffer for the policy and the value model (one rank: their backwards and updates
+ * take turns, and each update zeroes its gradients), of the larger model's size. Under data
+ * parallelism each model's gradients belong to its rl_dp (train/dp.h). */
+static int share_grads(rl_ppo *t, rl_err *err)
+{
+    if (t->cfg.optim.dp) return 0;
+    size_t n = t->policy->n_elems > t->value->n_elems ? t->policy->n_elems : t->value->n_elems;
+    rl_ctx *ctx = t->policy->ctx;
+    t->grads = rl_alloc(ctx, n * sizeof(float));
+    if (!t->grads || rl_memzero(ctx, t->grads, n * sizeof(float))) {
+        rl_ctx_error(ctx, err);
+        return rl_err_prefix(err, "ppo: the gradient buffer: ");
+    }
+    rl_model_use_grads(t->policy, t->grads);
+    rl_model_use_grads(t->value, t->grads);
+    return 0;
 }
 
 int rl_ppo_create(rl_ppo *t, rl_model *policy, rl_model *value, rl_model *ref, const rl_tokenizer *tok,
@@ -170,15 +216,11 @@ int rl_ppo_create(rl_ppo *t, rl_model *policy, rl_model *value, rl_model *ref, c
         return rl_err_oom(err, "ppo buffers", bt * 48);
     }
     rl_rng_init(&t->state.rng, cfg->seed);
-    rl_acts_mode mode = cfg->recompute ? RL_ACTS_TRAIN_CHECKPOINT : RL_ACTS_TRAIN;
     /* the KV pool holds this rank's step, as GRPO's does (generate.h), not 0.9 of the free memory */
     rl_engine_options eng = rl_engine_options_for_training(&cfg->engine, n, t->max_seq_tokens);
     if (rl_order_create(&t->order, n_data, cfg->seed, cfg->shuffle, err) ||
-        rl_engine_create(&t->engine, policy, tok, &eng, err) ||
+        rl_engine_create(&t->engine, policy, tok, &eng, err) || share_grads(t, err) ||
         rl_dp_prepare(cfg->optim.dp, policy, err) || rl_dp_prepare(cfg->value_optim.dp, value, err) ||
-        rl_acts_create(&t->acts, policy, cfg->max_tokens, mode, err) ||
-        make_value_acts(t, mode, err) ||
-        (t->ref && rl_acts_create(&t->ref_acts, t->ref, cfg->max_tokens, RL_ACTS_INFER, err)) ||
         rl_optim_create(&t->optim, policy->ctx, policy->params, policy->n_params, policy->n_elems, &cfg->optim, err) ||
         rl_optim_create(&t->value_optim, value->ctx, value->params, value->n_params, value->n_elems,
                         &cfg->value_optim, err)) {
@@ -362,7 +404,10 @@ static int policy_pass(rl_ppo *t, const int *mb, int n_mb, int first_epoch, acc 
     rl_policy_loss_params lp = {t->cfg.cliprange, t->cfg.cliprange, 0.0f};
     for (int b = 0; b < n_mb; b++) {
         size_t off = (size_t)t->p_cu[mb[b]], n_tok = (size_t)(t->p_cu[mb[b + 1]] - t->p_cu[mb[b]]), bytes = n_tok * 4;
-        if (forward(t, t->policy, acts_for(t, t->policy, err), t->p_tokens, t->p_cu, mb[b], mb[b + 1], first_epoch, NULL, err)) return -1;
+        int ent_grad = t->cfg.entropy_coef > 0;
+        if (forward(t, t->policy, acts_for(t, t->policy, err), t->p_tokens, t->p_cu, mb[b], mb[b + 1],
+                    first_epoch || ent_grad, NULL, err))
+            return -1;
         double st[RL_LOSS_N_STATS], wsum = 0;
         if (rl_memcpy(ctx, dev(t, D_OLD), t->p_old + off, bytes, RL_H2D) ||
             rl_memcpy(ctx, dev(t, D_ADV), t->p_adv + off, bytes, RL_H2D) ||
@@ -379,7 +424,13 @@ static int policy_pass(rl_ppo *t, const int *mb, int n_mb, int first_epoch, acc 
             for (size_t i = 0; i < n_tok; i++)
                 if (t->p_w[off + i] > 0) a->ent += t->h_buf[i], a->n_ent++;
         }
-        if (rl_model_backward(t->policy, t->acts, dev(t, D_DLOGP), err)) return -1;
+        const float *dent = NULL;
+        if (ent_grad) { /* d(-entropy_coef sum_t w_t H_t) / dH_t, w as the policy loss weighs tokens */
+            for (size_t i = 0; i < n_tok; i++) t->h_dv[i] = -t->cfg.entropy_coef * t->p_w[off + i];
+            if (rl_memcpy(ctx, dev(t, D_DENT), t->h_dv, bytes, RL_H2D)) return ctx_fail(ctx, err);
+            dent = dev(t, D_DENT);
+        }
+        if (rl_model_backward_entropy(t->policy, acts_held(t, t->policy), dev(t, D_DLOGP), dent, err)) return -1;
     }
     return 0;
 }
@@ -399,7 +450,7 @@ static int value_pass(rl_ppo *t, const int *mb, int n_mb, acc *a, rl_err *err)
         a->vf_loss += loss;
         a->vf_clip += frac * wsum;
         if (rl_memcpy(ctx, dev(t, D_DV), t->h_dv, bytes, RL_H2D)) return ctx_fail(ctx, err);
-        if (rl_model_backward(t->value, t->value_acts ? t->value_acts : t->acts, dev(t, D_DV), err)) return -1;
+        if (rl_model_backward(t->value, acts_held(t, t->value), dev(t, D_DV), err)) return -1;
     }
     return 0;
 }
@@ -539,9 +590,11 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
     sample_memory(t->policy->ctx, &peak);
     if (rc == 0) rc = score(t, &raw_mean, err);
     if (rc == 0) lay_out(t);
+    rl_engine_release_pool(t->engine); /* the update's activations take its place */
+    if (rc == 0) rc = make_acts(t, t->cu[n], err);
     int mb[n + 1], n_mb = rc == 0 ? cut(t, t->cu, n, mb) : 0;
     for (int b = 0; rc == 0 && b < n_mb; b++) {
-        if (t->ref) rc = forward(t, t->ref, t->ref_acts, t->tokens, t->cu, mb[b], mb[b + 1], 0, t->ref_lp, err);
+        if (t->ref) rc = forward(t, t->ref, acts_for(t, t->ref, err), t->tokens, t->cu, mb[b], mb[b + 1], 0, t->ref_lp, err);
         if (rc == 0) rc = forward(t, t->value, acts_for(t, t->value, err), t->tokens, t->cu, mb[b], mb[b + 1], 0, t->old_v, err);
         if (rc == 0 && t->cfg.recompute_old_logp)
             rc = forward(t, t->policy, acts_for(t, t->policy, err), t->tokens, t->cu, mb[b], mb[b + 1], 0, t->old_lp, err);
@@ -553,6 +606,7 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
     if (rc == 0) {
         rc = advantages(t, &seq_kl, err);
         if (rc == 0) rc = updates(t, train_policy, &a, err);
+        sample_memory(t->policy->ctx, &peak); /* the update's activations (the pool is released) */
     }
     step_sums sums = {0};
     if (rc == 0) rc = reduce_step(t, &a, &sums, err);
@@ -563,6 +617,7 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
                                                                       lengths, n, S, t->reward}, err)
                          : 0;
     for (int s = 0; s < n; s++) rl_gen_result_free(&t->results[s]);
+    free_acts(t); /* the next rollout's KV pool takes their place */
     if (rc != 0) return rl_err_prefix(err, "ppo step %lld: ", (long long)t->state.step + 1);
     sample_memory(t->policy->ctx, &peak);
     rl_kl_ctl_update(&t->kl, seq_kl, sums.seqs);

@@ -22,8 +22,9 @@
  *      returns; advantages whitened over every completion token of the batch;
  *   5. ppo_epochs passes, each over the completions in a fresh random order cut into
  *      num_mini_batches mini-batches; per mini-batch: the clipped policy loss (rl_policy_loss,
- *      cliprange, token-mean over the mini-batch) and the clipped value loss (cliprange_value,
- *      times vf_coef), backward through each model, one AdamW update per model with its own
+ *      cliprange, token-mean over the mini-batch) minus entropy_coef times the policy's token-mean
+ *      entropy (its gradient through the lm_head: rl_model_backward_entropy), and the clipped
+ *      value loss (cliprange_value, times vf_coef), backward through each model, one AdamW update per model with its own
  *      gradient clipping (max_grad_norm of each optimizer config). During the first
  *      critic_warmup steps only the value model is updated;
  *   6. the adaptive KL controller (target_kl > 0) moves kl_coef with the step's mean KL.
@@ -60,6 +61,7 @@ typedef struct rl_ppo_config {
     float cliprange;            /* policy ratio clipped to [1 - c, 1 + c] */
     float cliprange_value;      /* values clipped to old +- c in the value loss */
     float vf_coef;              /* value-loss weight */
+    float entropy_coef;         /* entropy bonus: policy loss - entropy_coef x token-mean entropy (0: off) */
     double kl_coef;             /* initial coefficient of the KL penalty in the rewards (0: no reference) */
     double target_kl;           /* > 0: adaptive controller towards this KL per sequence */
     double kl_horizon;
@@ -71,7 +73,7 @@ typedef struct rl_ppo_config {
     float missing_eos_penalty;  /* subtracted from completions without an end of sequence */
     int whiten_advantages;
     int recompute_old_logp;
-    int max_tokens;             /* token budget of one packed micro-batch */
+    int max_tokens;             /* token budget of one packed micro-batch (default 4096) */
     int shuffle;                /* data order */
     int recompute;              /* activation checkpointing (both models) */
     uint64_t seed;
@@ -90,7 +92,8 @@ typedef struct rl_ppo {
     int n_data;
     rl_ppo_config cfg;
     rl_engine *engine;
-    rl_acts *acts, *value_acts, *ref_acts;
+    rl_acts *acts, *value_acts, *ref_acts; /* during a step's update only (ppo.c make_acts) */
+    float *grads;                          /* the policy's and value model's gradients (one rank) */
     rl_optim optim, value_optim;
     rl_order order;
     rl_train_state state;

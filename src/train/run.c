@@ -134,6 +134,8 @@ static int check_memory(run *r, rl_ctx *ctx, const char *load_dir, rl_err *err)
         rl_config_as_value(&vcfg, RL_HEAD_TOKEN_CLS);
         rl_mem_plan_add_value(&plan, &vcfg);
     }
+    /* the engine's step buffers; its KV pool is sized by the prompts, not read yet */
+    if (c->kind != RL_RUN_SFT) rl_mem_plan_add_engine(&plan, ppo ? &c->ppo.engine : &c->grpo.engine, 0, ppo);
     if (rl_mem_plan_check(&plan, ctx, err)) return -1;
     if (r->dp && ctx->kind == RL_BACKEND_CUDA) {
         char text[600];

@@ -45,7 +45,7 @@ Test(lm_head, backward_matches_torch)
     float *dh = fx_alloc_poisoned(T * DIM), *dw = malloc(VOCAB * DIM * sizeof *dw);
     tu_fill_uniform(dw, VOCAB * DIM, -1, 1, 7);
     for (int i = 0; i < VOCAB * DIM; i++) ref_dw[i] += dw[i];
-    cr_assert_eq(rl_lm_head_logprobs_bwd(&ctx, dh, dw, dlogp, h, w, tgt, lse, T, DIM, VOCAB, inv_t[0]), 0, "%s",
+    cr_assert_eq(rl_lm_head_logprobs_bwd(&ctx, dh, dw, dlogp, NULL, h, w, tgt, lse, NULL, T, DIM, VOCAB, inv_t[0]), 0, "%s",
                  ctx.err.msg);
     fx_expect_close("dhidden", dh, ref_dh, T * DIM, 5e-5, 0.1);
     fx_expect_close("dweight (+=)", dw, ref_dw, VOCAB * DIM, 5e-5, 0.1);
@@ -91,10 +91,52 @@ Test(lm_head, finite_differences)
     tu_fill_uniform(dlogp, FT, 0.5f, 1.5f, 3);
     fd_state s = {&ctx, h, w, dlogp, logp, lse, tgt};
     fd_loss(&s);
-    cr_assert_eq(rl_lm_head_logprobs_bwd(&ctx, dh, dw, dlogp, h, w, tgt, lse, FT, FDIM, FV, 1.5f), 0, "%s",
+    cr_assert_eq(rl_lm_head_logprobs_bwd(&ctx, dh, dw, dlogp, NULL, h, w, tgt, lse, NULL, FT, FDIM, FV, 1.5f), 0, "%s",
                  ctx.err.msg);
     fx_check_fd("lm_head dhidden", h, FT * FDIM, dh, fd_loss, &s, 1e-2f, 1e-3);
     fx_check_fd("lm_head dweight", w, FV * FDIM, dw, fd_loss, &s, 1e-2f, 1e-3);
+}
+
+/* The entropy bonus's gradient (PPO's entropy_coef): loss = sum_t dlogp[t] logp[t] + dent[t]
+ * entropy[t], entropy from the forward, against central differences of that loss; tokens
+ * without a target take neither term. dent has both signs and is larger than dlogp, so the
+ * entropy term dominates. */
+typedef struct fd_ent_state {
+    rl_ctx *ctx;
+    float *h, *w, *dlogp, *dent, *logp, *lse, *ent;
+    int32_t *tgt;
+} fd_ent_state;
+
+static double fd_ent_loss(void *user)
+{
+    fd_ent_state *s = user;
+    cr_assert_eq(rl_lm_head_logprobs_fwd(s->ctx, s->logp, s->lse, s->ent, s->h, s->w, s->tgt, FT, FDIM, FV, 1.5f), 0);
+    double l = fx_dot(s->dlogp, s->logp, FT);
+    for (int t = 0; t < FT; t++)
+        if (s->tgt[t] >= 0) l += (double)s->dent[t] * s->ent[t];
+    return l;
+}
+
+Test(lm_head, entropy_gradient_finite_differences)
+{
+    rl_ctx ctx = fx_cpu();
+    float h[FT * FDIM], w[FV * FDIM], dlogp[FT], dent[FT] = {-2.0f, 3.0f, 1.5f}, logp[FT], lse[FT], ent[FT];
+    float dh[FT * FDIM], dw[FV * FDIM] = {0}, dh0[FT * FDIM], dw0[FV * FDIM] = {0};
+    int32_t tgt[FT] = {2, -1, 6};
+    tu_fill_uniform(h, FT * FDIM, -1, 1, 11);
+    tu_fill_uniform(w, FV * FDIM, -1, 1, 12);
+    tu_fill_uniform(dlogp, FT, 0.5f, 1.5f, 13);
+    fd_ent_state s = {&ctx, h, w, dlogp, dent, logp, lse, ent, tgt};
+    fd_ent_loss(&s);
+    cr_assert_eq(rl_lm_head_logprobs_bwd(&ctx, dh, dw, dlogp, dent, h, w, tgt, lse, ent, FT, FDIM, FV, 1.5f), 0, "%s",
+                 ctx.err.msg);
+    fx_check_fd("lm_head dhidden with entropy", h, FT * FDIM, dh, fd_ent_loss, &s, 1e-2f, 1e-3);
+    fx_check_fd("lm_head dweight with entropy", w, FV * FDIM, dw, fd_ent_loss, &s, 1e-2f, 1e-3);
+    /* the entropy term changes the gradient (else the check above would not test it) */
+    cr_assert_eq(rl_lm_head_logprobs_bwd(&ctx, dh0, dw0, dlogp, NULL, h, w, tgt, lse, NULL, FT, FDIM, FV, 1.5f), 0);
+    double diff = 0;
+    for (int i = 0; i < FT * FDIM; i++) diff += fabs(dh0[i] - dh[i]);
+    cr_assert(diff > 1e-2, "the entropy term moved dhidden by only %g", diff);
 }
 
 /* Threads own vocabulary chunks: dweight and the forward agree bitwise between 1 and 3
@@ -113,7 +155,7 @@ Test(lm_head, thread_count)
         dw[t] = calloc(VOCAB * DIM, sizeof(float));
         cr_assert_eq(rl_lm_head_logprobs_fwd(&ctx, logp[t], lse[t], NULL, h, w, tgt, T, DIM, VOCAB, 1.3f), 0, "%s",
                      ctx.err.msg);
-        cr_assert_eq(rl_lm_head_logprobs_bwd(&ctx, dh[t], dw[t], dlogp, h, w, tgt, lse[t], T, DIM, VOCAB, 1.3f), 0,
+        cr_assert_eq(rl_lm_head_logprobs_bwd(&ctx, dh[t], dw[t], dlogp, NULL, h, w, tgt, lse[t], NULL, T, DIM, VOCAB, 1.3f), 0,
                      "%s", ctx.err.msg);
     }
     cr_expect(memcmp(logp[0], logp[1], T * sizeof(float)) == 0, "logp differs between 1 and 3 threads");
@@ -132,6 +174,6 @@ Test(lm_head, target_outside_vocabulary)
     fx_expect_refused(&ctx, rl_lm_head_logprobs_fwd(&ctx, logp, lse, NULL, h, w, tgt, 2, 2, 3, 1.0f),
                       "rl_lm_head_logprobs_fwd: targets[1] 3 is outside the vocabulary [0, 3)");
     float dh[4], dw[6] = {0}, dlogp[2] = {1, 1};
-    fx_expect_refused(&ctx, rl_lm_head_logprobs_bwd(&ctx, dh, dw, dlogp, h, w, tgt, lse, 2, 2, 3, 1.0f),
+    fx_expect_refused(&ctx, rl_lm_head_logprobs_bwd(&ctx, dh, dw, dlogp, NULL, h, w, tgt, lse, NULL, 2, 2, 3, 1.0f),
                       "rl_lm_head_logprobs_bwd: targets[1] 3 is outside the vocabulary [0, 3)");
 }

@@ -140,8 +140,11 @@ Test(ops, lm_head)
             "rl_lm_head_logprobs_fwd: vocab 0 is less than 1");
     REFUSED(rl_lm_head_logprobs_fwd(&ctx, logp, lse, NULL, h, w, NULL, 2, 2, 3, 1.0f),
             "rl_lm_head_logprobs_fwd: targets is NULL");
-    REFUSED(rl_lm_head_logprobs_bwd(&ctx, dh, NULL, logp, h, w, tgt, lse, 2, 2, 3, 1.0f),
+    REFUSED(rl_lm_head_logprobs_bwd(&ctx, dh, NULL, logp, NULL, h, w, tgt, lse, NULL, 2, 2, 3, 1.0f),
             "rl_lm_head_logprobs_bwd: dweight is NULL");
+    float dw[6] = {0};
+    REFUSED(rl_lm_head_logprobs_bwd(&ctx, dh, dw, logp, logp, h, w, tgt, lse, NULL, 2, 2, 3, 1.0f),
+            "rl_lm_head_logprobs_bwd: entropy is NULL");
     REFUSED(rl_lm_head_logits(&ctx, logp, h, w, 1, 0, 3), "rl_lm_head_logits: dim 0 is less than 1");
     REFUSED(rl_lm_head_logits(&ctx, NULL, h, w, 1, 2, 3), "rl_lm_head_logits: logits is NULL");
     ACCEPTED(rl_lm_head_logits(&ctx, NULL, NULL, NULL, 0, 2, 3));

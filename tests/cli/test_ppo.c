@@ -75,6 +75,9 @@ Test(cli_ppo, bad_input)
     cr_assert_eq(sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/v --value-model tests/fixtures/models/qwen3-tiny-untied "
                     "--steps 1 " PPO_ARGS, rlc, model, rl_data, tmp), 1);
     cr_assert(strstr(out, "value model tests/fixtures/models/qwen3-tiny-untied: vocab_size 384 differs"), "%s", out);
+    char path[300];
+    snprintf(path, sizeof path, "%s/v/model", tmp);
+    cr_assert(access(path, F_OK) != 0, "a refused run wrote %s", path);
     /* a reward program answering NaN */
     char reward[256];
     snprintf(reward, sizeof reward, "%s/nan.sh", tmp);
@@ -86,12 +89,42 @@ Test(cli_ppo, bad_input)
                 "--device cpu --reward 'cmd:%s'", rlc, model, rl_data, tmp, reward);
     cr_assert_eq(rc, 1, "%s", out);
     cr_assert(strstr(out, "rlc ppo:") && (strstr(out, "NaN") || strstr(out, "nan") || strstr(out, "finite")), "%s", out);
+    snprintf(path, sizeof path, "%s/n/model", tmp);
+    cr_assert(access(path, F_OK) != 0, "a run whose first step failed wrote %s", path);
+    /* ... and an infinite one (beyond float) */
+    f = fopen(reward, "w");
+    fprintf(f, "#!/bin/sh\nwhile read line; do echo '{\"reward\": 1e999}'; done\n");
+    fclose(f);
+    rc = sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/i --steps 1 --prompts-per-step 2 --max-new-tokens 2 "
+            "--device cpu --reward 'cmd:%s'", rlc, model, rl_data, tmp, reward);
+    cr_assert_eq(rc, 1, "%s", out);
+    cr_assert(strstr(out, "rlc ppo:") && (strstr(out, "inf") || strstr(out, "finite") || strstr(out, "float")), "%s", out);
+    snprintf(path, sizeof path, "%s/i/model", tmp);
+    cr_assert(access(path, F_OK) != 0, "a run whose first step failed wrote %s", path);
+    /* a KL penalty without the reference it is measured against (no --model) */
+    rc = sh(out, sizeof out, "%s ppo --value-model %s --data %s --out %s/r --reward math --kl-coef 0.05 --device cpu", rlc,
+            model, rl_data, tmp);
+    cr_assert(rc == 1 || rc == 2, "exit %d: %s", rc, out);
+    cr_assert(strstr(out, "--model"), "%s", out);
+    snprintf(path, sizeof path, "%s/r/model", tmp);
+    cr_assert(access(path, F_OK) != 0, "a refused run wrote %s", path);
     cr_assert_eq(sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/x --reward math --gamma 0", rlc, model, rl_data,
                     tmp), 2);
     cr_assert(strstr(out, "--gamma"), "%s", out);
     cr_assert_eq(sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/x --reward math --lam 1.5", rlc, model, rl_data,
                     tmp), 2);
     cr_assert(strstr(out, "--lam"), "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/x --reward math --gamma 1.5", rlc, model, rl_data,
+                    tmp), 2);
+    cr_assert(strstr(out, "--gamma"), "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/x --reward math --lam -0.1", rlc, model, rl_data,
+                    tmp), 2);
+    cr_assert(strstr(out, "--lam"), "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/x --reward math --entropy-coef -1", rlc, model,
+                    rl_data, tmp), 2);
+    cr_assert(strstr(out, "--entropy-coef"), "%s", out);
+    snprintf(path, sizeof path, "%s/x", tmp);
+    cr_assert(access(path, F_OK) != 0, "a refused command line wrote %s", path);
     cr_assert_eq(sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/x --reward math --gpus 2", rlc, model, rl_data,
                     tmp), 2);
     cr_assert(strstr(out, "--gpus 2"), "%s", out);

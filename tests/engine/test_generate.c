@@ -108,6 +108,20 @@ Test(generate, seeded_reproducible_and_independent_of_batch)
     int differ = 0;
     for (int i = 0; i < 4; i++) differ += !same_result(&a[i], &other[i]);
     cr_assert_gt(differ, 0, "another seed must change some completion");
+    /* a released pool (rl_engine_release_pool: a trainer's update) is made again by the next call,
+     * which draws the same; its size is still reported in between */
+    rl_engine_stats before, released;
+    rl_engine_stats_get(g.engine, &before);
+    rl_engine_release_pool(g.engine);
+    rl_engine_release_pool(g.engine); /* twice is harmless */
+    rl_engine_stats_get(g.engine, &released);
+    cr_assert(before.n_blocks > 0 && released.n_blocks == before.n_blocks && released.pool_bytes == before.pool_bytes);
+    free_results(b, 4);
+    generate(&g, prompts, 4, &p, b);
+    p.seed = 3;
+    free_results(other, 4);
+    generate(&g, prompts, 4, &p, other);
+    for (int i = 0; i < 4; i++) cr_assert(same_result(&a[i], &other[i]), "prompt %d: differs after the pool was released", i);
     free_results(a, 4);
     free_results(b, 4);
     free_results(alone, 1);

@@ -1,5 +1,5 @@
 /* test_lm_head.c — CUDA lm_head + log-softmax (logp, lse, entropy), its backward (dhidden,
- * fp32 dweight accumulation) and full logits, against the CPU op. One shape has the real
+ * fp32 dweight accumulation; also with the entropy term, dentropy) and full logits, against the CPU op. One shape has the real
  * Qwen3 vocabulary size and enough tokens to run several token chunks.
  * Tolerances: fp32 logp/lse 1e-4, entropy 1e-3, logits 1e-4 (fp32 outputs of a bf16-operand
  * product with fp32 accumulation); dhidden (bf16) and dweight (fp32) norm-relative 1e-2
@@ -36,15 +36,31 @@ static void run(int n_tokens, int dim, int vocab, float inv_temp, uint64_t seed)
     float *dw = gu_rand(&g, nw, -0.01f, 0.01f, seed + 4);
     float *d_dw = gu_up_f32(&g, dw, nw);
     void *d_dh = gu_nan_bf16(&g, nh);
-    GU_OK(&g, rl_lm_head_logprobs_bwd(&g.gpu, d_dh, d_dw, gu_up_f32(&g, dlogp, n_tokens), d_h, d_w, d_tg, d_lse,
-                                      n_tokens, dim, vocab, inv_temp));
+    GU_OK(&g, rl_lm_head_logprobs_bwd(&g.gpu, d_dh, d_dw, gu_up_f32(&g, dlogp, n_tokens), NULL, d_h, d_w, d_tg, d_lse,
+                                      NULL, n_tokens, dim, vocab, inv_temp));
     float *dh = gu_host(&g, nh * 4);
-    GU_CPU_OK(&g, rl_cpu_lm_head_logprobs_bwd(&g.cpu, dh, dw, dlogp, hidden, w, tg, lse, n_tokens, dim, vocab,
-                                              inv_temp));
+    GU_CPU_OK(&g, rl_cpu_lm_head_logprobs_bwd(&g.cpu, dh, dw, dlogp, NULL, hidden, w, tg, lse, NULL, n_tokens, dim,
+                                              vocab, inv_temp));
     snprintf(what, sizeof what, "lm_head_bwd dhidden T%d D%d V%d", n_tokens, dim, vocab);
     gu_check_norm(what, gu_get_bf16(&g, d_dh, nh), dh, nh, 1e-2, 2.5e-1);
     snprintf(what, sizeof what, "lm_head_bwd dweight T%d D%d V%d (fp32)", n_tokens, dim, vocab);
     gu_check_norm(what, gu_get_f32(&g, d_dw, nw), dw, nw, 1e-2, 2.5e-1);
+
+    /* with the entropy bonus's gradient (dentropy of both signs, larger than dlogp): the same
+     * tolerances; the CPU op is checked against finite differences (tests/backend) */
+    float *dent = gu_rand(&g, n_tokens, -2, 2, seed + 5);
+    float *dw2 = gu_rand(&g, nw, -0.01f, 0.01f, seed + 6);
+    float *d_dw2 = gu_up_f32(&g, dw2, nw);
+    void *d_dh2 = gu_nan_bf16(&g, nh);
+    GU_OK(&g, rl_lm_head_logprobs_bwd(&g.gpu, d_dh2, d_dw2, gu_up_f32(&g, dlogp, n_tokens), gu_up_f32(&g, dent, n_tokens),
+                                      d_h, d_w, d_tg, d_lse, d_ent, n_tokens, dim, vocab, inv_temp));
+    float *dh2 = gu_host(&g, nh * 4);
+    GU_CPU_OK(&g, rl_cpu_lm_head_logprobs_bwd(&g.cpu, dh2, dw2, dlogp, dent, hidden, w, tg, lse, ent, n_tokens, dim,
+                                              vocab, inv_temp));
+    snprintf(what, sizeof what, "lm_head_bwd+entropy dhidden T%d D%d V%d", n_tokens, dim, vocab);
+    gu_check_norm(what, gu_get_bf16(&g, d_dh2, nh), dh2, nh, 1e-2, 2.5e-1);
+    snprintf(what, sizeof what, "lm_head_bwd+entropy dweight T%d D%d V%d (fp32)", n_tokens, dim, vocab);
+    gu_check_norm(what, gu_get_f32(&g, d_dw2, nw), dw2, nw, 1e-2, 2.5e-1);
 
     int rows = n_tokens < 9 ? n_tokens : 9;
     float *d_logits = gu_nan_f32(&g, (size_t)rows * vocab);

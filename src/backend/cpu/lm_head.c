@@ -6,8 +6,8 @@
  * 2018): running max m, s = sum exp(z - m), u = sum exp(z - m) z (for the entropy
  * H = lse - sum p z), rescaled by exp(m_old - m_new) when the max grows.
  *
- * Backward of sum_t dlogp[t] logp[t]: dz = dlogp (onehot(target) - exp(z - lse)), recomputed
- * chunk by chunk; dhidden = inv_T dz W and dweight += inv_T dz^T hidden. Threads own vocabulary
+ * Backward of sum_t dlogp[t] logp[t] + dentropy[t] entropy[t]: with log p = z - lse,
+ * dz = dlogp (onehot(target) - p) - dentropy p (log p + H), recomputed chunk by chunk; dhidden = inv_T dz W and dweight += inv_T dz^T hidden. Threads own vocabulary
  * chunks, so the dweight rows they add to are theirs alone; each thread adds its dhidden
  * contributions into a private [n_tokens, dim] partial (static schedule: the same chunks go to
  * the same thread every run), and the partials are summed in thread order at the end. */
@@ -102,9 +102,9 @@ int rl_cpu_lm_head_logprobs_fwd(rl_ctx *ctx, float *logp, float *lse, float *ent
 }
 
 int rl_cpu_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *dweight, const float *dlogp,
-                                const void *hidden, const void *weight, const int32_t *targets,
-                                const float *lse, int n_tokens, int dim, int vocab,
-                                float inv_temperature)
+                                const float *dentropy, const void *hidden, const void *weight,
+                                const int32_t *targets, const float *lse, const float *entropy, int n_tokens,
+                                int dim, int vocab, float inv_temperature)
 {
     if (n_tokens == 0) return 0;
     if (check_targets(ctx, targets, n_tokens, vocab)) return -1;
@@ -128,8 +128,17 @@ int rl_cpu_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *dweight, cons
             for (int r = 0; r < tb; r++) {
                 int t = t0 + r, tgt = targets[t];
                 float g = targets[t] < 0 ? 0.0f : dlogp[t] * inv_temperature;
+                float ge = targets[t] < 0 || !dentropy ? 0.0f : dentropy[t] * inv_temperature;
                 float *zr = z + (size_t)r * vc;
-                for (int j = 0; j < vc; j++) zr[j] = -g * expf(zr[j] - lse[t]);
+                if (ge != 0.0f) {
+                    float h = entropy[t];
+                    for (int j = 0; j < vc; j++) {
+                        float lp = zr[j] - lse[t], p = expf(lp);
+                        zr[j] = -g * p - ge * p * (lp + h);
+                    }
+                } else {
+                    for (int j = 0; j < vc; j++) zr[j] = -g * expf(zr[j] - lse[t]);
+                }
                 if (tgt >= v0 && tgt < v0 + vc) zr[tgt - v0] += g;
             }
             cpu_gemm_args gh = {.m = tb, .n = dim, .k = vc, .a = z, .a_rs = vc, .a_cs = 1,

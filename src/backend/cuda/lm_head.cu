@@ -6,8 +6,9 @@
  * too coarse for log-probs); one block per token then makes one pass over its row with an
  * online log-sum-exp (Milakov & Gimelshein 2018) that also carries sum z e^(z - max), so
  * entropy = lse - E[z] comes from the same pass.
- * Backward, per chunk: recompute the logits, form dz = inv_temperature * dlogp *
- * (onehot(target) - exp(z - lse)) in bf16, then dhidden = dz @ W and dweight += dz^T @ hidden
+ * Backward, per chunk: recompute the logits, form dz = inv_temperature * (dlogp *
+ * (onehot(target) - p) - dentropy * p (log p + H)) with p = exp(z - lse) in bf16 (the entropy
+ * term only where dentropy is given), then dhidden = dz @ W and dweight += dz^T @ hidden
  * (fp32, beta = 1). Scratch is capped at LM_SCRATCH_BYTES; the chunk size follows from vocab. */
 #include "backend/cuda/common.cuh"
 
@@ -67,18 +68,19 @@ __global__ void lm_lse_kernel(float *logp, float *lse, float *entropy, const flo
     }
 }
 
-__global__ void lm_dz_kernel(bf16 *dz, const float *z, const float *lse, const float *dlogp,
-                             const int32_t *targets, int vocab, float inv_temperature)
+__global__ void lm_dz_kernel(bf16 *dz, const float *z, const float *lse, const float *dlogp, const float *dentropy,
+                             const float *entropy, const int32_t *targets, int vocab, float inv_temperature)
 {
     int row = blockIdx.y;
     int tg = targets[row];
     float g = tg < 0 ? 0.0f : dlogp[row] * inv_temperature;
-    float l = lse[row];
+    float ge = tg < 0 || !dentropy ? 0.0f : dentropy[row] * inv_temperature;
+    float l = lse[row], h = ge != 0.0f ? entropy[row] : 0.0f;
     const float *zr = z + (size_t)row * vocab;
     bf16 *dr = dz + (size_t)row * vocab;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < vocab; i += gridDim.x * blockDim.x) {
-        float p = __expf(zr[i] - l);
-        dr[i] = rl_f2b(g * ((i == tg ? 1.0f : 0.0f) - p));
+        float lp = zr[i] - l, p = __expf(lp);
+        dr[i] = rl_f2b(g * ((i == tg ? 1.0f : 0.0f) - p) - ge * p * (lp + h));
     }
 }
 
@@ -117,9 +119,9 @@ extern "C" int rl_cuda_lm_head_logprobs_fwd(rl_ctx *ctx, float *logp, float *lse
 }
 
 extern "C" int rl_cuda_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *dweight, const float *dlogp,
-                                            const void *hidden, const void *weight, const int32_t *targets,
-                                            const float *lse, int n_tokens, int dim, int vocab,
-                                            float inv_temperature)
+                                            const float *dentropy, const void *hidden, const void *weight,
+                                            const int32_t *targets, const float *lse, const float *entropy,
+                                            int n_tokens, int dim, int vocab, float inv_temperature)
 {
     if (n_tokens == 0) return 0;
     int rows = chunk_rows(n_tokens, vocab, sizeof(float) + sizeof(bf16));
@@ -134,7 +136,8 @@ extern "C" int rl_cuda_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *d
         const bf16 *h = (const bf16 *)hidden + (size_t)t0 * dim;
         if (logits_chunk(ctx, z, h, weight, r, dim, vocab, inv_temperature)) return -1;
         dim3 grid(rl_cuda_blocks((size_t)vocab, 256, 64), r);
-        lm_dz_kernel<<<grid, 256, 0, s>>>(dz, z, lse + t0, dlogp + t0, targets + t0, vocab, inv_temperature);
+        lm_dz_kernel<<<grid, 256, 0, s>>>(dz, z, lse + t0, dlogp + t0, dentropy ? dentropy + t0 : NULL,
+                                          dentropy ? entropy + t0 : NULL, targets + t0, vocab, inv_temperature);
         LAUNCH_CHECK();
         if (dhidden && rl_cuda_gemm(ctx, 0, 0, dim, r, vocab, 1.0f, weight, dim, dz, vocab, 0.0f, NULL,
                                (bf16 *)dhidden + (size_t)t0 * dim, dim, CUDA_R_16BF, NULL))
