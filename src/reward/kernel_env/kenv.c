@@ -16,6 +16,7 @@
 #include "core/file.h"
 #include "core/timer.h"
 #include "io/json.h"
+#include "reward/kernel_env/kbpch.h"
 #include "reward/kernel_env/kcompile.h"
 #include "reward/kernel_env/kproc.h"
 #include "reward/kernel_env/kworker.h"
@@ -364,9 +365,14 @@ static void run_python(const rl_kenv_opts *o, const char *problem, const char *d
     char ext_env[PATH_MAX + 64], arch_env[64];
     snprintf(ext_env, sizeof ext_env, "TORCH_EXTENSIONS_DIR=%s", build_dir);
     arch_list(o->arch, arch_env, sizeof arch_env);
-    const char *env[] = {"PYTHONDONTWRITEBYTECODE=1", ext_env, arch_env, NULL};
+    /* The precompiled torch header (kbpch.h) for both runs: the same CXX keeps ninja's command
+     * lines equal, so the GPU run finds the build up to date. */
+    char cxx_env[PATH_MAX + 16], pch_env[PATH_MAX + 16];
+    int pch = rl_kbpch_env(o, cxx_env, sizeof cxx_env, pch_env, sizeof pch_env);
+    const char *env[] = {"PYTHONDONTWRITEBYTECODE=1", ext_env, arch_env, pch ? cxx_env : NULL, pch_env, NULL};
     rl_kworker_box box;
     rl_kworker_box_init(&box, o, dir, build_dir, problem, 1, p->timeout_s + p->compile_timeout_s);
+    if (pch) rl_kworker_box_read(&box, pch_env + strlen("RLC_KB_PCH="), 0);
     if (mode == MODE_COMPILE) {
         rl_kworker_run(o, argv, input, nonce, p->compile_timeout_s, env, 0, 0, "the Python worker (build)", &box, res);
         return;

@@ -251,6 +251,18 @@ static void apply_level(rl_ksandbox_spec *spec, int level)
     if (level >= LEVEL_NO_LANDLOCK) spec->no_landlock = 1;
 }
 
+void rl_kworker_probe_argv(const rl_kenv_opts *o, int python, char *argv[4])
+{
+    /* a context and a kernel, not only the count: see worker.cu's --count-devices */
+    static const char torch_probe[] =
+        "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() and "
+        "float((torch.ones(4, device='cuda') * 2).sum()) == 8.0 else 0)";
+    argv[0] = (char *)(python ? o->python : o->worker);
+    argv[1] = python ? "-c" : "--count-devices";
+    argv[2] = python ? (char *)torch_probe : NULL;
+    argv[3] = NULL;
+}
+
 /* The device count printed by argv under the box at level (LEVEL_OFF: no sandbox), with gpu_env
  * ("CUDA_VISIBLE_DEVICES=..." or NULL); -1 on failure. */
 static int probe_count(char *const argv[], const rl_kworker_box *box, int level, const char *gpu_env)
@@ -288,13 +300,8 @@ static int sandbox_level(const rl_kenv_opts *o, const rl_kworker_box *box, int p
         int lock_fd = lock_path ? open(lock_path, O_RDONLY | O_CLOEXEC) : -1;
         while (lock_fd >= 0 && flock(lock_fd, LOCK_EX) != 0 && errno == EINTR) {
         }
-        char *wargv[] = {(char *)o->worker, "--count-devices", NULL};
-        /* a context and a kernel, not only the count: see worker.cu's --count-devices */
-        char *pargv[] = {(char *)o->python, "-c",
-                         "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() and "
-                         "float((torch.ones(4, device='cuda') * 2).sum()) == 8.0 else 0)",
-                         NULL};
-        char *const *argv = python ? pargv : wargv;
+        char *argv[4];
+        rl_kworker_probe_argv(o, python, argv);
         int level = LEVEL_FULL;
         if (probe_count(argv, box, LEVEL_OFF, gpu_env) > 0) {
             level = LEVEL_OFF;

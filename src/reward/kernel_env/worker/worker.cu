@@ -624,7 +624,8 @@ static rl_kernel_fn load_module(const char *path, const char *what)
 static int setup(const char *ref_path, const char *cand_path)
 {
     cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return fail(CK_SETUP, "error", "no CUDA device");
+    cudaError_t ce = cudaGetDeviceProperties(&prop, 0);
+    if (ce != cudaSuccess) return fail(CK_SETUP, "error", "no CUDA device (%s: %s)", cudaGetErrorName(ce), cudaGetErrorString(ce));
     snprintf(W.device, sizeof W.device, "%s", prop.name);
     W.l2_bytes = (size_t)prop.l2CacheSize;
     W.flush_bytes = (size_t)(W.flush_factor * (double)W.l2_bytes);
@@ -689,12 +690,21 @@ int main(int argc, char **argv)
             /* Also a context, an allocation and a kernel-free operation on the first device:
              * rlc calibrates its sandbox with this count (kworker.c), and a driver that
              * enumerates devices but cannot create a context there must count as none. */
+            /* The failing call and its error go to stderr (rlc kernel-eval --sandbox-diag shows them). */
             int n = 0;
-            if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+            const char *step = "cudaGetDeviceCount";
+            cudaError_t ce = cudaGetDeviceCount(&n);
             void *probe = NULL;
-            if (n > 0 && (cudaMalloc(&probe, 1 << 20) != cudaSuccess || cudaMemset(probe, 0, 1 << 20) != cudaSuccess ||
-                          cudaDeviceSynchronize() != cudaSuccess))
+            if (ce == cudaSuccess && n > 0) {
+                step = "cudaMalloc";
+                ce = cudaMalloc(&probe, 1 << 20);
+                if (ce == cudaSuccess) step = "cudaMemset", ce = cudaMemset(probe, 0, 1 << 20);
+                if (ce == cudaSuccess) step = "cudaDeviceSynchronize", ce = cudaDeviceSynchronize();
+            }
+            if (ce != cudaSuccess) {
+                fprintf(stderr, "rlc-kernel-worker: %s: %s (%s)\n", step, cudaGetErrorName(ce), cudaGetErrorString(ce));
                 n = 0;
+            }
             if (probe) cudaFree(probe);
             printf("%d\n", n);
             return 0;
