@@ -84,7 +84,8 @@ all: $(BUILD)/rlc-kernel-worker
 $(BUILD)/rlc-kernel-worker: $(KENV_WORKER_SRC) src/reward/kernel_env/worker/wk.h src/reward/kernel_env/include/rl_kernel.h
 	@mkdir -p $(dir $@)
 	$(NVCC) -std=c++17 -O2 -g -gencode=arch=compute_$(ARCH),code=sm_$(ARCH) -cudart shared \
-	    -Isrc/reward/kernel_env/include -Xcompiler -Wall,-Wextra $(KENV_WORKER_SRC) -o $@ \
+	    -Isrc/reward/kernel_env/include -I$(patsubst %/bin/nvcc,%,$(NVCC))/extras/CUPTI/include \
+	    -Xcompiler -Wall,-Wextra $(KENV_WORKER_SRC) -o $@ \
 	    -Xlinker -rpath,$(KENV_CUDA_LIB) -ldl -lpthread
 endif
 

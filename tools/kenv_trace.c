@@ -1,6 +1,7 @@
 /* kenv_trace.c — a preloaded tracer for `rlc kernel-eval --sandbox-diag --sandbox-trace SO`:
- * logs every failing call a program makes through libc to the calls a sandbox refuses (file
- * opens, device ioctls, memory maps, sockets, dlopen) as one "rlc-trace: ..." line on stderr,
+ * logs every call a program makes through libc to the functions a sandbox can refuse (file
+ * opens, device ioctls, memory maps, sockets, dlopen) that fails with EACCES, EPERM, ENOMEM,
+ * ENOSYS, EROFS or EXDEV (dlopen: any failure) as one "rlc-trace: ..." line on stderr,
  * e.g. "rlc-trace: openat(/dev/nvidia-uvm, 0x80002) = -1 Permission denied". For machines with
  * no strace (the device machines); calls made from inside libc (dlopen's own opens) are
  * reported as dlopen's error. At most 200 lines a process.
@@ -19,9 +20,15 @@
 
 static int lines;
 
+/* Only what a sandbox causes: a missing file (ENOENT) is what every program meets daily. */
+static int refused(int e)
+{
+    return e == EACCES || e == EPERM || e == ENOMEM || e == ENOSYS || e == EROFS || e == EXDEV;
+}
+
 static void say(const char *fmt, ...)
 {
-    if (__atomic_fetch_add(&lines, 1, __ATOMIC_RELAXED) >= 200) return;
+    if (!refused(errno) || __atomic_fetch_add(&lines, 1, __ATOMIC_RELAXED) >= 200) return;
     int saved = errno;
     char buf[600];
     va_list ap;
@@ -159,6 +166,7 @@ void *dlopen(const char *file, int mode)
     void *h = REAL(dlopen)(file, mode);
     if (!h) {
         const char *e = dlerror();
+        errno = EACCES; /* always said: dlopen's own opens are out of the tracer's sight */
         say("rlc-trace: dlopen(%s) = NULL %s", file ? file : "(self)", e ? e : "");
     }
     return h;

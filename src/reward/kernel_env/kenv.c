@@ -196,6 +196,7 @@ static void run_native(const rl_kenv_opts *o, const char *task_dir, const rl_ksp
                       "--watchdog-ms", wd, "--mem-cap-mb", cap};
     int n_args = shared_args(p, val, argv, 11);
     if (mode == MODE_CHECK) argv[n_args++] = "--check-only";
+    if (mode == MODE_FULL && o->profile) argv[n_args++] = "--profile";
     argv[n_args] = NULL;
     char dir[PATH_MAX];
     if (make_private_dir(dir, sizeof dir, &err)) {
@@ -351,6 +352,7 @@ static void run_python(const rl_kenv_opts *o, const char *problem, const char *d
     if (o->require_kernel) argv[n++] = "--require-kernel";
     if (mode == MODE_COMPILE) argv[n++] = "--build-only";
     if (mode == MODE_CHECK) argv[n++] = "--check-only";
+    if (mode == MODE_FULL && o->profile) argv[n++] = "--profile";
     n = shared_args(p, val, argv, n);
     snprintf(slow[0], 32, "%.17g", p->ref_slowdown_limit);
     snprintf(slow[1], 32, "%.17g", p->ref_slowdown_min_ms);

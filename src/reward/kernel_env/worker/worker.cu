@@ -3,7 +3,7 @@
  *
  *   rlc-kernel-worker --ref R.so --cand C.so --trials N --timed N --warmup N --copies K
  *                     --watchdog-ms MS --mem-cap-mb MB --flush-factor F --max-spread S
- *                     --spread-repeats R [--seed S] [--check-only] [--gpu-lock FILE]   < plan
+ *                     --spread-repeats R [--seed S] [--check-only] [--profile] [--gpu-lock FILE]   < plan
  *   rlc-kernel-worker --count-devices
  *
  * The plan (stdin) is the flat form of spec.json written by src/reward/kernel_env/kspec.c, with
@@ -34,7 +34,6 @@
 
 #include "wk.h"
 
-typedef int (*rl_kernel_fn)(const rl_kernel_args *);
 
 enum { CK_SETUP, CK_RETURN, CK_IDLE, CK_WRITTEN, CK_RANDOM, CK_ADVERSARIAL, CK_CONSTANT,
        CK_ZERO_PREFIX, CK_INPUTS, CK_GUARDS, CK_THREADS, CK_LIMITS, CK_MEMORY, CK_TIMED,
@@ -74,6 +73,10 @@ static struct {
     int noisy, timed_done;
     char device[256];
     char nonce[40];
+    int profile;                          /* --profile: per-kernel times after the protocol */
+    std::vector<wk_prof_kernel> prof[2];  /* candidate, reference */
+    char prof_err[300];
+    int prof_done;
 } W;
 
 /* The GPU lock (--gpu-lock FILE, one file per GPU, shared by every worker on it): correctness
@@ -144,6 +147,23 @@ static void print_result(void)
         json_stats(out, "ref_ms", &W.ref_ms);
         json_stats(out, "cand_ms", &W.cand_ms);
         jprintf(out, ",\"speedup\":%.6g,\"noisy\":%s", W.ref_ms.median / W.cand_ms.median, W.noisy ? "true" : "false");
+    }
+    if (W.prof_done) {
+        jprintf(out, ",\"profile\":{");
+        if (W.prof_err[0]) {
+            jprintf(out, "\"error\":");
+            json_str(out, W.prof_err);
+        }
+        for (int side = 0; side < 2 && !W.prof_err[0]; side++) {
+            jprintf(out, "%s\"%s\":[", side ? "," : "", side ? "reference" : "candidate");
+            for (size_t i = 0; i < W.prof[side].size() && i < 64; i++) {
+                jprintf(out, "%s{\"name\":", i ? "," : "");
+                json_str(out, W.prof[side][i].name.substr(0, 300).c_str());
+                jprintf(out, ",\"calls\":%d,\"ms\":%.6g}", W.prof[side][i].calls, W.prof[side][i].ms);
+            }
+            jprintf(out, "]");
+        }
+        jprintf(out, "}");
     }
     jprintf(out, ",\"device\":");
     json_str(out, W.device);
@@ -537,6 +557,32 @@ static int timing_phase_locked(void)
     return 0;
 }
 
+/* --profile, after every check passed (it changes no verdict): one more call of each side on
+ * fresh inputs at the timed size, alone on the GPU, with CUPTI recording the kernels it
+ * launches. */
+static void profile_phase(void)
+{
+    const int64_t *dims = W.plan.dimsets[W.plan.n_dimsets - 1];
+    W.prof_done = 1;
+    cudaDeviceSynchronize();
+    gpu_lock(LOCK_EX);
+    gen_inputs(W.cin, dims, TRIAL_RANDOM);
+    for (int i = 0; i < W.plan.n_inputs; i++)
+        cudaMemcpy(W.rin[i].ptr, W.cin[i].ptr, tbytes(&W.plan.inputs[i], dims), cudaMemcpyDeviceToDevice);
+    for (int side = 0; side < 2 && !W.prof_err[0]; side++) {
+        rl_kernel_args a;
+        wk_buf *out = side ? W.rout : W.cout;
+        make_args(&a, side ? W.rin : W.cin, out, dims);
+        prepare_run(out, dims);
+        g_phase = side ? "reference (profiled)" : "candidate (profiled)";
+        g_deadline.store(now_s() + W.watchdog_s);
+        wk_profile_call(side ? W.ref : W.cand, &a, W.prof[side], W.prof_err, sizeof W.prof_err);
+        g_deadline.store(0.0);
+    }
+    cudaDeviceSynchronize();
+    gpu_lock(LOCK_SH);
+}
+
 static int post_phase(void)
 {
     const int64_t *timed = W.plan.dimsets[W.plan.n_dimsets - 1];
@@ -686,6 +732,10 @@ int main(int argc, char **argv)
             W.check_only = 1;
             continue;
         }
+        if (!strcmp(argv[i], "--profile")) { /* per-kernel times after the protocol */
+            W.profile = 1;
+            continue;
+        }
         if (!strcmp(argv[i], "--count-devices")) {
             /* Also a context, an allocation and a kernel-free operation on the first device:
              * rlc calibrates its sandbox with this count (kworker.c), and a driver that
@@ -756,7 +806,9 @@ int main(int argc, char **argv)
     pthread_t wd;
     pthread_create(&wd, NULL, watchdog_main, NULL);
     gpu_lock(LOCK_SH);
-    if (setup(ref, cand) == 0 && correctness_phase() == 0 && !W.check_only && timing_phase() == 0) post_phase();
+    if (setup(ref, cand) == 0 && correctness_phase() == 0 && !W.check_only && timing_phase() == 0 && post_phase() == 0 &&
+        W.profile)
+        profile_phase();
     print_result();
     fflush(stdout);
     _exit(0); /* no destructors: a candidate's leftovers must not hang the exit */
