@@ -15,6 +15,9 @@ together), printing each one's wall time:
   cuda.cu             as load_inline builds it (nvcc --time: its phases, into --out)
   cuda.cu-O0host      NVCC_APPEND_FLAGS="-Xcompiler -O0" (host code unoptimised)
   cuda.cu-devonly     the device half alone (-cuda: cudafe and cicc, no host g++), for the split
+  load_inline         the whole candidate build the way the evaluator runs it (import, ninja)
+  load_inline+pch     the same with CXX=kb_cxx.sh and RLC_KB_PCH (what rlc sets); the ninja
+                      log of each says how long each step took inside it
 
     python3 bench/kb_build_steps.py [--pch DIR] [--out DIR] [--python python3]
 Needs torch and nvcc. Not a test."""
@@ -85,6 +88,14 @@ def main():
         ("cuda.cu-devonly", f"{nvcc} {ccflags} -cuda {cuda_cu} -o {o('c3')}.ii {cpost}", {}),
     ]
 
+    kb_cxx = os.path.join(ROOT, "src", "reward", "kernel_env", "kb_cxx.sh")
+    imp = (f"{sys.executable} -c \"import importlib.util as u; s = u.spec_from_file_location('c', '{a.candidate}'); "
+           f"s.loader.exec_module(u.module_from_spec(s))\"")
+    for tag, env in (("load_inline", {}), ("load_inline+pch", {"CXX": kb_cxx, "RLC_KB_PCH": pch})):
+        ext = os.path.join(work, "ext-" + tag)
+        os.makedirs(ext)
+        variants.append((tag, imp, {**env, "TORCH_EXTENSIONS_DIR": ext}))
+
     def run(v):
         name, cmd, env = v
         t = time.monotonic()
@@ -96,6 +107,12 @@ def main():
     for name, s, rc, err in rows:
         print(f"{name:<18} {s:7.1f} s  rc {rc}  {err.strip()[-300:] if rc or 'pch' in name else ''}", flush=True)
         res[name] = {"seconds": round(s, 1), "rc": rc, "stderr": err}
+    for tag in ("load_inline", "load_inline+pch"):
+        for root, _, files in os.walk(os.path.join(work, "ext-" + tag)):
+            if ".ninja_log" in files:
+                steps = [l.split("\t") for l in open(os.path.join(root, ".ninja_log")) if not l.startswith("#")]
+                res[tag]["ninja"] = {s[3]: round((int(s[1]) - int(s[0])) / 1e3, 1) for s in steps if len(s) >= 4}
+                print(f"{tag:<18} ninja steps (s): {res[tag]['ninja']}", flush=True)
     with open(os.path.join(out, "kb_build_steps.json"), "w") as f:
         json.dump(res, f, indent=1)
     return 0

@@ -32,17 +32,22 @@ def ninja_flags(probe_dir):
     """cxx, cflags, post_cflags of load_inline's main.cpp rule, from a throwaway extension."""
     import torch.utils.cpp_extension as ce
     src = "#error rlc kb_pch: flags probe, nothing to build\n"
+    os.makedirs(probe_dir, exist_ok=True)  # load_inline takes a lock file in it first
+    why = None
     try:
         ce.load_inline("rl_pch_probe", cpp_sources=[src], build_directory=probe_dir, with_cuda=True,
                        no_implicit_headers=True)
     except TypeError:  # a torch without no_implicit_headers: the #error still stops the build
         try:
             ce.load_inline("rl_pch_probe", cpp_sources=[src], build_directory=probe_dir, with_cuda=True)
-        except Exception:
-            pass
-    except Exception:
-        pass  # the #error: expected
-    text = open(os.path.join(probe_dir, "build.ninja")).read()
+        except Exception as e:
+            why = e
+    except Exception as e:  # the #error: expected
+        why = e
+    path = os.path.join(probe_dir, "build.ninja")
+    if not os.path.exists(path):
+        raise RuntimeError(f"load_inline wrote no build.ninja ({type(why).__name__}: {str(why)[-300:]})")
+    text = open(path).read()
 
     def var(name):
         m = re.search(r"^%s = (.*)$" % name, text, re.M)

@@ -74,7 +74,7 @@ static void *run_probe(void *arg)
     const variant *v = p->v;
     p->devices = -1;
     const char *tmp = getenv("TMPDIR");
-    char dir[4096], home_env[4200], tmp_env[4200], preload_env[4200];
+    char dir[4096], home_env[4200], tmp_env[4200], preload_env[3 * 4096];
     snprintf(dir, sizeof dir, "%s/rlc-diag-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir)) {
         snprintf(p->status, sizeof p->status, "mkdtemp: %.60s", strerror(errno));
@@ -101,10 +101,11 @@ static void *run_probe(void *arg)
         po.env_set[n_env++] = home_env;
         po.env_set[n_env++] = tmp_env;
     }
-    if (p->preload) {
-        snprintf(preload_env, sizeof preload_env, "LD_PRELOAD=%s", p->preload);
-        po.env_set[n_env++] = preload_env;
-    }
+    /* as a worker gets it: the driver's thread-name shim (kworker.h) in the sandboxed probes,
+     * and the tracer in all of them */
+    int shim = !v->off && rl_kworker_preload(p->o, p->preload, preload_env, sizeof preload_env);
+    if (!shim && p->preload) snprintf(preload_env, sizeof preload_env, "LD_PRELOAD=%s", p->preload);
+    if (shim || p->preload) po.env_set[n_env++] = preload_env;
     rl_ksandbox *sb = NULL;
     rl_err err;
     if (!v->off && rl_ksandbox_prepare(&spec, &sb, &err)) {
@@ -146,8 +147,11 @@ int rl_kdiag_run(const rl_kenv_opts *o, const char *preload, int python, FILE *o
     }
     char desc[200];
     rl_ksandbox_describe(desc, sizeof desc);
-    fprintf(out, "sandbox diagnosis: %s; native worker %s%s%s%s\n", desc, o->worker, python ? ", Python " : "",
-            python ? o->python : "", preload ? "" : " (no tracer preloaded)");
+    char shim[3 * 4096];
+    int have_shim = rl_kworker_preload(o, NULL, shim, sizeof shim);
+    fprintf(out, "sandbox diagnosis: %s; native worker %s%s%s%s; driver thread-name shim %s\n", desc, o->worker,
+            python ? ", Python " : "", python ? o->python : "", preload ? "" : " (no tracer preloaded)",
+            have_shim ? shim + strlen("LD_PRELOAD=") : "missing (librlc-kenv-preload.so beside the worker)");
     for (int i = 0; i < n; i++) {
         ps[i] = (probe){.o = o, .preload = preload, .v = &variants[i % N_VARIANTS], .python = i / N_VARIANTS};
         if (pthread_create(&th[i], NULL, run_probe, &ps[i])) th[i] = 0, run_probe(&ps[i]);

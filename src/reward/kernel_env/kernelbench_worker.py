@@ -50,7 +50,6 @@ Protocol (the native worker's, in PyTorch terms):
     after every phase (a patch is a cheat); the clock and synchronize bound before the import.
     Then correctness once more on new inputs. 6. --profile: each side's GPU kernels, timed."""
 import argparse
-import fcntl
 import importlib.util
 import json
 import os
@@ -58,6 +57,8 @@ import sys
 import time
 import traceback
 from time import perf_counter  # bound before the candidate is imported: patching time.perf_counter misses it
+
+from kb_gpulock import GpuLock  # noqa: E402 (beside this file)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # protocol.json key -> (flag destination, type); tolerances come as --tol DTYPE ATOL RTOL.
@@ -370,30 +371,6 @@ def build_only(a, res):
             raise Fail("compile_error", "setup", text)
         res.d["build_note"] = text[-300:]
     res.passed("setup")
-
-
-class GpuLock:
-    """--gpu-lock FILE (one per GPU, shared by every worker on it): correctness work holds it
-    shared, timing exclusive, so several candidates are checked on one GPU at once while a timed
-    run never has company. Without the flag the worker has the GPU to itself."""
-
-    def __init__(self, path):
-        self.fd = os.open(path, os.O_RDONLY) if path else None
-        if self.fd is not None:
-            # A high descriptor: a dying process's files close in order, so the lock goes only
-            # after the GPU context's files are closed.
-            high = fcntl.fcntl(self.fd, fcntl.F_DUPFD_CLOEXEC, 900)
-            os.close(self.fd)
-            self.fd = high
-
-    def shared(self):
-        if self.fd is not None:
-            fcntl.flock(self.fd, fcntl.LOCK_SH)
-
-    def exclusive(self, sync):
-        if self.fd is not None:
-            sync()
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
 
 
 def run(a, res, proto):

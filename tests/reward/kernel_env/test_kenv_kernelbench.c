@@ -15,6 +15,7 @@
 #include "core/file.h"
 #include "core/timer.h"
 #include "reward/kernel_env/kenv.h"
+#include "reward/kernel_env/kworker.h"
 #include "reward/kernel_env/ksandbox.h"
 #include "reward/kernel_env/kpool.h"
 #include "run_rlc.h"
@@ -630,4 +631,28 @@ Test(kbench, sandbox_diag_names_the_layer)
     unsetenv("FAKE_PY_GPUS");
     unsetenv("FAKE_WORKER_GPUS");
     rl_remove_tree(dir, &err);
+}
+
+/* The GPU workers' LD_PRELOAD: the driver thread-name shim beside the worker, then what the
+ * caller passes, then the environment's own LD_PRELOAD; no shim there: said by the return. */
+Test(kbench, preload_shim_beside_the_worker)
+{
+    const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+    char worker[256], shim[300], out[8192], want[8400];
+    snprintf(worker, sizeof worker, "%s/rlc-kernel-worker", build);
+    snprintf(shim, sizeof shim, "%s/librlc-kenv-preload.so", build);
+    char real[4096];
+    cr_assert(realpath(shim, real), "%s (make builds it)", shim);
+    rl_kenv_opts o = fake_opts();
+    o.worker = worker;
+    setenv("LD_PRELOAD", "/x/user.so", 1);
+    cr_assert_eq(rl_kworker_preload(&o, "/t/trace.so", out, sizeof out), 1);
+    unsetenv("LD_PRELOAD");
+    snprintf(want, sizeof want, "LD_PRELOAD=%s:/t/trace.so:/x/user.so", real);
+    cr_assert_str_eq(out, want);
+    cr_assert_eq(rl_kworker_preload(&o, NULL, out, sizeof out), 1);
+    snprintf(want, sizeof want, "LD_PRELOAD=%s", real);
+    cr_assert_str_eq(out, want);
+    o.worker = "/nonexistent/rlc-kernel-worker";
+    cr_assert_eq(rl_kworker_preload(&o, NULL, out, sizeof out), 0, "no shim there");
 }

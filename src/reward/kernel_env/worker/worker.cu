@@ -77,18 +77,44 @@ static struct {
     std::vector<wk_prof_kernel> prof[2];  /* candidate, reference */
     char prof_err[300];
     int prof_done;
+    double t0, ph[5], lock_wait; /* phase ends since t0: setup, correctness, timing, post, profile */
 } W;
 
 /* The GPU lock (--gpu-lock FILE, one file per GPU, shared by every worker on it): correctness
  * work holds it shared, timing exclusive, so several candidates check their results on one
  * GPU at once while a timed run never has company. Without the flag the worker assumes it has
  * the GPU to itself (the parent runs one worker per GPU). */
-static int g_lock_fd = -1;
+static int g_lock_fd = -1, g_gate_fd = -1, g_gate_held = 0;
 
+static void flock_retry(int fd, int op)
+{
+    while (fd >= 0 && flock(fd, op) != 0 && errno == EINTR) {
+    }
+}
+
+/* flock lets new shared holders in while an exclusive request waits, so with workers starting
+ * all the time a timed run could wait for a moment with none in their correctness phase.
+ * FILE.gate is the turnstile: a worker enters the shared lock through it (briefly, shared), and
+ * one that wants to time holds it exclusively from before it asks for the exclusive lock until
+ * it is back to shared: newcomers wait at the gate, the workers inside finish and the timed
+ * run starts. The shared lock is dropped before queueing at the gate (a worker that waits for
+ * the gate while holding it shared would deadlock with the one timing). */
 static void gpu_lock(int op)
 {
     if (g_lock_fd < 0) return;
-    while (flock(g_lock_fd, op) != 0 && errno == EINTR) {
+    if (op == LOCK_EX) {
+        flock_retry(g_lock_fd, LOCK_UN);
+        flock_retry(g_gate_fd, LOCK_EX);
+        flock_retry(g_lock_fd, LOCK_EX);
+        g_gate_held = 1;
+    } else if (g_gate_held) { /* back from timing */
+        flock_retry(g_lock_fd, LOCK_SH);
+        flock_retry(g_gate_fd, LOCK_UN);
+        g_gate_held = 0;
+    } else {
+        flock_retry(g_gate_fd, LOCK_SH);
+        flock_retry(g_lock_fd, LOCK_SH);
+        flock_retry(g_gate_fd, LOCK_UN);
     }
 }
 
@@ -165,6 +191,11 @@ static void print_result(void)
         }
         jprintf(out, "}");
     }
+    static const char *const phase_names[5] = {"setup", "correctness", "timing", "post", "profile"};
+    jprintf(out, ",\"phases\":{\"lock_wait\":%.3f", W.lock_wait); /* where a worker's seconds went */
+    for (int i = 0; i < 5; i++)
+        if (W.ph[i] > 0) jprintf(out, ",\"%s\":%.3f", phase_names[i], W.ph[i] - (i ? W.ph[i - 1] : W.t0));
+    jprintf(out, "}");
     jprintf(out, ",\"device\":");
     json_str(out, W.device);
     jprintf(out, ",\"l2_bytes\":%zu}\n", W.l2_bytes);
@@ -509,7 +540,9 @@ static int timing_phase_locked(void);
 static int timing_phase(void)
 {
     cudaDeviceSynchronize();
+    double t = now_s();
     gpu_lock(LOCK_EX);
+    W.lock_wait += now_s() - t;
     size_t free0 = 0, free1 = 0, total = 0;
     cudaMemGetInfo(&free0, &total);
     int rc = timing_phase_locked();
@@ -565,7 +598,9 @@ static void profile_phase(void)
     const int64_t *dims = W.plan.dimsets[W.plan.n_dimsets - 1];
     W.prof_done = 1;
     cudaDeviceSynchronize();
+    double t = now_s();
     gpu_lock(LOCK_EX);
+    W.lock_wait += now_s() - t;
     gen_inputs(W.cin, dims, TRIAL_RANDOM);
     for (int i = 0; i < W.plan.n_inputs; i++)
         cudaMemcpy(W.rin[i].ptr, W.cin[i].ptr, tbytes(&W.plan.inputs[i], dims), cudaMemcpyDeviceToDevice);
@@ -767,6 +802,8 @@ int main(int argc, char **argv)
              * is dropped only after the GPU context's files are closed (teardown done). */
             int high = fcntl(g_lock_fd, F_DUPFD_CLOEXEC, 900);
             if (high >= 0) close(g_lock_fd), g_lock_fd = high;
+            std::string gate = std::string(v) + ".gate"; /* rlc creates it; without it: no turnstile */
+            g_gate_fd = open(gate.c_str(), O_RDONLY | O_CLOEXEC);
         }
         else if (!strcmp(argv[i], "--ref")) ref = v;
         else if (!strcmp(argv[i], "--cand")) cand = v;
@@ -805,10 +842,17 @@ int main(int argc, char **argv)
     }
     pthread_t wd;
     pthread_create(&wd, NULL, watchdog_main, NULL);
+    W.t0 = now_s();
     gpu_lock(LOCK_SH);
-    if (setup(ref, cand) == 0 && correctness_phase() == 0 && !W.check_only && timing_phase() == 0 && post_phase() == 0 &&
-        W.profile)
-        profile_phase();
+    int ok = setup(ref, cand) == 0;
+    W.ph[0] = now_s();
+    ok = ok && correctness_phase() == 0;
+    W.ph[1] = now_s();
+    ok = ok && !W.check_only && timing_phase() == 0;
+    W.ph[2] = now_s();
+    ok = ok && post_phase() == 0;
+    W.ph[3] = now_s();
+    if (ok && W.profile) profile_phase(), W.ph[4] = now_s();
     print_result();
     fflush(stdout);
     _exit(0); /* no destructors: a candidate's leftovers must not hang the exit */
