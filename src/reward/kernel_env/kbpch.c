@@ -7,13 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/file.h"
 #include "core/log.h"
 #include "reward/kernel_env/kproc.h"
 
 static pthread_mutex_t pch_lock = PTHREAD_MUTEX_INITIALIZER;
-static int pch_state = -1; /* -1 not tried, 0 off, 1 ready */
+static int pch_state = -1; /* -1 not tried, 0 off, 1 ready, 2 being built */
 static char pch_dir[PATH_MAX];
 
 /* <cache>/kb-pch-<hash of the interpreter and the worker's directory> unless o->kb_pch. */
@@ -64,6 +65,25 @@ static int build(const rl_kenv_opts *o, const char *script, const char *dir)
     return ok;
 }
 
+typedef struct build_job {
+    const char *python;
+    char script[PATH_MAX + 16], dir[PATH_MAX];
+} build_job;
+
+/* The background build: nobody waits for it; builds started meanwhile go without the PCH. */
+static void *build_main(void *arg)
+{
+    build_job *j = arg;
+    rl_kenv_opts o = {0};
+    o.python = j->python;
+    int ok = build(&o, j->script, j->dir);
+    pthread_mutex_lock(&pch_lock);
+    if (!strcmp(pch_dir, j->dir)) pch_state = ok;
+    pthread_mutex_unlock(&pch_lock);
+    free(j);
+    return NULL;
+}
+
 int rl_kbpch_env(const rl_kenv_opts *o, char *cxx_env, size_t cxx_size, char *pch_env, size_t pch_size)
 {
     if (o->kb_no_pch) return 0;
@@ -74,12 +94,29 @@ int rl_kbpch_env(const rl_kenv_opts *o, char *cxx_env, size_t cxx_size, char *pc
     else snprintf(kdir, sizeof kdir, ".");
     snprintf(script, sizeof script, "%s/kb_pch.py", kdir);
     snprintf(wrapper, sizeof wrapper, "%s/kb_cxx.sh", kdir);
-    char dir[PATH_MAX];
+    char dir[PATH_MAX], ready[PATH_MAX + 16];
     default_dir(o, kdir, dir, sizeof dir);
+    snprintf(ready, sizeof ready, "%s/ready", dir);
     pthread_mutex_lock(&pch_lock);
     if (pch_state < 0 || strcmp(dir, pch_dir)) { /* once per directory (a process normally has one) */
         snprintf(pch_dir, sizeof pch_dir, "%s", dir);
-        pch_state = rl_file_exists(script) && rl_file_exists(wrapper) ? build(o, script, pch_dir) : 0;
+        pch_state = 0;
+        build_job *j = rl_file_exists(script) && rl_file_exists(wrapper) ? malloc(sizeof *j) : NULL;
+        if (j && rl_file_exists(ready)) {
+            pch_state = 1;
+            free(j);
+        } else if (j) {
+            j->python = o->python;
+            snprintf(j->script, sizeof j->script, "%s", script);
+            snprintf(j->dir, sizeof j->dir, "%s", dir);
+            pthread_t t;
+            pthread_attr_t attr;
+            pthread_attr_init(&attr);
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            if (pthread_create(&t, &attr, build_main, j) == 0) pch_state = 2;
+            else free(j);
+            pthread_attr_destroy(&attr);
+        }
     }
     int state = pch_state;
     pthread_mutex_unlock(&pch_lock);
@@ -88,4 +125,15 @@ int rl_kbpch_env(const rl_kenv_opts *o, char *cxx_env, size_t cxx_size, char *pc
     snprintf(cxx_env, cxx_size, "CXX=%s", realpath(wrapper, real) ? real : wrapper);
     snprintf(pch_env, pch_size, "RLC_KB_PCH=%s", realpath(pch_dir, real) ? real : pch_dir);
     return 1;
+}
+
+int rl_kbpch_wait(double timeout_s)
+{
+    for (double waited = 0;; waited += 0.01) {
+        pthread_mutex_lock(&pch_lock);
+        int state = pch_state;
+        pthread_mutex_unlock(&pch_lock);
+        if (state != 2 || waited >= timeout_s) return state == 1;
+        usleep(10000);
+    }
 }

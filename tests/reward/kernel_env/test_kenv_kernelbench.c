@@ -14,6 +14,7 @@
 
 #include "core/file.h"
 #include "core/timer.h"
+#include "reward/kernel_env/kbpch.h"
 #include "reward/kernel_env/kenv.h"
 #include "reward/kernel_env/kworker.h"
 #include "reward/kernel_env/ksandbox.h"
@@ -500,12 +501,23 @@ Test(kbench, sandbox_calibrates_to_the_driver)
     rl_remove_tree(dir, &err);
 }
 
-/* The precompiled torch header (kbpch.h): the first KernelBench build of a process runs
- * kb_pch.py once for its directory; both runs of every candidate then get CXX=kb_cxx.sh and
- * RLC_KB_PCH=DIR. A PCH that cannot be built leaves the builds as they were (no CXX). */
+/* The precompiled torch header (kbpch.h): the first KernelBench build of a process starts
+ * kb_pch.py in the background, once per directory, and goes without it; once the PCH is ready
+ * both runs of every candidate get CXX=kb_cxx.sh and RLC_KB_PCH=DIR (one answer per candidate,
+ * so that ninja never rebuilds in the GPU run). A PCH that cannot be built, or --kb-no-pch,
+ * leaves the builds as they were (no CXX). */
+static char *pch_lines(const char *out)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s.pch", out);
+    char *text = read_text(path);
+    remove(path);
+    return text;
+}
+
 Test(kbench, precompiled_header_reaches_both_runs)
 {
-    char out[96], log[128], path[160], pch[128];
+    char out[96], log[128], path[160], pch[128], want[700];
     snprintf(out, sizeof out, "/tmp/rlc-kbench-pch-%d", (int)getpid());
     snprintf(log, sizeof log, "%s.log", out);
     snprintf(pch, sizeof pch, "/tmp/rlc-kbench-pchdir-%d", (int)getpid());
@@ -514,44 +526,63 @@ Test(kbench, precompiled_header_reaches_both_runs)
     rl_err err;
     rl_remove_tree(pch, &err);
     remove(log);
+    snprintf(path, sizeof path, "%s.pch", out);
+    remove(path);
     rl_kenv_opts o = fake_opts();
     o.kb_pch = pch;
+    cJSON *res = eval_opts(&o, "args", cand_src); /* starts the build; both runs without it */
+    cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
+    cJSON_Delete(res);
+    cr_assert(rl_kbpch_wait(30), "the PCH build did not finish");
+    char *env = pch_lines(out);
+    cr_assert(!strcmp(env, "cxx=unset pch=unset\ncxx=unset pch=unset\n") ||
+                  (strstr(env, "kb_cxx.sh") && !strstr(env, "unset")),
+              "one answer for both runs of a candidate:\n%s", env);
+    free(env);
     for (int round = 0; round < 2; round++) {
-        cJSON *res = eval_opts(&o, "args", cand_src);
+        res = eval_opts(&o, "args", cand_src);
         cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
         cJSON_Delete(res);
     }
     char *built = read_text(log);
-    char want[256];
     snprintf(want, sizeof want, "%s\n", pch);
     cr_assert_str_eq(built, want, "kb_pch.py runs once per directory: %s", built);
     free(built);
-    snprintf(path, sizeof path, "%s.pch", out);
-    char *env = read_text(path);
-    snprintf(want, sizeof want, "/src/reward/kernel_env/kb_cxx.sh pch=%s\n", pch);
-    cr_assert(!strncmp(env, "cxx=/", 5) && strstr(env, want), "env: %s", env);
+    env = pch_lines(out);
+    char line[400];
+    snprintf(line, sizeof line, "/src/reward/kernel_env/kb_cxx.sh pch=%s\n", pch);
+    int lines = 0, with = 0;
+    for (char *l = strtok(env, "\n"); l; l = strtok(NULL, "\n"), lines++) {
+        size_t n = strlen(l), m = strlen(line) - 1; /* line ends in a newline */
+        with += !strncmp(l, "cxx=/", 5) && n >= m && !strncmp(l + n - m, line, m);
+    }
+    cr_assert(lines == 4 && with == 4, "build and GPU runs of both candidates with the PCH:\n%s", env);
     free(env);
+
     /* no PCH: a failed build, or --kb-no-pch */
     char pch2[160];
     snprintf(pch2, sizeof pch2, "%s-b", pch);
     o.kb_pch = pch2;
     setenv("FAKE_PY_NO_PCH", "1", 1);
-    cJSON *res = eval_opts(&o, "args", cand_src);
+    res = eval_opts(&o, "args", cand_src);
     cr_assert_str_eq(tu_json_str(res, "status"), "ok", "a failed PCH build fails no candidate: %s", tu_json_str(res, "failure"));
     cJSON_Delete(res);
+    cr_assert(!rl_kbpch_wait(30), "a failed build is no PCH");
+    res = eval_opts(&o, "args", cand_src);
+    cJSON_Delete(res);
     unsetenv("FAKE_PY_NO_PCH");
-    env = read_text(path);
-    cr_assert_str_eq(env, "cxx=unset pch=unset\n");
+    env = pch_lines(out);
+    cr_assert_str_eq(env, "cxx=unset pch=unset\ncxx=unset pch=unset\ncxx=unset pch=unset\ncxx=unset pch=unset\n");
     free(env);
     o.kb_pch = pch;
     o.kb_no_pch = 1;
     res = eval_opts(&o, "args", cand_src);
     cJSON_Delete(res);
-    env = read_text(path);
-    cr_assert_str_eq(env, "cxx=unset pch=unset\n", "--kb-no-pch");
+    env = pch_lines(out);
+    cr_assert_str_eq(env, "cxx=unset pch=unset\ncxx=unset pch=unset\n", "--kb-no-pch");
     free(env);
-    const char *suffix[] = {"", ".env", ".cand", ".path", ".all", ".pch", ".log"};
-    for (int i = 0; i < 7; i++) {
+    const char *suffix[] = {"", ".env", ".cand", ".path", ".all", ".log"};
+    for (int i = 0; i < 6; i++) {
         snprintf(path, sizeof path, "%s%s", out, suffix[i]);
         remove(path);
     }
