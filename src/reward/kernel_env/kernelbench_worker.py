@@ -253,12 +253,13 @@ class Integrity:
     """torch's functions (and time's, os's, json's) must stay the ones the worker started with.
     Numeric settings are not checked here: RefSettings keeps the reference's fair instead."""
 
-    def __init__(self, torch):
+    def __init__(self, torch, profiler=False):
         self.torch = torch
-        try:  # the profiler (--require-kernel, --profile) imports torch._dynamo, which wraps torch.manual_seed
-            import torch._dynamo, torch.profiler  # noqa: F401,E401
-        except Exception:
-            pass
+        if profiler:  # --require-kernel, --profile: the profiler imports torch._dynamo, which rebinds torch.manual_seed
+            try:
+                import torch._dynamo, torch.profiler  # noqa: F401,E401
+            except Exception:
+                pass
         self.ids = namespace_ids(torch)
 
     def check(self, res, phase):
@@ -447,7 +448,7 @@ def run(a, res, proto):
         raise Fail("error", "setup", f"reference run: {type(e).__name__}: {e}")
     del first
     torch.cuda.synchronize()
-    guard = Integrity(torch)
+    guard = Integrity(torch, a.require_kernel or a.profile)
 
     # 2. candidate
     try:
