@@ -101,14 +101,15 @@ __global__ void count_ne_kernel(const unsigned char *p, size_t n, unsigned char 
 
 uint64_t wk_guard_count_bad(const wk_buf *b, size_t bytes, unsigned char g)
 {
-    unsigned long long *d_bad, h_bad = 0;
-    if (cudaMalloc(&d_bad, sizeof *d_bad) != cudaSuccess) return ~0ull;
+    static unsigned long long *d_bad; /* kept, as wk_hash's */
+    unsigned long long h_bad = 0;
+    if (!d_bad && cudaMalloc(&d_bad, sizeof *d_bad) != cudaSuccess) d_bad = NULL;
+    if (!d_bad) return ~0ull;
     cudaMemsetAsync(d_bad, 0, sizeof *d_bad, 0);
     count_ne_kernel<<<grid_reduce(WK_GUARD), WK_THREADS>>>(b->base, WK_GUARD, g, d_bad);
     size_t tail = b->cap - bytes + WK_GUARD;
     count_ne_kernel<<<grid_reduce(tail), WK_THREADS>>>(b->ptr + bytes, tail, g, d_bad);
     cudaMemcpy(&h_bad, d_bad, sizeof h_bad, cudaMemcpyDeviceToHost);
-    cudaFree(d_bad);
     return h_bad;
 }
 
