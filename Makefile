@@ -30,7 +30,8 @@ CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
 endif
 
-LIB_SRC := $(shell find src -name '*.c' -not -path 'src/cli/*' -not -path 'src/backend/cuda/*' | sort)
+LIB_SRC := $(shell find src -name '*.c' -not -path 'src/cli/*' -not -path 'src/backend/cuda/*' \
+                -not -path 'src/reward/kernel_env/preload/*' | sort)
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
@@ -54,7 +55,12 @@ GPU_TEST_SRC := $(sort $(wildcard tests/gpu/test_*.c))
 GPU_TEST_BIN := $(GPU_TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 .PHONY: all test test-bins gpu-test bench demo demo-ppo fuzz fuzz-corpus deps deps-ok clean
-all: $(BUILD)/rlc $(BUILD)/librlc.a
+all: $(BUILD)/rlc $(BUILD)/librlc.a $(BUILD)/librlc-kenv-preload.so
+
+# Preloaded into sandboxed GPU workers (kenv_preload.c): plain flags, never sanitizers.
+$(BUILD)/librlc-kenv-preload.so: src/reward/kernel_env/preload/kenv_preload.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -Wall -Wextra -shared -fPIC -o $@ $< -ldl
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -84,7 +90,8 @@ all: $(BUILD)/rlc-kernel-worker
 $(BUILD)/rlc-kernel-worker: $(KENV_WORKER_SRC) src/reward/kernel_env/worker/wk.h src/reward/kernel_env/include/rl_kernel.h
 	@mkdir -p $(dir $@)
 	$(NVCC) -std=c++17 -O2 -g -gencode=arch=compute_$(ARCH),code=sm_$(ARCH) -cudart shared \
-	    -Isrc/reward/kernel_env/include -Xcompiler -Wall,-Wextra $(KENV_WORKER_SRC) -o $@ \
+	    -Isrc/reward/kernel_env/include -I$(patsubst %/bin/nvcc,%,$(NVCC))/extras/CUPTI/include \
+	    -Xcompiler -Wall,-Wextra $(KENV_WORKER_SRC) -o $@ \
 	    -Xlinker -rpath,$(KENV_CUDA_LIB) -ldl -lpthread
 endif
 
@@ -92,7 +99,7 @@ endif
 deps-ok:
 	@sh scripts/install-deps.sh
 
-test-bins: $(TEST_BIN) $(BUILD)/rlc
+test-bins: $(TEST_BIN) $(BUILD)/rlc $(BUILD)/librlc-kenv-preload.so
 test: deps-ok
 	@$(MAKE) --no-print-directory test-bins
 	@BUILD=$(BUILD) sh tests/run.sh $(TEST_BIN)
@@ -107,7 +114,7 @@ demo: deps-ok
 # GPU; the share of near-best samples should rise (src/train/demo/demo_kernel.h).
 .PHONY: demo-kernel
 demo-kernel: deps-ok
-	@$(MAKE) --no-print-directory $(BUILD)/rlc $(BUILD)/rlc-kernel-worker
+	@$(MAKE) --no-print-directory $(BUILD)/rlc $(BUILD)/rlc-kernel-worker $(BUILD)/librlc-kenv-preload.so
 	$(BUILD)/rlc demo-kernel --out runs/demo-kernel
 
 # PPO against GRPO on the demo's task from the same SFT checkpoint and rollouts per step,

@@ -86,8 +86,21 @@ def summary(name, wall, lines, n):
     sp = [l["speedup"] for l in lines if l.get("status") == "ok" and isinstance(l.get("speedup"), (int, float))]
     med = statistics.median(sp) if sp else float("nan")
     worker = [l.get("worker_seconds", 0) for l in lines]
-    return (f"{name:<28} {n:>4} {wall:>8.1f} {n / wall * 60:>8.1f}  {med:>7.2f}  "
-            f"{statistics.median(worker) if worker else 0:>6.2f}  {json.dumps(st, sort_keys=True)}")
+    row = (f"{name:<28} {n:>4} {wall:>8.1f} {n / wall * 60:>8.1f}  {med:>7.2f}  "
+           f"{statistics.median(worker) if worker else 0:>6.2f}  {json.dumps(st, sort_keys=True)}")
+    # where the time went (the workers' "phases", the pool's slot wait): medians in seconds
+    parts = {}
+    for l in lines:
+        for k, v in (l.get("phases") or {}).items():
+            parts.setdefault(k, []).append(v)
+        for k in ("gpu_wait_seconds", "gpu_slot_seconds", "build_seconds"):
+            if isinstance(l.get(k), (int, float)):
+                parts.setdefault(k.replace("_seconds", ""), []).append(l[k])
+        if isinstance(l.get("compile"), dict) and isinstance(l["compile"].get("seconds"), (int, float)):
+            parts.setdefault("compile", []).append(l["compile"]["seconds"])
+    if parts:
+        row += "\n  median s: " + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in sorted(parts.items()))
+    return row
 
 
 def main():

@@ -14,7 +14,7 @@ BUILD=build/cudah
 command -v nvcc >/dev/null 2>&1 || { echo "gpu-prepare: nvcc not found" >&2; exit 1; }
 bins=$(ls tests/gpu/test_*.c | sed "s|^tests/\(.*\)\.c$|$BUILD/tests/\1|")
 # shellcheck disable=SC2086
-make "$jobs" CUDA=1 BUILD=$BUILD $BUILD/rlc $BUILD/rlc-kernel-worker $bins
+make "$jobs" CUDA=1 BUILD=$BUILD $BUILD/rlc $BUILD/rlc-kernel-worker $BUILD/librlc-kenv-preload.so $bins
 cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
 mkdir -p $BUILD/bench
 for prog in bench_attention bench_model_step bench_grpo_update bench_generate bench_grpo_step bench_ppo_step bench_paged compare_qwen3; do

@@ -25,7 +25,9 @@
 # victim file they tried to delete must still be there (the KernelBench hostile candidates
 # are checked the same way).
 #
-# Needs build/rlc and build/rlc-kernel-worker (make), nvcc, a GPU, and Python with torch.
+# Needs build/rlc, build/rlc-kernel-worker and build/librlc-kenv-preload.so (make; without the
+# last the CUDA driver does not start under Landlock and the sandbox is weakened), nvcc, a GPU,
+# and Python with torch.
 # Env: BUILD (default build), KENV_CACHE (module cache, default /tmp/rlc-kenv-cache),
 #      KENV_RESULTS (result lines, default /tmp/rlc-kenv-check.jsonl; the KernelBench step's go
 #      to the same name with -kernelbench), KENV_PYTHON (default python3). Extra arguments go to

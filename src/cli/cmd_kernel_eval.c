@@ -19,6 +19,7 @@
 #include "cli/options.h"
 #include "core/file.h"
 #include "io/json.h"
+#include "reward/kernel_env/kdiag.h"
 #include "reward/kernel_env/kenv.h"
 #include "reward/kernel_env/kpool.h"
 
@@ -172,6 +173,11 @@ static const char *const proto_flags[][2] = {
     {"watchdog-ms", "watchdog_ms"}, {"mem-cap", "mem_cap_mb"}};
 enum { N_PROTO_FLAGS = sizeof proto_flags / sizeof proto_flags[0] };
 
+/* --sandbox-diag: which sandbox layer the GPU driver needs (kdiag.h); --sandbox-trace FILE: a
+ * tracer preloaded into its probes (tools/kenv_trace.c). */
+static int sandbox_diag;
+static const char *sandbox_trace;
+
 static int run(rl_kenv_opts *o, const char *const proto_values[N_PROTO_FLAGS], int batch_mode, int json, int gpus,
                int jobs, const char *task, const char *candidate)
 {
@@ -179,6 +185,23 @@ static int run(rl_kenv_opts *o, const char *const proto_values[N_PROTO_FLAGS], i
     if (rl_kenv_load_protocol(o, &err)) {
         fprintf(stderr, "rlc kernel-eval: %s\n", err.msg);
         return RL_EXIT_FAILURE;
+    }
+    if (sandbox_trace && !sandbox_diag) {
+        fprintf(stderr, "rlc kernel-eval: --sandbox-trace goes with --sandbox-diag\n");
+        return RL_EXIT_USAGE;
+    }
+    if (sandbox_diag) {
+        if (task || batch_mode) {
+            fprintf(stderr, "rlc kernel-eval: --sandbox-diag takes no TASK, CANDIDATE or --batch\n");
+            return RL_EXIT_USAGE;
+        }
+        if (sandbox_trace && !rl_file_exists(sandbox_trace)) {
+            fprintf(stderr, "rlc kernel-eval: --sandbox-trace %s: no such file\n", sandbox_trace);
+            return RL_EXIT_USAGE;
+        }
+        int rc = rl_kdiag_run(o, sandbox_trace, 1, stdout, &err);
+        if (rc < 0) fprintf(stderr, "rlc kernel-eval: %s\n", err.msg);
+        return rc ? RL_EXIT_FAILURE : RL_EXIT_OK;
     }
     for (int k = 0; k < N_PROTO_FLAGS; k++) {
         char what[64];
@@ -259,6 +282,12 @@ int rl_cmd_kernel_eval(int argc, char **argv)
         RL_OPT_S("mem-cap", &proto_values[7], "MB", "GPU memory a candidate may keep (protocol mem_cap_mb)"),
         RL_OPT_F("keep-going", &o.keep_going, "run the GPU protocol even after a fatal static finding"),
         RL_OPT_F("no-sandbox", &o.no_sandbox, "run workers and nvcc without the sandbox (docs/kernel-env.md; debugging)"),
+        RL_OPT_S("kb-pch", &o.kb_pch, "DIR", "KernelBench: the precompiled torch header's directory (default <cache>/kb-pch-*)"),
+        RL_OPT_F("kb-no-pch", &o.kb_no_pch, "KernelBench: no precompiled torch header (each build parses it)"),
+        RL_OPT_F("profile", &o.profile, "also time each GPU kernel of one call per side (the result's \"profile\")"),
+        RL_OPT_F("sandbox-diag", &sandbox_diag,
+                 "run the GPU probe of both workers under each sandbox layer and variant and print which sees the GPU"),
+        RL_OPT_S("sandbox-trace", &sandbox_trace, "SO", "with --sandbox-diag: preload this tracer into the probes"),
         RL_OPT_F("require-kernel", &o.require_kernel,
                  "KernelBench: ModelNew must launch a GPU kernel its own code defines (else status disallowed)"),
         RL_OPT_END,

@@ -4,7 +4,8 @@
  *
  *   compile   the compiler's output (or "compiled")
  *   check     correct, or the first mismatch / the failure the evaluator found
- *   profile   the reference's and the kernel's median times and the speedup
+ *   profile   the reference's and the kernel's median times, the speedup, and each kernel
+ *             launched on either side with its GPU time (one call each under the profiler)
  *   submit    ends the episode; its reward is the kernel reward (kreward.h)
  *
  * A tool works on {"code": "..."} when given, else on the latest code of the episode: the last
@@ -12,8 +13,8 @@
  * KernelBench task). Every tool runs the whole evaluation once per distinct code of an episode
  * (cached by hash), all of a turn's evaluations together through the GPU pool; each is recorded
  * in the attempt database. On the last turn an episode that did not submit is submitted as it
- * stands (its latest code), or gets the failure reward when it wrote none. The evaluator gives
- * no per-kernel times, so profile shows the whole call's. */
+ * stands (its latest code), or gets the failure reward when it wrote none. The evaluations run
+ * with the evaluator's per-kernel profile on (kenv.h), which only the profile tool shows. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@ const char rl_env_kernel_tools_text[] =
     "Tools act on your latest code block, or on {\"code\": \"...\"} when you pass it:\n"
     "- compile: the compiler's output\n"
     "- check: whether the result is correct on the task's inputs, or the first mismatch\n"
-    "- profile: the reference's time, your kernel's time and the speedup\n"
+    "- profile: the reference's time, your kernel's time, the speedup, and each GPU kernel launched with its time\n"
     "- submit: ends the task; your kernel is scored (correct and faster is better)\n";
 
 typedef struct cached {
@@ -152,7 +153,8 @@ static char *answer(char *obs, const action *a)
     }
     if (!strcmp(ev->status, "ok")) {
         if (!strcmp(a->tool, "check")) return append(obs, "correct");
-        return append(obs, "correct; reference %.4f ms, yours %.4f ms, speedup %.2fx", ev->ref_ms, ev->cand_ms, ev->speedup);
+        obs = append(obs, "correct; reference %.4f ms, yours %.4f ms, speedup %.2fx", ev->ref_ms, ev->cand_ms, ev->speedup);
+        return ev->profile ? append(obs, "\n%s", ev->profile) : obs;
     }
     if (!strcmp(ev->status, "compile_error")) return append(obs, "compile error\n%s", ev->compile_log ? ev->compile_log : "");
     return append(obs, "%s: %s", ev->status, ev->reason ? ev->reason : "");
@@ -300,7 +302,9 @@ int rl_env_kernel_create(void **self, const rl_env_ops **ops, const rl_kreward_o
 {
     kernel_env *k = calloc(1, sizeof *k);
     if (!k) return rl_err_oom(err, "kernel environment", 0);
-    if (rl_kreward_create(&k->k, o, err)) {
+    rl_kreward_opts ko = *o;
+    ko.profile = 1; /* the profile tool's per-kernel times */
+    if (rl_kreward_create(&k->k, &ko, err)) {
         free(k);
         return rl_err_prefix(err, "environment kernel: ");
     }

@@ -41,6 +41,10 @@ Test(env_kernel, tools_submit_and_the_database)
     cr_assert_eq(rl_env_step(env, t, 3, &err), 0, "%s", err.msg);
     for (int i = 0; i < 3; i++) cr_assert(!t[i].done && !t[i].failure && t[i].observation, "turn %d", i);
     cr_assert(strstr(t[0].observation, "profile: correct") && strstr(t[0].observation, "speedup 4.00x"), "%s", t[0].observation);
+    /* per-kernel times (the worker's "profile"), the slowest first, both sides */
+    cr_assert(strstr(t[0].observation, "\nyours: 2 kernels, 0.7500 ms on the GPU\n  0.5000 ms  x2  fake_main(float const*, float*)\n"
+                                       "  0.2500 ms  x1  fake_tail\nreference: 1 kernel, 1.5000 ms on the GPU\n  1.5000 ms  x1  ref_kernel"),
+              "%s", t[0].observation);
     cr_assert(strstr(t[1].observation, "compile error") && strstr(t[1].observation, "expected a ';'"), "%s", t[1].observation);
     cr_assert(strstr(t[2].observation, "No tool call"), "%s", t[2].observation);
     for (int i = 0; i < 3; i++) free(t[i].observation), t[i].observation = NULL;

@@ -16,6 +16,7 @@
 #include "core/file.h"
 #include "core/timer.h"
 #include "io/json.h"
+#include "reward/kernel_env/kbpch.h"
 #include "reward/kernel_env/kcompile.h"
 #include "reward/kernel_env/kproc.h"
 #include "reward/kernel_env/kworker.h"
@@ -195,6 +196,7 @@ static void run_native(const rl_kenv_opts *o, const char *task_dir, const rl_ksp
                       "--watchdog-ms", wd, "--mem-cap-mb", cap};
     int n_args = shared_args(p, val, argv, 11);
     if (mode == MODE_CHECK) argv[n_args++] = "--check-only";
+    if (mode == MODE_FULL && o->profile) argv[n_args++] = "--profile";
     argv[n_args] = NULL;
     char dir[PATH_MAX];
     if (make_private_dir(dir, sizeof dir, &err)) {
@@ -334,7 +336,7 @@ static void arch_list(const char *arch, char *out, size_t size)
  * MODE_COMPILE runs the worker with --build-only and no GPU (it imports the candidate, which
  * builds its extensions); MODE_CHECK stops after the correctness trials. */
 static void run_python(const rl_kenv_opts *o, const char *problem, const char *dir, const char *build_dir,
-                       const char *cand_path, int mode, cJSON *res)
+                       const char *cand_path, int mode, const char *const pch[2], cJSON *res)
 {
     const rl_kproto *p = &o->proto;
     char nonce[40], input[48], val[N_SHARED_FLAGS][32], slow[2][32], tol[4][2][32];
@@ -350,6 +352,7 @@ static void run_python(const rl_kenv_opts *o, const char *problem, const char *d
     if (o->require_kernel) argv[n++] = "--require-kernel";
     if (mode == MODE_COMPILE) argv[n++] = "--build-only";
     if (mode == MODE_CHECK) argv[n++] = "--check-only";
+    if (mode == MODE_FULL && o->profile) argv[n++] = "--profile";
     n = shared_args(p, val, argv, n);
     snprintf(slow[0], 32, "%.17g", p->ref_slowdown_limit);
     snprintf(slow[1], 32, "%.17g", p->ref_slowdown_min_ms);
@@ -364,9 +367,11 @@ static void run_python(const rl_kenv_opts *o, const char *problem, const char *d
     char ext_env[PATH_MAX + 64], arch_env[64];
     snprintf(ext_env, sizeof ext_env, "TORCH_EXTENSIONS_DIR=%s", build_dir);
     arch_list(o->arch, arch_env, sizeof arch_env);
-    const char *env[] = {"PYTHONDONTWRITEBYTECODE=1", ext_env, arch_env, NULL};
+    /* pch: the precompiled torch header's CXX and RLC_KB_PCH (kbpch.h), or NULLs */
+    const char *env[] = {"PYTHONDONTWRITEBYTECODE=1", ext_env, arch_env, pch[0], pch[1], NULL};
     rl_kworker_box box;
     rl_kworker_box_init(&box, o, dir, build_dir, problem, 1, p->timeout_s + p->compile_timeout_s);
+    if (pch[1]) rl_kworker_box_read(&box, pch[1] + strlen("RLC_KB_PCH="), 0);
     if (mode == MODE_COMPILE) {
         rl_kworker_run(o, argv, input, nonce, p->compile_timeout_s, env, 0, 0, "the Python worker (build)", &box, res);
         return;
@@ -414,7 +419,12 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
         } else {
             /* The build first, without the GPU, so that compiles of a batch overlap on the CPU
              * cores while each GPU times one candidate; a real build error ends it there. */
-            run_python(o, problem, dir, build, path, MODE_COMPILE, res);
+            /* One answer for both runs: the same CXX keeps ninja's command lines equal, so the
+             * GPU run finds the build up to date. */
+            char cxx_env[PATH_MAX + 16], pch_env[PATH_MAX + 16];
+            int have = rl_kbpch_env(o, cxx_env, sizeof cxx_env, pch_env, sizeof pch_env);
+            const char *pch[2] = {have ? cxx_env : NULL, have ? pch_env : NULL};
+            run_python(o, problem, dir, build, path, MODE_COMPILE, pch, res);
             cJSON *ws = cJSON_DetachItemFromObjectCaseSensitive(res, "worker_seconds");
             if (ws) cJSON_AddItemToObject(res, "build_seconds", ws);
             const cJSON *bs = cJSON_GetObjectItemCaseSensitive(res, "status");
@@ -423,7 +433,7 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
                 /* the GPU run's record replaces the build run's */
                 static const char *const drop[] = {"checks", "trials", "max_err_ratio", "max_abs_err", "device"};
                 for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++) cJSON_DeleteItemFromObjectCaseSensitive(res, drop[i]);
-                run_python(o, problem, dir, build, path, mode, res);
+                run_python(o, problem, dir, build, path, mode, pch, res);
             }
             rl_remove_tree(dir, &e); /* best effort: a leftover temporary directory harms nothing */
         }

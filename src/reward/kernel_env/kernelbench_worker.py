@@ -45,19 +45,11 @@ Protocol (the native worker's, in PyTorch terms):
     `noisy` is set. If the reference's interleaved median exceeds ref_slowdown_limit times its
     solo median (and by ref_slowdown_min_ms; something slowing the reference down, or noise),
     `noisy` is set too, which caps the rewarded speedup at 1.
- 5. Integrity: torch's numeric settings are measured fairly, not forbidden: every reference
-    call runs under the protocol's settings (TF32 off, highest matmul precision, ...), except
-    cudnn.benchmark, which follows the candidate's choice on both sides (RefSettings). The
-    identity of torch / torch.nn.functional / torch.Tensor attributes is
-    snapshotted before the import and checked after every phase (a candidate that patches them
-    to change the reference's results or speed is a cheat); so are time's, os's and json's and
-    torch.cuda.synchronize. The clock and the synchronize that timing calls are bound before the
-    import, so patching time.perf_counter or torch.cuda.synchronize changes no time; a patch
-    that undoes itself between checks is what rlc's static checks stop (no sys, gc, frames,
-    getattr/setattr, exec, time, open... in a candidate). Then correctness once more on new
-    inputs."""
+ 5. Integrity (docs/kernel-env.md): numeric settings measured fairly (every reference call
+    under the protocol's, RefSettings); torch's, time's, os's and json's attributes checked
+    after every phase (a patch is a cheat); the clock and synchronize bound before the import.
+    Then correctness once more on new inputs. 6. --profile: each side's GPU kernels, timed."""
 import argparse
-import fcntl
 import importlib.util
 import json
 import os
@@ -66,13 +58,14 @@ import time
 import traceback
 from time import perf_counter  # bound before the candidate is imported: patching time.perf_counter misses it
 
+from kb_gpulock import GpuLock  # noqa: E402 (beside this file)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 # protocol.json key -> (flag destination, type); tolerances come as --tol DTYPE ATOL RTOL.
 PARAMS = {"random_trials": ("trials", int), "timed": ("timed", int), "warmup": ("warmup", int),
           "input_copies": ("copies", int), "l2_flush_factor": ("flush_factor", float),
           "max_spread": ("max_spread", float), "spread_repeats": ("spread_repeats", int),
-          "ref_slowdown_limit": ("ref_slowdown_limit", float),
-          "ref_slowdown_min_ms": ("ref_slowdown_min_ms", float)}
+          "ref_slowdown_limit": ("ref_slowdown_limit", float), "ref_slowdown_min_ms": ("ref_slowdown_min_ms", float)}
 DTYPES = ("f32", "f16", "bf16", "i32")
 STASH_BYTES = 1 << 30
 CHECKS = ["setup", "return_code", "correct_random", "correct_adversarial", "inputs_unchanged", "fresh_output",
@@ -260,8 +253,13 @@ class Integrity:
     """torch's functions (and time's, os's, json's) must stay the ones the worker started with.
     Numeric settings are not checked here: RefSettings keeps the reference's fair instead."""
 
-    def __init__(self, torch):
+    def __init__(self, torch, profiler=False):
         self.torch = torch
+        if profiler:  # --require-kernel, --profile: the profiler imports torch._dynamo, which rebinds torch.manual_seed
+            try:
+                import torch._dynamo, torch.profiler  # noqa: F401,E401
+            except Exception:
+                pass
         self.ids = namespace_ids(torch)
 
     def check(self, res, phase):
@@ -376,30 +374,6 @@ def build_only(a, res):
     res.passed("setup")
 
 
-class GpuLock:
-    """--gpu-lock FILE (one per GPU, shared by every worker on it): correctness work holds it
-    shared, timing exclusive, so several candidates are checked on one GPU at once while a timed
-    run never has company. Without the flag the worker has the GPU to itself."""
-
-    def __init__(self, path):
-        self.fd = os.open(path, os.O_RDONLY) if path else None
-        if self.fd is not None:
-            # A high descriptor: a dying process's files close in order, so the lock goes only
-            # after the GPU context's files are closed.
-            high = fcntl.fcntl(self.fd, fcntl.F_DUPFD_CLOEXEC, 900)
-            os.close(self.fd)
-            self.fd = high
-
-    def shared(self):
-        if self.fd is not None:
-            fcntl.flock(self.fd, fcntl.LOCK_SH)
-
-    def exclusive(self, sync):
-        if self.fd is not None:
-            sync()
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-
-
 def run(a, res, proto):
     try:
         import torch
@@ -474,7 +448,7 @@ def run(a, res, proto):
         raise Fail("error", "setup", f"reference run: {type(e).__name__}: {e}")
     del first
     torch.cuda.synchronize()
-    guard = Integrity(torch)
+    guard = Integrity(torch, a.require_kernel or a.profile)
 
     # 2. candidate
     try:
@@ -541,7 +515,8 @@ def run(a, res, proto):
         # launch at least one kernel that the candidate's own code defines.
         xs = draw("random")
         with torch.no_grad():
-            ran = launched_kernels(torch, sync, lambda: model(*xs))
+            ran = {k["name"] for k in kernel_times(torch, sync, lambda: model(*xs))
+                   if not k["name"].startswith(("Memcpy", "Memset"))}
         own = own_kernel_names(cand_mod, os.environ.get("TORCH_EXTENSIONS_DIR"))
         mine = sorted(k for k in ran if demangled_qualname(k) in own)
         res.d["kernels"] = {"launched": sorted(ran)[:20], "own": mine[:20]}
@@ -618,6 +593,18 @@ def run(a, res, proto):
         compare(torch, o, r, tol, f"after timing output {i}", "correct_after_timing", res)
     res.passed("correct_after_timing")
     guard.check(res, "at the end")
+    if a.profile:  # 6. the profile tool: one more call a side, alone on the GPU; no verdict
+        xs, prof = draw("random"), {}
+        lock.exclusive(sync)
+        try:
+            with torch.no_grad():
+                prof["candidate"] = kernel_times(torch, sync, lambda: model(*xs))
+                with ref_ctx:
+                    prof["reference"] = kernel_times(torch, sync, lambda: ref_model(*xs))
+        except Exception as e:
+            prof = {"error": f"{type(e).__name__}: {str(e)[-200:]}"}
+        lock.shared()
+        res.d["profile"] = prof
 
 
 def elf_functions(path):
@@ -711,28 +698,29 @@ def own_kernel_names(cand_mod, ext_dir):
     return names
 
 
-def launched_kernels(torch, sync, call):
-    """Names of the GPU kernels launched during call() (torch profiler, CUDA activity)."""
+def kernel_times(torch, sync, call):
+    """The GPU kernels (and copies) launched during call(), from the torch profiler's CUDA
+    activity: [{"name", "calls", "ms"}], the slowest first."""
     from torch.profiler import ProfilerActivity, profile
+    sync()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         call()
         sync()
-    names = set()
+    acc = {}
     for e in prof.events():
-        n = e.name
-        if str(getattr(e, "device_type", "")).endswith("CUDA") and not n.startswith(("Memcpy", "Memset")):
-            names.add(n)
-    return names
+        if str(getattr(e, "device_type", "")).endswith("CUDA"):
+            c = acc.setdefault(e.name, [0, 0.0])
+            c[0], c[1] = c[0] + 1, c[1] + (e.time_range.end - e.time_range.start) / 1e3
+    return sorted(({"name": n[:300], "calls": c, "ms": round(ms, 6)} for n, (c, ms) in acc.items()),
+                  key=lambda d: -d["ms"])[:64]
 
 
 def json_safe(x):
     """JSON has no NaN or infinity: such numbers become null (rlc then rejects an "ok" without them)."""
     if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))):
         return None
-    if isinstance(x, dict):
-        return {k: json_safe(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [json_safe(v) for v in x]
+    if isinstance(x, (dict, list)):
+        return {k: json_safe(v) for k, v in x.items()} if isinstance(x, dict) else [json_safe(v) for v in x]
     return x
 
 
@@ -760,6 +748,7 @@ def main():
     ap.add_argument("--build-only", action="store_true",
                     help="import the candidate (its load_inline extensions build) and stop; needs no GPU")
     ap.add_argument("--check-only", action="store_true", help="correctness trials only, no timing")
+    ap.add_argument("--profile", action="store_true", help="then each side's GPU kernels with their times")
     ap.add_argument("--gpu-lock", help="the GPU's lock file: correctness shared, timing exclusive")
     ap.add_argument("--require-kernel", action="store_true",
                     help="ModelNew must launch at least one GPU kernel its own code defines")

@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "reward/kernel_env/ksandbox.h"
 
-#define RL_KPROC_MAX_ENV 8
+#define RL_KPROC_MAX_ENV 12
 
 typedef struct rl_kproc_opts {
     double timeout_s;       /* wall time; > 0 */

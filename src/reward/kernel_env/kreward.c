@@ -47,6 +47,7 @@ typedef struct cand {
     int timed, has_reward;
     double speedup, reward, ref_ms, cand_ms;
     char *compile_log; /* malloc'd or NULL */
+    char *profile;     /* malloc'd or NULL (rl_kreward_profile_text) */
     char hash[17];
     int memo;          /* the verdict came from the memo */
 } cand;
@@ -73,6 +74,7 @@ int rl_kreward_create(rl_kreward **out, const rl_kreward_opts *o, rl_err *err)
         *into[i] = k->owned[i];
     }
     k->opts.no_sandbox = o->no_sandbox;
+    k->opts.profile = o->profile;
     k->jobs = o->jobs;
     k->memo = o->memo;
     if (rl_kenv_load_protocol(&k->opts, err) || rl_kenv_pool_create(&k->pool, &k->opts, o->gpus, err)) {
@@ -238,6 +240,7 @@ static void run_cand(void *user, rl_kenv_pool *pool, void *work)
     c->ref_ms = r.ref_ms;
     c->cand_ms = r.cand_ms;
     c->compile_log = r.compile_log ? strdup(r.compile_log) : NULL;
+    c->profile = rl_kreward_profile_text(cJSON_GetObjectItemCaseSensitive(r.json, "profile"));
     c->has_reward = r.has_reward;
     c->reward = r.reward;
     rl_kenv_result_free(&r);
@@ -316,7 +319,7 @@ static int evaluate(rl_kreward *k, cand *c, int n, rl_err *err)
 
 static void free_cands(cand *c, int n)
 {
-    for (int i = 0; i < n; i++) free(c[i].code), free(c[i].reason), free(c[i].compile_log);
+    for (int i = 0; i < n; i++) free(c[i].code), free(c[i].reason), free(c[i].compile_log), free(c[i].profile);
     free(c);
 }
 
@@ -359,6 +362,7 @@ int rl_kreward_eval_many(rl_kreward *k, const char *const *tasks, const char *co
         snprintf(o->status, sizeof o->status, "%s", c[i].status);
         o->reason = c[i].reason, c[i].reason = NULL;
         o->compile_log = c[i].compile_log, c[i].compile_log = NULL;
+        o->profile = c[i].profile, c[i].profile = NULL;
         o->timed = c[i].timed;
         o->speedup = c[i].speedup, o->ref_ms = c[i].ref_ms, o->cand_ms = c[i].cand_ms;
         o->reward = c[i].reward;
@@ -371,5 +375,54 @@ void rl_kreward_eval_free(rl_kreward_eval *e)
 {
     free(e->reason);
     free(e->compile_log);
+    free(e->profile);
     memset(e, 0, sizeof *e);
+}
+
+/* One side's kernels, the slowest first. */
+static char *profile_side(char *s, size_t *len, size_t cap, const char *who, const cJSON *list)
+{
+    int n = cJSON_GetArraySize(list);
+    if (!cJSON_IsArray(list)) return s;
+    const cJSON *k[64];
+    int m = 0;
+    double total = 0;
+    for (const cJSON *e = list->child; e && m < 64; e = e->next) {
+        const cJSON *ms = cJSON_GetObjectItemCaseSensitive(e, "ms");
+        if (!cJSON_IsNumber(ms)) continue;
+        total += ms->valuedouble;
+        int at = m++;
+        while (at > 0 && cJSON_GetObjectItemCaseSensitive(k[at - 1], "ms")->valuedouble < ms->valuedouble) k[at] = k[at - 1], at--;
+        k[at] = e;
+    }
+    *len += (size_t)snprintf(s + *len, cap - *len, "%s%s: %d kernel%s, %.4f ms on the GPU", *len ? "\n" : "", who, n,
+                             n == 1 ? "" : "s", total);
+    for (int i = 0; i < m && i < 8 && *len < cap; i++) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(k[i], "name");
+        const cJSON *calls = cJSON_GetObjectItemCaseSensitive(k[i], "calls");
+        *len += (size_t)snprintf(s + *len, cap - *len, "\n  %.4f ms  x%d  %.160s",
+                                 cJSON_GetObjectItemCaseSensitive(k[i], "ms")->valuedouble,
+                                 cJSON_IsNumber(calls) ? (int)calls->valuedouble : 1, cJSON_IsString(name) ? name->valuestring : "?");
+    }
+    if (m > 8 && *len < cap) *len += (size_t)snprintf(s + *len, cap - *len, "\n  (%d more)", m - 8);
+    if (*len >= cap) *len = cap - 1;
+    return s;
+}
+
+char *rl_kreward_profile_text(const cJSON *profile)
+{
+    if (!cJSON_IsObject(profile)) return NULL;
+    size_t cap = 4096, len = 0;
+    char *s = malloc(cap);
+    if (!s) return NULL;
+    s[0] = 0;
+    const cJSON *why = cJSON_GetObjectItemCaseSensitive(profile, "error");
+    if (cJSON_IsString(why)) len = (size_t)snprintf(s, cap, "per-kernel times unavailable: %.300s", why->valuestring);
+    profile_side(s, &len, cap, "yours", cJSON_GetObjectItemCaseSensitive(profile, "candidate"));
+    profile_side(s, &len, cap, "reference", cJSON_GetObjectItemCaseSensitive(profile, "reference"));
+    if (!len) {
+        free(s);
+        return NULL;
+    }
+    return s;
 }

@@ -43,6 +43,8 @@ typedef struct rl_kreward_opts {
                               its first verdict and timing instead of being measured again */
     int no_sandbox;        /* 1: workers and nvcc run without the sandbox (kenv.h: stand-in tools
                               in tests, debugging) */
+    int profile;           /* 1: evaluations also time each kernel (kenv.h); rl_kreward_eval's
+                              profile holds the table */
 } rl_kreward_opts;
 
 typedef struct rl_kreward rl_kreward;
@@ -71,7 +73,16 @@ typedef struct rl_kreward_eval {
     int timed;
     double speedup, ref_ms, cand_ms;
     double reward;         /* the reward of kreward.h (the failure value when the evaluator had none) */
+    char *profile;         /* malloc'd: with rl_kreward_opts.profile, the per-kernel times of a
+                              timed evaluation as text (rl_kreward_profile_text), else NULL */
 } rl_kreward_eval;
+
+/* The per-kernel times of an evaluator result ("profile": candidate and reference, each a list
+ * of {"name", "calls", "ms"}) as lines for the model, e.g.
+ *   yours: 2 kernels, 0.1730 ms on the GPU
+ *     0.1712 ms  x1  softmax_rows_kernel
+ * (at most 8 kernels a side, the slowest first); NULL when the result has none. malloc'd. */
+char *rl_kreward_profile_text(const cJSON *profile);
 
 /* Evaluates n candidates (task i, its code) together through the pool, each recorded in the
  * database. Fails only like rl_kreward_score. */

@@ -204,6 +204,7 @@ int rl_ksandbox_prepare(const rl_ksandbox_spec *spec, rl_ksandbox **out, rl_err 
     if (sb->abi) {
         for (int i = 0; i < RL_KSANDBOX_MAX_PATHS && spec->write_dirs[i]; i++) bad |= add_rule(sb, spec->write_dirs[i], RULE_WRITE);
         for (int i = 0; i < RL_KSANDBOX_MAX_PATHS && spec->read_paths[i]; i++) bad |= add_rule(sb, spec->read_paths[i], RULE_READ);
+        if (spec->write_all) bad |= add_rule(sb, "/", RULE_WRITE);
         bad |= read_all_but(sb, spec->home ? spec->home : getenv("HOME"));
         static const char *const dev_rw[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/shm"};
         for (size_t i = 0; i < sizeof dev_rw / sizeof dev_rw[0]; i++) bad |= add_rule(sb, dev_rw[i], RULE_WRITE);
@@ -263,7 +264,7 @@ static int enter_landlock(const rl_ksandbox *sb)
         attr.handled_access_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
         size = 2 * sizeof(uint64_t);
     }
-    if (sb->abi >= 6) {
+    if (sb->abi >= 6 && !sb->spec.no_scope) {
         attr.scoped = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL;
         size = sizeof attr;
     }
@@ -296,6 +297,6 @@ int rl_ksandbox_enter(const rl_ksandbox *sb, const char **why)
     if (s->nproc > 0) limit(RLIMIT_NPROC, (rlim_t)s->nproc);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return *why = "sandbox: PR_SET_NO_NEW_PRIVS failed", -1;
     if (sb->abi && enter_landlock(sb) != 0) return *why = "sandbox: landlock failed", -1;
-    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &sb->prog, 0, 0) != 0) return *why = "sandbox: seccomp failed", -1;
+    if (!s->no_seccomp && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &sb->prog, 0, 0) != 0) return *why = "sandbox: seccomp failed", -1;
     return 0;
 }

@@ -29,7 +29,7 @@
 
 #include "core/error.h"
 
-#define RL_KSANDBOX_MAX_PATHS 8
+#define RL_KSANDBOX_MAX_PATHS 12
 
 typedef struct rl_ksandbox_spec {
     const char *write_dirs[RL_KSANDBOX_MAX_PATHS]; /* private directories (NULL-terminated early) */
@@ -42,6 +42,10 @@ typedef struct rl_ksandbox_spec {
     int nproc;               /* RLIMIT_NPROC, 0 = none */
     int no_ioctl_rule;       /* Landlock: leave ioctl on devices unhandled (ABI >= 5 would handle it) */
     int no_landlock;         /* no Landlock layer at all */
+    /* Diagnosis only (rl_kdiag): one layer or rule changed at a time. */
+    int no_seccomp;          /* no system-call filter */
+    int no_scope;            /* Landlock: no signal / abstract-socket scoping (ABI >= 6) */
+    int write_all;           /* Landlock: every path writable (file rules still handled) */
 } rl_ksandbox_spec;
 
 typedef struct rl_ksandbox rl_ksandbox;

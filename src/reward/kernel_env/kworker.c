@@ -144,7 +144,8 @@ static void read_worker(cJSON *res, const rl_kproc_result *pr, const rl_kproc_op
         const cJSON *fa = cJSON_GetObjectItemCaseSensitive(w, "failure");
         rl_kworker_set_status(res, st->valuestring, cJSON_IsString(fa) ? fa->valuestring : NULL);
         static const char *copy[] = {"checks", "trials", "max_err_ratio", "max_abs_err", "ref_ms", "cand_ms",
-                                     "speedup", "noisy", "ref_solo_ms", "device", "kernels", "build_note"};
+                                     "speedup", "noisy", "ref_solo_ms", "device", "kernels", "build_note",
+                                     "profile", "phases"};
         for (size_t i = 0; i < sizeof copy / sizeof copy[0]; i++) {
             cJSON *item = cJSON_DetachItemFromObjectCaseSensitive(w, copy[i]);
             if (item) cJSON_AddItemToObject(res, copy[i], item);
@@ -251,12 +252,43 @@ static void apply_level(rl_ksandbox_spec *spec, int level)
     if (level >= LEVEL_NO_LANDLOCK) spec->no_landlock = 1;
 }
 
+int rl_kworker_preload(const rl_kenv_opts *o, const char *extra, char *out, size_t size)
+{
+    char dir[PATH_MAX], shim[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s", o->worker);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    else snprintf(dir, sizeof dir, ".");
+    snprintf(shim, sizeof shim, "%s/librlc-kenv-preload.so", dir);
+    char real[PATH_MAX];
+    int have = realpath(shim, real) != NULL;
+    const char *old = getenv("LD_PRELOAD");
+    snprintf(out, size, "LD_PRELOAD=%s%s%s%s%s", have ? real : "", have && extra ? ":" : "", extra ? extra : "",
+             old && *old ? ":" : "", old && *old ? old : "");
+    return have;
+}
+
+void rl_kworker_probe_argv(const rl_kenv_opts *o, int python, char *argv[4])
+{
+    /* a context and a kernel, not only the count: see worker.cu's --count-devices */
+    static const char torch_probe[] =
+        "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() and "
+        "float((torch.ones(4, device='cuda') * 2).sum()) == 8.0 else 0)";
+    argv[0] = (char *)(python ? o->python : o->worker);
+    argv[1] = python ? "-c" : "--count-devices";
+    argv[2] = python ? (char *)torch_probe : NULL;
+    argv[3] = NULL;
+}
+
 /* The device count printed by argv under the box at level (LEVEL_OFF: no sandbox), with gpu_env
  * ("CUDA_VISIBLE_DEVICES=..." or NULL); -1 on failure. */
-static int probe_count(char *const argv[], const rl_kworker_box *box, int level, const char *gpu_env)
+static int probe_count(const rl_kenv_opts *o, char *const argv[], const rl_kworker_box *box, int level,
+                       const char *gpu_env)
 {
     rl_kproc_opts po = {0};
+    char preload[2 * PATH_MAX];
     po.env_set[0] = gpu_env;
+    if (level != LEVEL_OFF && rl_kworker_preload(o, NULL, preload, sizeof preload)) po.env_set[gpu_env ? 1 : 0] = preload;
     po.timeout_s = 120;
     po.max_stdout = 256;
     po.max_stderr = 4096;
@@ -288,18 +320,13 @@ static int sandbox_level(const rl_kenv_opts *o, const rl_kworker_box *box, int p
         int lock_fd = lock_path ? open(lock_path, O_RDONLY | O_CLOEXEC) : -1;
         while (lock_fd >= 0 && flock(lock_fd, LOCK_EX) != 0 && errno == EINTR) {
         }
-        char *wargv[] = {(char *)o->worker, "--count-devices", NULL};
-        /* a context and a kernel, not only the count: see worker.cu's --count-devices */
-        char *pargv[] = {(char *)o->python, "-c",
-                         "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() and "
-                         "float((torch.ones(4, device='cuda') * 2).sum()) == 8.0 else 0)",
-                         NULL};
-        char *const *argv = python ? pargv : wargv;
+        char *argv[4];
+        rl_kworker_probe_argv(o, python, argv);
         int level = LEVEL_FULL;
-        if (probe_count(argv, box, LEVEL_OFF, gpu_env) > 0) {
+        if (probe_count(o, argv, box, LEVEL_OFF, gpu_env) > 0) {
             level = LEVEL_OFF;
             for (int l = LEVEL_FULL; l < LEVEL_OFF; l++)
-                if (probe_count(argv, box, l, gpu_env) > 0) {
+                if (probe_count(o, argv, box, l, gpu_env) > 0) {
                     level = l;
                     break;
                 }
@@ -334,7 +361,7 @@ void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input
                        double timeout_s, const char *const *extra_env, int use_gpu, int timed, const char *what,
                        const rl_kworker_box *box, cJSON *res)
 {
-    char gpu_env[64] = "", home_env[PATH_MAX + 8], tmp_env[PATH_MAX + 8];
+    char gpu_env[64] = "", home_env[PATH_MAX + 8], tmp_env[PATH_MAX + 8], preload[2 * PATH_MAX];
     rl_kproc_opts po = {0};
     po.timeout_s = timeout_s;
     po.max_stdout = 1 << 20;
@@ -346,7 +373,9 @@ void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input
     for (int i = 0; extra_env && extra_env[i] && i < RL_KPROC_MAX_ENV - 1; i++) po.env_set[n_env++] = extra_env[i];
     /* Without the GPU (a build-only run): no device visible, and no pool slot taken, so such
      * runs overlap freely with the one timed worker per GPU. */
+    double t_ask = rl_time_now();
     const char *dev = !use_gpu ? "" : o->gpu_acquire ? o->gpu_acquire(o->gpu_ctx) : o->devices;
+    double t_got = rl_time_now();
     if (dev && n_env < RL_KPROC_MAX_ENV) {
         snprintf(gpu_env, sizeof gpu_env, "CUDA_VISIBLE_DEVICES=%s", dev);
         po.env_set[n_env++] = gpu_env;
@@ -363,6 +392,10 @@ void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input
         for (int i = len - 1; i > 0 && lock_path[i] != '/'; i--)
             if (lock_path[i] == ' ' || lock_path[i] == ',') lock_path[i] = '_';
         int fd = open(lock_path, O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+        char gate[PATH_MAX + 8]; /* the turnstile of a waiting timed run (worker.cu's gpu_lock) */
+        snprintf(gate, sizeof gate, "%s.gate", lock_path);
+        int gate_fd = open(gate, O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+        if (gate_fd >= 0) close(gate_fd);
         if (fd >= 0) {
             close(fd);
             args[n_args++] = "--gpu-lock";
@@ -383,6 +416,9 @@ void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input
         snprintf(home_env, sizeof home_env, "HOME=%s", box->spec.write_dirs[0]);
         snprintf(tmp_env, sizeof tmp_env, "TMPDIR=%s", box->spec.write_dirs[0]);
         if (n_env + 2 <= RL_KPROC_MAX_ENV) po.env_set[n_env++] = home_env, po.env_set[n_env++] = tmp_env;
+        /* the driver's thread names (kenv_preload.c), in any run that may touch the GPU */
+        if (use_gpu && n_env < RL_KPROC_MAX_ENV && rl_kworker_preload(o, NULL, preload, sizeof preload))
+            po.env_set[n_env++] = preload;
         rl_ksandbox_spec spec = box->spec;
         apply_level(&spec, level);
         if (rl_ksandbox_prepare(&spec, &sb, &err)) {
@@ -395,6 +431,10 @@ void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input
     int run_rc = rl_kproc_run(args, &po, &pr, &err);
     rl_ksandbox_free(sb);
     if (use_gpu && o->gpu_acquire) o->gpu_release(o->gpu_ctx, dev);
+    if (use_gpu) { /* throughput: waiting for a GPU slot, and holding it (docs/kernel-env.md) */
+        cJSON_AddNumberToObject(res, "gpu_wait_seconds", t_got - t_ask);
+        cJSON_AddNumberToObject(res, "gpu_slot_seconds", rl_time_now() - t_got);
+    }
     if (run_rc) {
         rl_kworker_set_status(res, "error", err.msg);
         return;

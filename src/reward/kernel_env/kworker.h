@@ -44,6 +44,16 @@ void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input
  * worker run of each kind: see kworker.c), or "off". */
 void rl_kworker_describe(const rl_kenv_opts *o, char *out, size_t size);
 
+/* "LD_PRELOAD=..." into out: build/librlc-kenv-preload.so beside o->worker (kenv_preload.c:
+ * the CUDA driver's thread names under Landlock), then extra (may be NULL), then the caller's
+ * LD_PRELOAD. Returns 1 when the shim is there (else out holds only the rest). */
+int rl_kworker_preload(const rl_kenv_opts *o, const char *extra, char *out, size_t size);
+
+/* The GPU probe of a worker kind (python 0: `worker --count-devices`; 1: a torch one-liner),
+ * each printing the number of devices on which a context, an allocation and a kernel or memset
+ * worked; argv[3] is NULL. */
+void rl_kworker_probe_argv(const rl_kenv_opts *o, int python, char *argv[4]);
+
 /* Sets "status" and "failure" (NULL: null) of a result object. */
 void rl_kworker_set_status(cJSON *res, const char *status, const char *failure);
 /* A fresh random nonce (hex). */

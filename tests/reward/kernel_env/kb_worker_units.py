@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """kb_worker_units.py — CPU checks of kernelbench_worker.py's pure-Python parts, run by
 test_kb_worker.c (no torch needed: a stub stands in for torch's settings):
+  - GpuLock (kb_gpulock.py): the turnstile of a waiting timed run;
   - RefSettings: around a reference call the protocol's numeric settings (TF32 off, matmul
     precision highest) with cudnn.benchmark mirrored from the candidate; the candidate's own
     settings back afterwards;
@@ -69,4 +70,36 @@ libs = [p for p in glob.glob("/usr/lib/x86_64-linux-gnu/libcjson.so*") + glob.gl
 check(libs, "a shared object to read")
 funcs = k.elf_functions(os.path.realpath(libs[0]))
 check(any(f.startswith("cJSON_") or f in ("printf", "malloc") for f in funcs), f"ELF functions of {libs[0]}: {len(funcs)}")
+# GpuLock's turnstile (kb_gpulock.py): a worker that waits to time holds the gate, so a newcomer
+# cannot enter shared meanwhile; the ones inside finish, the timed run gets the lock, and the
+# gate opens when it is back to shared.
+import fcntl  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+from kb_gpulock import GpuLock  # noqa: E402
+
+lock_dir = tempfile.mkdtemp(prefix="rlc-gpulock-")
+lock_path = os.path.join(lock_dir, "gpu.lock")
+for p in (lock_path, lock_path + ".gate"):
+    open(p, "w").close()
+timer, inside = GpuLock(lock_path), GpuLock(lock_path)
+timer.shared()
+inside.shared()
+waiting = threading.Thread(target=timer.exclusive, args=(lambda: None,))
+waiting.start()
+time.sleep(0.3)
+check(waiting.is_alive(), "the timed run must wait for the worker inside")
+newcomer = os.open(lock_path + ".gate", os.O_RDONLY)
+try:
+    fcntl.flock(newcomer, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    check(False, "a newcomer passed the gate while a timed run waits")
+except BlockingIOError:
+    pass
+fcntl.flock(inside.fd, fcntl.LOCK_UN)  # the worker inside finishes
+waiting.join(5)
+check(not waiting.is_alive(), "the timed run gets the lock once the worker inside is out")
+timer.shared()  # back from timing: the gate opens
+fcntl.flock(newcomer, fcntl.LOCK_SH | fcntl.LOCK_NB)
 print("kernelbench_worker units: ok")

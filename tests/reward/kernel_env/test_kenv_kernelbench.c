@@ -14,7 +14,9 @@
 
 #include "core/file.h"
 #include "core/timer.h"
+#include "reward/kernel_env/kbpch.h"
 #include "reward/kernel_env/kenv.h"
+#include "reward/kernel_env/kworker.h"
 #include "reward/kernel_env/ksandbox.h"
 #include "reward/kernel_env/kpool.h"
 #include "run_rlc.h"
@@ -497,4 +499,191 @@ Test(kbench, sandbox_calibrates_to_the_driver)
     unsetenv("FAKE_PY_NEEDS_DIR");
     unsetenv("FAKE_PY_GPUS");
     rl_remove_tree(dir, &err);
+}
+
+/* The precompiled torch header (kbpch.h): the first KernelBench build of a process starts
+ * kb_pch.py in the background, once per directory, and goes without it; once the PCH is ready
+ * both runs of every candidate get CXX=kb_cxx.sh and RLC_KB_PCH=DIR (one answer per candidate,
+ * so that ninja never rebuilds in the GPU run). A PCH that cannot be built, or --kb-no-pch,
+ * leaves the builds as they were (no CXX). */
+static char *pch_lines(const char *out)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s.pch", out);
+    char *text = read_text(path);
+    remove(path);
+    return text;
+}
+
+Test(kbench, precompiled_header_reaches_both_runs)
+{
+    char out[96], log[128], path[160], pch[128], want[700];
+    snprintf(out, sizeof out, "/tmp/rlc-kbench-pch-%d", (int)getpid());
+    snprintf(log, sizeof log, "%s.log", out);
+    snprintf(pch, sizeof pch, "/tmp/rlc-kbench-pchdir-%d", (int)getpid());
+    setenv("FAKE_PY_OUT", out, 1);
+    setenv("FAKE_PY_PCH_LOG", log, 1);
+    rl_err err;
+    rl_remove_tree(pch, &err);
+    remove(log);
+    snprintf(path, sizeof path, "%s.pch", out);
+    remove(path);
+    rl_kenv_opts o = fake_opts();
+    o.kb_pch = pch;
+    cJSON *res = eval_opts(&o, "args", cand_src); /* starts the build; both runs without it */
+    cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
+    cJSON_Delete(res);
+    cr_assert(rl_kbpch_wait(30), "the PCH build did not finish");
+    char *env = pch_lines(out);
+    cr_assert(!strcmp(env, "cxx=unset pch=unset\ncxx=unset pch=unset\n") ||
+                  (strstr(env, "kb_cxx.sh") && !strstr(env, "unset")),
+              "one answer for both runs of a candidate:\n%s", env);
+    free(env);
+    for (int round = 0; round < 2; round++) {
+        res = eval_opts(&o, "args", cand_src);
+        cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
+        cJSON_Delete(res);
+    }
+    char *built = read_text(log);
+    snprintf(want, sizeof want, "%s\n", pch);
+    cr_assert_str_eq(built, want, "kb_pch.py runs once per directory: %s", built);
+    free(built);
+    env = pch_lines(out);
+    char line[400];
+    snprintf(line, sizeof line, "/src/reward/kernel_env/kb_cxx.sh pch=%s\n", pch);
+    int lines = 0, with = 0;
+    for (char *l = strtok(env, "\n"); l; l = strtok(NULL, "\n"), lines++) {
+        size_t n = strlen(l), m = strlen(line) - 1; /* line ends in a newline */
+        with += !strncmp(l, "cxx=/", 5) && n >= m && !strncmp(l + n - m, line, m);
+    }
+    cr_assert(lines == 4 && with == 4, "build and GPU runs of both candidates with the PCH:\n%s", env);
+    free(env);
+
+    /* no PCH: a failed build, or --kb-no-pch */
+    char pch2[160];
+    snprintf(pch2, sizeof pch2, "%s-b", pch);
+    o.kb_pch = pch2;
+    setenv("FAKE_PY_NO_PCH", "1", 1);
+    res = eval_opts(&o, "args", cand_src);
+    cr_assert_str_eq(tu_json_str(res, "status"), "ok", "a failed PCH build fails no candidate: %s", tu_json_str(res, "failure"));
+    cJSON_Delete(res);
+    cr_assert(!rl_kbpch_wait(30), "a failed build is no PCH");
+    res = eval_opts(&o, "args", cand_src);
+    cJSON_Delete(res);
+    unsetenv("FAKE_PY_NO_PCH");
+    env = pch_lines(out);
+    cr_assert_str_eq(env, "cxx=unset pch=unset\ncxx=unset pch=unset\ncxx=unset pch=unset\ncxx=unset pch=unset\n");
+    free(env);
+    o.kb_pch = pch;
+    o.kb_no_pch = 1;
+    res = eval_opts(&o, "args", cand_src);
+    cJSON_Delete(res);
+    env = pch_lines(out);
+    cr_assert_str_eq(env, "cxx=unset pch=unset\ncxx=unset pch=unset\n", "--kb-no-pch");
+    free(env);
+    const char *suffix[] = {"", ".env", ".cand", ".path", ".all", ".log"};
+    for (int i = 0; i < 6; i++) {
+        snprintf(path, sizeof path, "%s%s", out, suffix[i]);
+        remove(path);
+    }
+    rl_remove_tree(pch, &err);
+    rl_remove_tree(pch2, &err);
+    unsetenv("FAKE_PY_PCH_LOG");
+}
+
+/* kb_cxx.sh puts -I<pch>/KEY first for the command's last -O flag (none without one), only when
+ * that key's PCH exists, and passes every argument on unchanged. */
+Test(kbench, cxx_wrapper_picks_the_pch_of_the_optimization_level)
+{
+    char dir[96], cmd[512];
+    snprintf(dir, sizeof dir, "/tmp/rlc-kbench-cxx-%d", (int)getpid());
+    rl_err err;
+    snprintf(cmd, sizeof cmd, "%s/O3/torch", dir);
+    cr_assert_eq(rl_mkdir_p(cmd, &err), 0, "%s", err.msg);
+    snprintf(cmd, sizeof cmd, "%s/O3/torch/extension.h.gch", dir);
+    cr_assert_eq(rl_file_write_atomic(cmd, "", 0, &err), 0, "%s", err.msg);
+    const char *cases[][2] = {
+        {"-O2 -O3 -c 'a b.cpp'", "-I%s/O3 -O2 -O3 -c a b.cpp\n"}, /* the last -O counts */
+        {"-O3 -O2 -c x.cpp", "-O3 -O2 -c x.cpp\n"},               /* no O2 PCH */
+        {"-c x.cpp", "-c x.cpp\n"},                                /* no "none" PCH */
+    };
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "RLC_KB_CXX=echo RLC_KB_PCH=%s sh src/reward/kernel_env/kb_cxx.sh %s", dir, cases[i][0]);
+        FILE *p = popen(cmd, "r");
+        cr_assert(p);
+        char got[512] = "", want[512];
+        size_t n = fread(got, 1, sizeof got - 1, p);
+        got[n] = 0;
+        pclose(p);
+        snprintf(want, sizeof want, cases[i][1], dir);
+        cr_assert_str_eq(got, want, "%s", cases[i][0]);
+    }
+    rl_remove_tree(dir, &err);
+}
+
+/* rlc kernel-eval --sandbox-diag: the probes of both workers under every variant. The fake
+ * Python's "driver" needs to write a directory outside the private ones (FAKE_PY_NEEDS_DIR):
+ * the full sandbox hides its GPU, Landlock alone hides it, the variants without Landlock or
+ * with every path writable see it, and rlc exits 1 naming the failure; the native fake worker
+ * sees its GPUs under every variant. */
+Test(kbench, sandbox_diag_names_the_layer)
+{
+    if (!rl_ksandbox_landlock_abi()) cr_skip_test("no Landlock here: no file layer to diagnose");
+    char dir[64], args[512];
+    snprintf(dir, sizeof dir, "/tmp/rlc-kbench-diag-%d", (int)getpid());
+    rl_err err;
+    cr_assert_eq(rl_mkdir_p(dir, &err), 0, "%s", err.msg);
+    setenv("FAKE_PY_NEEDS_DIR", dir, 1);
+    setenv("FAKE_PY_GPUS", "1", 1);
+    setenv("FAKE_WORKER_GPUS", "2", 1);
+    snprintf(args, sizeof args, "kernel-eval --sandbox-diag --worker %s/fake_worker.sh --python %s/fake_python.sh", FIX, FIX);
+    int status;
+    char *err_text;
+    char *text = tu_run_rlc(args, "", &status, &err_text);
+    cr_assert_eq(status, 1, "the full sandbox hides the fake GPU: exit 1\n%s\n%s", text, err_text);
+    const char *want[] = {"native full            devices  2", "native: the full sandbox sees every GPU",
+                          "python off             devices  1", "python full            devices  0",
+                          "python landlock        devices  0", "python seccomp         devices  1",
+                          "python full-landlock   devices  1", "python full+write-all  devices  1",
+                          "python full-data       devices  0", "python: the full sandbox hides the GPU"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) cr_assert(strstr(text, want[i]), "no '%s' in:\n%s", want[i], text);
+    free(text);
+    free(err_text);
+    text = tu_run_rlc("kernel-eval --sandbox-diag --batch", "", &status, &err_text);
+    cr_assert_eq(status, 2, "--sandbox-diag with --batch is a usage error");
+    cr_assert(strstr(err_text, "--sandbox-diag takes no"), "%s", err_text);
+    free(text);
+    free(err_text);
+    text = tu_run_rlc("kernel-eval --sandbox-diag --sandbox-trace /nonexistent.so", "", &status, &err_text);
+    cr_assert(status == 2 && strstr(err_text, "/nonexistent.so: no such file"), "%d %s", status, err_text);
+    free(text);
+    free(err_text);
+    unsetenv("FAKE_PY_NEEDS_DIR");
+    unsetenv("FAKE_PY_GPUS");
+    unsetenv("FAKE_WORKER_GPUS");
+    rl_remove_tree(dir, &err);
+}
+
+/* The GPU workers' LD_PRELOAD: the driver thread-name shim beside the worker, then what the
+ * caller passes, then the environment's own LD_PRELOAD; no shim there: said by the return. */
+Test(kbench, preload_shim_beside_the_worker)
+{
+    const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+    char worker[256], shim[300], out[8192], want[8400];
+    snprintf(worker, sizeof worker, "%s/rlc-kernel-worker", build);
+    snprintf(shim, sizeof shim, "%s/librlc-kenv-preload.so", build);
+    char real[4096];
+    cr_assert(realpath(shim, real), "%s (make builds it)", shim);
+    rl_kenv_opts o = fake_opts();
+    o.worker = worker;
+    setenv("LD_PRELOAD", "/x/user.so", 1);
+    cr_assert_eq(rl_kworker_preload(&o, "/t/trace.so", out, sizeof out), 1);
+    unsetenv("LD_PRELOAD");
+    snprintf(want, sizeof want, "LD_PRELOAD=%s:/t/trace.so:/x/user.so", real);
+    cr_assert_str_eq(out, want);
+    cr_assert_eq(rl_kworker_preload(&o, NULL, out, sizeof out), 1);
+    snprintf(want, sizeof want, "LD_PRELOAD=%s", real);
+    cr_assert_str_eq(out, want);
+    o.worker = "/nonexistent/rlc-kernel-worker";
+    cr_assert_eq(rl_kworker_preload(&o, NULL, out, sizeof out), 0, "no shim there");
 }

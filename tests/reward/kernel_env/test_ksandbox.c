@@ -5,6 +5,7 @@
  * or the child killed by SIGSYS) and leave no trace; what an honest worker needs (threads,
  * files in its own directory, reading the system, exec) must keep working. The file rules need
  * Landlock; on a kernel without it those tests are skipped (and say so). */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -285,4 +286,44 @@ Test(ksandbox, exec_still_works)
 {
     rl_ksandbox_spec s = spec_default();
     expect_exit(boxed(&s, exec_shell), 7, "exec /bin/sh");
+}
+
+/* The CUDA driver names its threads by writing /proc/self/task/TID/comm with fopen(.., "wb"),
+ * which Landlock refuses (/proc is read-only); build/librlc-kenv-preload.so, preloaded into
+ * the GPU workers, gives exactly that open /dev/null instead. In a sandboxed child: libc's
+ * fopen of the comm file fails with EACCES, the shim's succeeds, and the shim refuses (as libc
+ * does) every other write in /proc, and any path that only looks like the comm file. */
+typedef FILE *(*fopen_fn)(const char *, const char *);
+static fopen_fn shim_fopen;
+
+static int thread_names(void)
+{
+    char comm[96];
+    snprintf(comm, sizeof comm, "/proc/self/task/%ld/comm", (long)syscall(SYS_gettid));
+    FILE *f = fopen(comm, "wb");
+    if (f || errno != EACCES) return 1;
+    f = shim_fopen(comm, "wb");
+    if (!f || fputs("rl-driver", f) < 0 || fclose(f) != 0) return 2;
+    if (shim_fopen("/proc/self/oom_score_adj", "w") || errno != EACCES) return 3;
+    if (shim_fopen("/proc/self/task/1x/comm", "wb") || shim_fopen("/proc/self/task/1/comm/x", "w")) return 4;
+    f = shim_fopen(comm, "r"); /* reading stays the real file */
+    char name[32] = "";
+    if (!f || !fgets(name, sizeof name, f) || strstr(name, "rl-driver")) return 5;
+    fclose(f);
+    return 0;
+}
+
+Test(ksandbox, driver_thread_names_through_the_preload_shim)
+{
+    need_landlock();
+    char path[256];
+    const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+    snprintf(path, sizeof path, "%s/librlc-kenv-preload.so", build);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    cr_assert(h, "%s: %s (make builds it)", path, dlerror());
+    shim_fopen = (fopen_fn)dlsym(h, "fopen");
+    cr_assert(shim_fopen);
+    rl_ksandbox_spec s = spec_default();
+    expect_exit(boxed(&s, thread_names), 0, "thread names");
+    dlclose(h);
 }

@@ -99,4 +99,17 @@ int wk_elem_ok(double c, double r, double atol_s, double rtol, int dtype);
 /* Writes bytes of the L2 flush buffer. */
 void wk_flush_l2(void *flush, size_t bytes, int round);
 
+/* --profile (wk_profile.cu): one call of fn with CUPTI activity records on; out gets each kernel
+ * it launched (demangled name, launches, GPU ms summed). -1 with why when CUPTI is missing or
+ * the call failed. */
+#include <string>
+#include <vector>
+typedef int (*rl_kernel_fn)(const rl_kernel_args *);
+struct wk_prof_kernel {
+    std::string name;
+    int calls;
+    double ms;
+};
+int wk_profile_call(rl_kernel_fn fn, const rl_kernel_args *a, std::vector<wk_prof_kernel> &out, char *why, size_t size);
+
 #endif

@@ -33,6 +33,42 @@ static unsigned grid_for(size_t n)
     return blocks ? (unsigned)blocks : 1u;
 }
 
+/* Reductions (hashes, sums, counts, maxima) run grid-stride loops on at most this many blocks
+ * and combine each warp's values before one atomic per warp: one atomic per thread on one
+ * address (tens of millions for a 64 MB input) took ~10 ms a call, and the timed phase makes
+ * a dozen such calls per iteration. */
+static unsigned grid_reduce(size_t n)
+{
+    unsigned g = grid_for(n);
+    return g < 2048u ? g : 2048u;
+}
+
+/* Warp-wide sum / min / max; every lane of the warp must call (after its loop). */
+__device__ static inline unsigned long long warp_sum(unsigned long long v)
+{
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ static inline double warp_sum(double v)
+{
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ static inline unsigned long long warp_min(unsigned long long v)
+{
+    for (int o = 16; o; o >>= 1) {
+        unsigned long long w = __shfl_xor_sync(0xffffffffu, v, o);
+        v = w < v ? w : v;
+    }
+    return v;
+}
+__device__ static inline float warp_max(float v)
+{
+    for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+#define LANE0 ((threadIdx.x & 31u) == 0)
+
 int wk_buf_alloc(wk_buf *b, size_t cap)
 {
     b->cap = (cap + 255) & ~(size_t)255;
@@ -59,19 +95,21 @@ __global__ void count_ne_kernel(const unsigned char *p, size_t n, unsigned char 
     unsigned long long local = 0;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         local += p[i] != g;
-    if (local) atomicAdd(bad, local);
+    local = warp_sum(local);
+    if (LANE0 && local) atomicAdd(bad, local);
 }
 
 uint64_t wk_guard_count_bad(const wk_buf *b, size_t bytes, unsigned char g)
 {
-    unsigned long long *d_bad, h_bad = 0;
-    if (cudaMalloc(&d_bad, sizeof *d_bad) != cudaSuccess) return ~0ull;
+    static unsigned long long *d_bad; /* kept, as wk_hash's */
+    unsigned long long h_bad = 0;
+    if (!d_bad && cudaMalloc(&d_bad, sizeof *d_bad) != cudaSuccess) d_bad = NULL;
+    if (!d_bad) return ~0ull;
     cudaMemsetAsync(d_bad, 0, sizeof *d_bad, 0);
-    count_ne_kernel<<<grid_for(WK_GUARD), WK_THREADS>>>(b->base, WK_GUARD, g, d_bad);
+    count_ne_kernel<<<grid_reduce(WK_GUARD), WK_THREADS>>>(b->base, WK_GUARD, g, d_bad);
     size_t tail = b->cap - bytes + WK_GUARD;
-    count_ne_kernel<<<grid_for(tail), WK_THREADS>>>(b->ptr + bytes, tail, g, d_bad);
+    count_ne_kernel<<<grid_reduce(tail), WK_THREADS>>>(b->ptr + bytes, tail, g, d_bad);
     cudaMemcpy(&h_bad, d_bad, sizeof h_bad, cudaMemcpyDeviceToHost);
-    cudaFree(d_bad);
     return h_bad;
 }
 
@@ -200,17 +238,19 @@ __global__ void hash_kernel(const unsigned char *p, size_t bytes, unsigned long 
         local += mix64(((uint64_t)((const uint32_t *)p)[i] << 32) ^ i);
     if (threadIdx.x == 0 && blockIdx.x == 0)
         for (size_t i = words * 4; i < bytes; i++) local += mix64(((uint64_t)p[i] << 40) ^ i);
-    atomicAdd(out, local);
+    local = warp_sum(local); /* a sum mod 2^64: the same hash whatever the order */
+    if (LANE0) atomicAdd(out, local);
 }
 
 uint64_t wk_hash(const void *p, size_t bytes)
 {
-    unsigned long long *d, h = 0;
-    if (cudaMalloc(&d, sizeof *d) != cudaSuccess) return 0;
+    static unsigned long long *d; /* kept: a cudaFree per call would synchronize the device */
+    unsigned long long h = 0;
+    if (!d && cudaMalloc(&d, sizeof *d) != cudaSuccess) d = NULL;
+    if (!d) return 0;
     cudaMemsetAsync(d, 0, sizeof *d, 0);
-    hash_kernel<<<grid_for(bytes / 4 + 1), WK_THREADS>>>((const unsigned char *)p, bytes, d);
+    hash_kernel<<<grid_reduce(bytes / 4 + 1), WK_THREADS>>>((const unsigned char *)p, bytes, d);
     cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost);
-    cudaFree(d);
     return h;
 }
 
@@ -253,13 +293,14 @@ __global__ void compare_kernel(const void *cand, const void *ref, size_t n, int 
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         local += bits_elem(cand, i, dtype) == sentinel ||
                  !elem_ok(load_elem(cand, i, dtype), load_elem(ref, i, dtype), atol_s, rtol, dtype);
-    if (local) atomicAdd(bad, local);
+    local = warp_sum(local);
+    if (LANE0 && local) atomicAdd(bad, local);
 }
 
 void wk_compare_async(const void *cand, const void *ref, size_t n, int dtype, double atol_s,
                       double rtol, unsigned long long *d_bad)
 {
-    compare_kernel<<<grid_for(n), WK_THREADS>>>(cand, ref, n, dtype, atol_s, rtol,
+    compare_kernel<<<grid_reduce(n), WK_THREADS>>>(cand, ref, n, dtype, atol_s, rtol,
                                                 wk_sentinel_bits(dtype), d_bad);
 }
 
@@ -274,7 +315,9 @@ __global__ void sumsq_kernel(const void *p, size_t n, int dtype, double *sum, un
             k++;
         }
     }
-    if (k) {
+    local = warp_sum(local);
+    k = warp_sum(k);
+    if (LANE0 && k) {
         atomicAdd(sum, local);
         atomicAdd(count, k);
     }
@@ -298,7 +341,7 @@ double wk_rms(const void *p, size_t n, int dtype)
     cmp_dev *d = cmp_scratch(), h;
     if (!d) return 1.0;
     cudaMemsetAsync(d, 0, sizeof *d, 0);
-    sumsq_kernel<<<grid_for(n), WK_THREADS>>>(p, n, dtype, &d->sum, &d->count);
+    sumsq_kernel<<<grid_reduce(n), WK_THREADS>>>(p, n, dtype, &d->sum, &d->count);
     cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost);
     return h.count && h.sum > 0 ? sqrt(h.sum / (double)h.count) : 1.0;
 }
@@ -319,12 +362,17 @@ __global__ void compare_stats_kernel(const void *cand, const void *ref, size_t n
             if (bound > 0) max_ratio = fmaxf(max_ratio, (float)(d / bound));
         }
     }
-    if (bad) {
+    bad = warp_sum(bad);
+    first = warp_min(first);
+    max_ratio = warp_max(max_ratio);
+    max_abs = warp_max(max_abs);
+    if (LANE0 && bad) {
         atomicAdd(&o->bad, bad);
         atomicMin(&o->first_bad, first);
     }
-    if (max_ratio > 0) atomicMax(&o->max_ratio_bits, __float_as_uint(max_ratio));
-    if (max_abs > 0) atomicMax(&o->max_abs_bits, __float_as_uint(max_abs));
+    /* non-negative floats order as their bits do */
+    if (LANE0 && max_ratio > 0) atomicMax(&o->max_ratio_bits, __float_as_uint(max_ratio));
+    if (LANE0 && max_abs > 0) atomicMax(&o->max_abs_bits, __float_as_uint(max_abs));
 }
 
 int wk_compare(const void *cand, const void *ref, size_t n, int dtype, double atol, double rtol, wk_cmp *out)
@@ -334,7 +382,7 @@ int wk_compare(const void *cand, const void *ref, size_t n, int dtype, double at
     out->scale = wk_rms(ref, n, dtype);
     cudaMemsetAsync(d, 0, sizeof *d, 0);
     cudaMemsetAsync(&d->first_bad, 0xff, sizeof d->first_bad, 0);
-    compare_stats_kernel<<<grid_for(n), WK_THREADS>>>(cand, ref, n, dtype, atol * out->scale, rtol,
+    compare_stats_kernel<<<grid_reduce(n), WK_THREADS>>>(cand, ref, n, dtype, atol * out->scale, rtol,
                                                       wk_sentinel_bits(dtype), d);
     if (cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost) != cudaSuccess) return -1;
     float r, a;

@@ -3,7 +3,7 @@
  *
  *   rlc-kernel-worker --ref R.so --cand C.so --trials N --timed N --warmup N --copies K
  *                     --watchdog-ms MS --mem-cap-mb MB --flush-factor F --max-spread S
- *                     --spread-repeats R [--seed S] [--check-only] [--gpu-lock FILE]   < plan
+ *                     --spread-repeats R [--seed S] [--check-only] [--profile] [--gpu-lock FILE]   < plan
  *   rlc-kernel-worker --count-devices
  *
  * The plan (stdin) is the flat form of spec.json written by src/reward/kernel_env/kspec.c, with
@@ -34,7 +34,6 @@
 
 #include "wk.h"
 
-typedef int (*rl_kernel_fn)(const rl_kernel_args *);
 
 enum { CK_SETUP, CK_RETURN, CK_IDLE, CK_WRITTEN, CK_RANDOM, CK_ADVERSARIAL, CK_CONSTANT,
        CK_ZERO_PREFIX, CK_INPUTS, CK_GUARDS, CK_THREADS, CK_LIMITS, CK_MEMORY, CK_TIMED,
@@ -74,18 +73,48 @@ static struct {
     int noisy, timed_done;
     char device[256];
     char nonce[40];
+    int profile;                          /* --profile: per-kernel times after the protocol */
+    std::vector<wk_prof_kernel> prof[2];  /* candidate, reference */
+    char prof_err[300];
+    int prof_done;
+    double t0, ph[5], lock_wait; /* phase ends since t0: setup, correctness, timing, post, profile */
 } W;
 
 /* The GPU lock (--gpu-lock FILE, one file per GPU, shared by every worker on it): correctness
  * work holds it shared, timing exclusive, so several candidates check their results on one
  * GPU at once while a timed run never has company. Without the flag the worker assumes it has
  * the GPU to itself (the parent runs one worker per GPU). */
-static int g_lock_fd = -1;
+static int g_lock_fd = -1, g_gate_fd = -1, g_gate_held = 0;
 
+static void flock_retry(int fd, int op)
+{
+    while (fd >= 0 && flock(fd, op) != 0 && errno == EINTR) {
+    }
+}
+
+/* flock lets new shared holders in while an exclusive request waits, so with workers starting
+ * all the time a timed run could wait for a moment with none in their correctness phase.
+ * FILE.gate is the turnstile: a worker enters the shared lock through it (briefly, shared), and
+ * one that wants to time holds it exclusively from before it asks for the exclusive lock until
+ * it is back to shared: newcomers wait at the gate, the workers inside finish and the timed
+ * run starts. The shared lock is dropped before queueing at the gate (a worker that waits for
+ * the gate while holding it shared would deadlock with the one timing). */
 static void gpu_lock(int op)
 {
     if (g_lock_fd < 0) return;
-    while (flock(g_lock_fd, op) != 0 && errno == EINTR) {
+    if (op == LOCK_EX) {
+        flock_retry(g_lock_fd, LOCK_UN);
+        flock_retry(g_gate_fd, LOCK_EX);
+        flock_retry(g_lock_fd, LOCK_EX);
+        g_gate_held = 1;
+    } else if (g_gate_held) { /* back from timing */
+        flock_retry(g_lock_fd, LOCK_SH);
+        flock_retry(g_gate_fd, LOCK_UN);
+        g_gate_held = 0;
+    } else {
+        flock_retry(g_gate_fd, LOCK_SH);
+        flock_retry(g_lock_fd, LOCK_SH);
+        flock_retry(g_gate_fd, LOCK_UN);
     }
 }
 
@@ -145,6 +174,28 @@ static void print_result(void)
         json_stats(out, "cand_ms", &W.cand_ms);
         jprintf(out, ",\"speedup\":%.6g,\"noisy\":%s", W.ref_ms.median / W.cand_ms.median, W.noisy ? "true" : "false");
     }
+    if (W.prof_done) {
+        jprintf(out, ",\"profile\":{");
+        if (W.prof_err[0]) {
+            jprintf(out, "\"error\":");
+            json_str(out, W.prof_err);
+        }
+        for (int side = 0; side < 2 && !W.prof_err[0]; side++) {
+            jprintf(out, "%s\"%s\":[", side ? "," : "", side ? "reference" : "candidate");
+            for (size_t i = 0; i < W.prof[side].size() && i < 64; i++) {
+                jprintf(out, "%s{\"name\":", i ? "," : "");
+                json_str(out, W.prof[side][i].name.substr(0, 300).c_str());
+                jprintf(out, ",\"calls\":%d,\"ms\":%.6g}", W.prof[side][i].calls, W.prof[side][i].ms);
+            }
+            jprintf(out, "]");
+        }
+        jprintf(out, "}");
+    }
+    static const char *const phase_names[5] = {"setup", "correctness", "timing", "post", "profile"};
+    jprintf(out, ",\"phases\":{\"lock_wait\":%.3f", W.lock_wait); /* where a worker's seconds went */
+    for (int i = 0; i < 5; i++)
+        if (W.ph[i] > 0) jprintf(out, ",\"%s\":%.3f", phase_names[i], W.ph[i] - (i ? W.ph[i - 1] : W.t0));
+    jprintf(out, "}");
     jprintf(out, ",\"device\":");
     json_str(out, W.device);
     jprintf(out, ",\"l2_bytes\":%zu}\n", W.l2_bytes);
@@ -489,7 +540,9 @@ static int timing_phase_locked(void);
 static int timing_phase(void)
 {
     cudaDeviceSynchronize();
+    double t = now_s();
     gpu_lock(LOCK_EX);
+    W.lock_wait += now_s() - t;
     size_t free0 = 0, free1 = 0, total = 0;
     cudaMemGetInfo(&free0, &total);
     int rc = timing_phase_locked();
@@ -535,6 +588,34 @@ static int timing_phase_locked(void)
         if (wk_guard_count_bad(&W.cout[o], tbytes(&W.plan.outputs[o], dims), 0x5a))
             return fail(CK_GUARDS, "incorrect", "timing: write outside output %d", o);
     return 0;
+}
+
+/* --profile, after every check passed (it changes no verdict): one more call of each side on
+ * fresh inputs at the timed size, alone on the GPU, with CUPTI recording the kernels it
+ * launches. */
+static void profile_phase(void)
+{
+    const int64_t *dims = W.plan.dimsets[W.plan.n_dimsets - 1];
+    W.prof_done = 1;
+    cudaDeviceSynchronize();
+    double t = now_s();
+    gpu_lock(LOCK_EX);
+    W.lock_wait += now_s() - t;
+    gen_inputs(W.cin, dims, TRIAL_RANDOM);
+    for (int i = 0; i < W.plan.n_inputs; i++)
+        cudaMemcpy(W.rin[i].ptr, W.cin[i].ptr, tbytes(&W.plan.inputs[i], dims), cudaMemcpyDeviceToDevice);
+    for (int side = 0; side < 2 && !W.prof_err[0]; side++) {
+        rl_kernel_args a;
+        wk_buf *out = side ? W.rout : W.cout;
+        make_args(&a, side ? W.rin : W.cin, out, dims);
+        prepare_run(out, dims);
+        g_phase = side ? "reference (profiled)" : "candidate (profiled)";
+        g_deadline.store(now_s() + W.watchdog_s);
+        wk_profile_call(side ? W.ref : W.cand, &a, W.prof[side], W.prof_err, sizeof W.prof_err);
+        g_deadline.store(0.0);
+    }
+    cudaDeviceSynchronize();
+    gpu_lock(LOCK_SH);
 }
 
 static int post_phase(void)
@@ -624,7 +705,8 @@ static rl_kernel_fn load_module(const char *path, const char *what)
 static int setup(const char *ref_path, const char *cand_path)
 {
     cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return fail(CK_SETUP, "error", "no CUDA device");
+    cudaError_t ce = cudaGetDeviceProperties(&prop, 0);
+    if (ce != cudaSuccess) return fail(CK_SETUP, "error", "no CUDA device (%s: %s)", cudaGetErrorName(ce), cudaGetErrorString(ce));
     snprintf(W.device, sizeof W.device, "%s", prop.name);
     W.l2_bytes = (size_t)prop.l2CacheSize;
     W.flush_bytes = (size_t)(W.flush_factor * (double)W.l2_bytes);
@@ -685,16 +767,29 @@ int main(int argc, char **argv)
             W.check_only = 1;
             continue;
         }
+        if (!strcmp(argv[i], "--profile")) { /* per-kernel times after the protocol */
+            W.profile = 1;
+            continue;
+        }
         if (!strcmp(argv[i], "--count-devices")) {
             /* Also a context, an allocation and a kernel-free operation on the first device:
              * rlc calibrates its sandbox with this count (kworker.c), and a driver that
              * enumerates devices but cannot create a context there must count as none. */
+            /* The failing call and its error go to stderr (rlc kernel-eval --sandbox-diag shows them). */
             int n = 0;
-            if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+            const char *step = "cudaGetDeviceCount";
+            cudaError_t ce = cudaGetDeviceCount(&n);
             void *probe = NULL;
-            if (n > 0 && (cudaMalloc(&probe, 1 << 20) != cudaSuccess || cudaMemset(probe, 0, 1 << 20) != cudaSuccess ||
-                          cudaDeviceSynchronize() != cudaSuccess))
+            if (ce == cudaSuccess && n > 0) {
+                step = "cudaMalloc";
+                ce = cudaMalloc(&probe, 1 << 20);
+                if (ce == cudaSuccess) step = "cudaMemset", ce = cudaMemset(probe, 0, 1 << 20);
+                if (ce == cudaSuccess) step = "cudaDeviceSynchronize", ce = cudaDeviceSynchronize();
+            }
+            if (ce != cudaSuccess) {
+                fprintf(stderr, "rlc-kernel-worker: %s: %s (%s)\n", step, cudaGetErrorName(ce), cudaGetErrorString(ce));
                 n = 0;
+            }
             if (probe) cudaFree(probe);
             printf("%d\n", n);
             return 0;
@@ -707,6 +802,8 @@ int main(int argc, char **argv)
              * is dropped only after the GPU context's files are closed (teardown done). */
             int high = fcntl(g_lock_fd, F_DUPFD_CLOEXEC, 900);
             if (high >= 0) close(g_lock_fd), g_lock_fd = high;
+            std::string gate = std::string(v) + ".gate"; /* rlc creates it; without it: no turnstile */
+            g_gate_fd = open(gate.c_str(), O_RDONLY | O_CLOEXEC);
         }
         else if (!strcmp(argv[i], "--ref")) ref = v;
         else if (!strcmp(argv[i], "--cand")) cand = v;
@@ -745,8 +842,17 @@ int main(int argc, char **argv)
     }
     pthread_t wd;
     pthread_create(&wd, NULL, watchdog_main, NULL);
+    W.t0 = now_s();
     gpu_lock(LOCK_SH);
-    if (setup(ref, cand) == 0 && correctness_phase() == 0 && !W.check_only && timing_phase() == 0) post_phase();
+    int ok = setup(ref, cand) == 0;
+    W.ph[0] = now_s();
+    ok = ok && correctness_phase() == 0;
+    W.ph[1] = now_s();
+    ok = ok && !W.check_only && timing_phase() == 0;
+    W.ph[2] = now_s();
+    ok = ok && post_phase() == 0;
+    W.ph[3] = now_s();
+    if (ok && W.profile) profile_phase(), W.ph[4] = now_s();
     print_result();
     fflush(stdout);
     _exit(0); /* no destructors: a candidate's leftovers must not hang the exit */
