@@ -154,6 +154,7 @@ typedef struct rl_engine_stats {
     long cached_tokens;   /* prompt positions found in the prefix cache */
     long generated_tokens;
     long preemptions, forks, cow_copies;
+    long shared_keys;     /* decode keys read once for a run of samples sharing a prompt, not by each */
     int peak_blocks;      /* most blocks held by sequences at once */
 } rl_engine_stats;
 
