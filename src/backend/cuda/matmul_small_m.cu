@@ -23,9 +23,13 @@
 #include "backend/cuda/mma.cuh"
 
 #define SMM_BM 64
+#ifndef SMM_BN
 #define SMM_BN 32
+#endif
 #define SMM_BK 64
-#define SMM_STAGES 4
+#ifndef SMM_STAGES
+#define SMM_STAGES 8
+#endif
 #define SMM_THREADS 128
 #define SMM_MIN_KTILES 4 /* a split takes at least this many 64-wide slices of k */
 
@@ -141,6 +145,7 @@ __global__ void __launch_bounds__(SMM_THREADS) matmul_small_m_kernel(smm_args p)
     float sum[SMM_BN / 8][4];
 #pragma unroll
     for (int i = 0; i < SMM_BN / 8; i++) sum[i][0] = sum[i][1] = sum[i][2] = sum[i][3] = 0.0f;
+#pragma unroll 4
     for (int s = 0; s < p.n_splits; s++) {
         const float *ps = base + (size_t)s * (SMM_BM * SMM_BN);
 #pragma unroll
@@ -165,6 +170,9 @@ int rl_cuda_matmul_small_m(rl_ctx *ctx, void *out, const void *residual, const v
                            const void *bias, int m, int n, int k, int *ran)
 {
     *ran = 0;
+#ifdef SMM_OFF
+    return 0;
+#endif
     if (m > SMALL_M_MAX || k % 8 || (((uintptr_t)in | (uintptr_t)weight) & 15)) return 0;
     rl_cuda_state *st = rl_cuda_st(ctx);
     smm_args p = {};
@@ -179,9 +187,10 @@ int rl_cuda_matmul_small_m(rl_ctx *ctx, void *out, const void *residual, const v
     p.k_tiles = (k + SMM_BK - 1) / SMM_BK;
     int m_tiles = (m + SMM_BM - 1) / SMM_BM, n_tiles = (n + SMM_BN - 1) / SMM_BN;
     long tiles = (long)m_tiles * n_tiles;
-    /* about two blocks per SM, each split at least SMM_MIN_KTILES slices long */
+    /* at most two blocks per SM (what fits at once: one wave), each split at least
+     * SMM_MIN_KTILES slices long */
     long target = 2L * st->n_sms;
-    long splits = (target + tiles / 2) / tiles;
+    long splits = target / tiles;
     long by_k = p.k_tiles / SMM_MIN_KTILES;
     if (splits > by_k) splits = by_k;
     if (tiles > RL_CUDA_SPLIT_COUNTERS) splits = 1; /* no counter for every tile */
