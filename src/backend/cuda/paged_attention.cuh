@@ -10,7 +10,12 @@
  * row_tile + row, and the last block of the group to finish merges the group's splits
  * (pa_finish_split: a counter per group, counted up with atomics and reset by that last
  * block, so it is zero again for the next launch or graph replay):
- *     out = sum_s 2^(m_s - m) o_s / sum_s 2^(m_s - m) l_s,  m = max_s m_s. */
+ *     out = sum_s 2^(m_s - m) o_s / sum_s 2^(m_s - m) l_s,  m = max_s m_s.
+ * Cascade (decode steps with shared-prefix runs, rl_paged_kv share_*): a run member's first P
+ * keys are not its own blocks' work: blocks past the n_main per-sequence ones read them once
+ * for the whole run (rows = (member, query head of the kv head), through the lead's table) and
+ * write them as further splits of every member, after its own; the member's counter then
+ * counts both kinds, and whichever block is last merges (pa_merge_rows) as above. */
 #ifndef RL_BACKEND_CUDA_PAGED_ATTENTION_CUH
 #define RL_BACKEND_CUDA_PAGED_ATTENTION_CUH
 

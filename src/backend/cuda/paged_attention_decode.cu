@@ -12,7 +12,14 @@
  * domain. No barrier between warps until the end, where the four (m, l, O) are merged in shared
  * memory (out = sum_w 2^(m_w - m) O_w / sum_w 2^(m_w - m) l_w) and written (or written as the
  * split's partial, merged by the group's last block: pa_finish_split). Lane l of a warp looks up the block of key l (l < 16), and the row bases
- * are passed around by shuffles, so each tile costs one table read per key. */
+ * are passed around by shuffles, so each tile costs one table read per key.
+ *
+ * Cascade attention (FlashInfer's shared-prefix decoding; paged_attention.cuh): at GRPO's
+ * shape the 8 samples of a prompt each read the prompt's keys, 2 query heads per kv head, so
+ * a block's 16-row tile holds 2 real rows. A run's extra blocks put all its members' query
+ * heads of one kv head (up to 16 rows) in one tile and read the shared keys once; each member's
+ * own blocks read only its private keys. Rows carry their query address, causal end and
+ * partial slot in shared memory, so one body (dec_attend) serves both. */
 #include "backend/cuda/mma.cuh"
 #include "backend/cuda/paged_attention.cuh"
 
@@ -286,6 +293,7 @@ __global__ void __launch_bounds__(DEC_THREADS) paged_decode_mma_kernel(pa_args a
     int n_sp, tps;
     split_range(len_k - P, a.max_splits, &n_sp, &tps);
     if (sp >= n_sp) return;
+    direct = direct || (n_sp == 1 && n_psp == 0); /* the sequence's only block: no merge */
     int shift = len_k - len_q;
     int k_begin = P + sp * tps * PA_TK;
     int k_end = min(min(len_k, P + (sp + 1) * tps * PA_TK), shift + (r0 + nr - 1) / a.group + 1);
