@@ -327,7 +327,7 @@ static void sync_share(rl_runner *r)
 {
     size_t S = (size_t)r->S;
     int32_t *lead = r->share_new, *len = lead + S, *count = len + S;
-    int n = r->det_inv_t > 0 ? 0 : r->n_rows;
+    int n = r->det_inv_t > 0 || !r->cfg.cascade ? 0 : r->n_rows;
     rl_bm_share_runs(ST(r, st_tables, int32_t), r->cfg.max_blocks, ST(r, st_seqlens, int32_t), n,
                      r->pool->view.block_size, r->max_share, lead, len, count);
     for (int i = n; i < r->S; i++) {
@@ -387,7 +387,7 @@ static int decode_ops(rl_runner *r, int B, rl_err *err)
                         .cu_seqlens_q = r->d_iota, .seqlens_k = DEV(r, d_state, st_seqlens, int32_t),
                         .block_tables = DEV(r, d_state, st_tables, int32_t), .max_blocks = mb, .max_seqlen_q = 1,
                         .max_seqlen_k = mb * bs, .logit_rows = r->d_iota, .n_logits = B};
-    if (r->det_inv_t <= 0) {
+    if (r->cfg.cascade && r->det_inv_t <= 0) {
         b.share_lead = DEV(r, d_state, st_share, int32_t);
         b.share_len = b.share_lead + r->S;
         b.share_count = b.share_len + r->S;
@@ -452,8 +452,8 @@ static int first_block_after(const rl_sched_seq *a, int qa, const rl_sched_seq *
 static int decode_step(rl_runner *r, const rl_sched_plan *plan, const rl_sched_seq *seqs,
                        const rl_sample_row *base_rows, rl_step_out *out, rl_err *err)
 {
-    /* New rows in the order of their first block (then sequence): the samples of one prompt
-     * become adjacent rows, which is what a shared-prefix run is made of. */
+    /* With cascade, new rows in the order of their first block (then sequence): the samples of
+     * one prompt become adjacent rows, which is what a shared-prefix run is made of. */
     int n_new = 0, *fresh = r->new_rows;
     for (int k = 0; k < plan->n_items; k++) {
         int q = plan->items[k].seq, at = n_new++;
@@ -461,7 +461,7 @@ static int decode_step(rl_runner *r, const rl_sched_plan *plan, const rl_sched_s
             n_new--;
             continue;
         }
-        for (; at > 0 && first_block_after(&seqs[fresh[at - 1]], fresh[at - 1], &seqs[q], q); at--)
+        for (; r->cfg.cascade && at > 0 && first_block_after(&seqs[fresh[at - 1]], fresh[at - 1], &seqs[q], q); at--)
             fresh[at] = fresh[at - 1];
         fresh[at] = q;
     }
@@ -475,7 +475,7 @@ static int decode_step(rl_runner *r, const rl_sched_plan *plan, const rl_sched_s
         int q = r->seq_of_row[row];
         if (sync_row(r, row, &seqs[q], &base_rows[q])) return fail_ctx(r, err);
     }
-    sync_share(r);
+    if (r->cfg.cascade) sync_share(r);
     if (r->small_dirty && rl_memcpy_async(r->ctx, r->d_state, r->h_state, r->st_tables, RL_H2D)) return fail_ctx(r, err);
     r->small_dirty = 0;
     int bi = r->cfg.pad_decode ? bucket_of(r, r->n_rows) : -1;

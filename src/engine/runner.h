@@ -28,6 +28,7 @@ typedef struct rl_runner_config {
     int max_blocks; /* block table length of a sequence */
     int graphs;     /* capture decode steps where the backend can */
     int pad_decode; /* pad decode steps to bucket sizes (always with graphs) */
+    int cascade;    /* shared-prefix runs for the decode attention (not in deterministic mode) */
 } rl_runner_config;
 
 /* What one step sampled: n rows, for the plan's sampling items in order, then its forks. */

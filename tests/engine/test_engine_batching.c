@@ -170,7 +170,9 @@ Test(engine_batching, a_group_prefills_its_prompt_once)
 {
     enum { G = 8, N = G + 2, LEN = 37 };
     gen_setup g;
-    open_gen(&g, "qwen3-tiny-tied", NULL);
+    rl_engine_options cascade = rl_engine_options_default();
+    cascade.cascade = 1;
+    open_gen_with(&g, "qwen3-tiny-tied", NULL, &cascade);
     int32_t prompt[LEN], other[2][20];
     for (int t = 0; t < LEN; t++) prompt[t] = (int32_t)(11 * t + 3) % 500;
     for (int t = 0; t < 20; t++) other[0][t] = (int32_t)t + 100, other[1][t] = (int32_t)t + 200;
@@ -200,6 +202,8 @@ Test(engine_batching, a_group_prefills_its_prompt_once)
     cr_assert_eq(with.shared_keys, (long)(p.max_new_tokens - 1) * 32 * (G - G / per_run), "shared keys %ld",
                  with.shared_keys);
     rl_engine_options opt = rl_engine_options_default();
+    rl_engine_stats plain = same_as(&g, &opt, prompts, N, &p, shared, "without cascade (the default)");
+    cr_assert_eq(plain.shared_keys, 0);
     opt.prefix_sharing = 0;
     rl_engine_stats without = same_as(&g, &opt, prompts, N, &p, shared, "without prefix sharing");
     cr_assert_eq(without.prompt_tokens, G * LEN + 2 * 20);

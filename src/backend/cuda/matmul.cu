@@ -13,11 +13,8 @@
  * matrix-vector products bound by reading the weight: they run our own kernel, one warp per
  * weight row with 16-byte loads across the lanes (every byte of the weight read once, several
  * loads in flight per lane), the few input rows read through L1, fp32 sums, bias and residual
- * added in the same pass; cuBLASLt's kernels for such shapes reach about half the bandwidth.
- * Products of 9 to SMALL_M_MAX rows (a decode step of a batch) run matmul_small_m.cu's
- * tensor-core kernel (split-K over enough blocks to fill the GPU); larger ones cuBLASLt. */
+ * added in the same pass; cuBLASLt's kernels for such shapes reach about half the bandwidth. */
 #include "backend/cuda/common.cuh"
-#include "backend/cuda/matmul_small_m.cuh"
 
 #include <stdlib.h>
 #include <string.h>
@@ -292,8 +289,6 @@ extern "C" int rl_cuda_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const 
     int ran;
     if (gemv(ctx, out, accumulate ? out : NULL, in, weight, bias, m, n, k, &ran)) return -1;
     if (ran) return 0;
-    if (rl_cuda_matmul_small_m(ctx, out, accumulate ? out : NULL, in, weight, bias, m, n, k, &ran)) return -1;
-    if (ran) return 0;
     return rl_cuda_gemm(ctx, 1, 0, n, m, k, 1.0f, weight, k, in, k, accumulate ? 1.0f : 0.0f, NULL, out, n,
                         CUDA_R_16BF, bias);
 }
@@ -304,8 +299,6 @@ extern "C" int rl_cuda_matmul_residual_fwd(rl_ctx *ctx, void *out, const void *r
     if (m == 0) return 0;
     int ran;
     if (gemv(ctx, out, residual, in, weight, NULL, m, n, k, &ran)) return -1;
-    if (ran) return 0;
-    if (rl_cuda_matmul_small_m(ctx, out, residual, in, weight, NULL, m, n, k, &ran)) return -1;
     if (ran) return 0;
     return rl_cuda_gemm(ctx, 1, 0, n, m, k, 1.0f, weight, k, in, k, 1.0f, residual, out, n, CUDA_R_16BF, NULL);
 }
