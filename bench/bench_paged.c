@@ -2,7 +2,8 @@
  * floor: paged attention over Qwen3-0.6B's shapes (16 query heads, 8 kv heads, head_dim 128)
  * for decode batches of several sizes and context lengths (bytes = every cached key and value
  * of the layer read once by each row; "shared=P": runs of 8 rows whose first P keys are the
- * same blocks, read once per run by the cascade), a chunked prefill on tensor cores (TFLOP/s),
+ * same blocks, as the samples of one prompt, passed as rl_paged_kv runs), a chunked prefill on
+ * tensor cores (TFLOP/s),
  * the sampler over the Qwen3 vocabulary (bytes = the fp32 logits read once), and the four
  * projections of a layer at 16 to 256 rows (bytes = the weight read once; 8 copies of each
  * weight in turn, so that they come from memory, not from the L2).

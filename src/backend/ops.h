@@ -87,7 +87,8 @@ typedef struct rl_paged_kv {
      * (the samples of one prompt), and the first share_len[s] keys of s (the run's one value,
      * at most seqlens_k[s] - 1; 0: s shares nothing) are read through the lead's table. Each
      * sequence of a run has one query. Same results as without (the keys are the same): a
-     * backend may read a run's shared keys once for all of it (cascade attention). */
+     * backend may read a run's shared keys once for all of it (cascade attention); the CPU op
+     * reads them through the lead's table, the CUDA kernels ignore the runs for now. */
     const int32_t *share_lead, *share_len, *share_count;
     int max_share; /* bound of share_count */
 } rl_paged_kv;

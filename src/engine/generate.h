@@ -93,9 +93,10 @@ typedef struct rl_engine_options {
     int prefix_sharing;            /* group forks and the prefix cache (default 1) */
     int graphs;                    /* capture decode steps as graphs where the backend can (default 1) */
     int pad_decode;                /* pad decode steps to graph bucket sizes without graphs too (tests) */
-    int cascade;                   /* decode attention reads a shared prompt once per run of its samples
-                                      (rl_bm_share_runs; default 0: measured slower on the H100 so far,
-                                      docs/benchmarks.md) */
+    int cascade;                   /* shared-prefix runs of decode rows for the attention (rl_bm_share_runs;
+                                      the CPU op reads a run's prompt keys through its lead's table; the
+                                      CUDA kernels ignore runs: a cascade kernel measured slower,
+                                      docs/benchmarks.md; default 0) */
     int pool_seqs, pool_seq_len;   /* > 0 (training): the pool holds what pool_seqs sequences of
                                       pool_seq_len tokens can use (rl_engine_pool_blocks), the memory
                                       fraction only capping it; 0: the fraction's pool (CUDA) */

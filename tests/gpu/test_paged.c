@@ -4,7 +4,7 @@
  * lengths that are not multiples of them, GQA groups 1 to 4, head_dim 16 to 128, decode rows,
  * chunked prefill against cached blocks, inactive rows, one long sequence split across many
  * blocks, max_seqlen_k far above the longest as a captured step passes it, shared-prefix runs
- * of decode rows read once per run: the cascade),
+ * of decode rows),
  * rl_qk_norm_rope_cache_fwd (from one fused q|k|v row and from separate rows, with and without
  * the head norms, padding slots; q and the written keys bf16, tolerance 2e-2 against the CPU's
  * fp32; values exact), rl_gather_rows and rl_decode_advance (exact).
@@ -234,9 +234,10 @@ Test(gpu_paged, small_head_dims_prefill_and_decode)
     run_case(&c, 110);
 }
 
-/* Cascade: runs of decode rows sharing their first blocks (the samples of one prompt) read them
- * once per run (rl_paged_kv share_*), merged with each row's private keys. The CPU op reads
- * the shared keys through the lead's table; both must agree with each other. */
+/* Runs of decode rows sharing their first blocks (the samples of one prompt; rl_paged_kv
+ * share_*): the CPU op reads the shared keys through the lead's table (the same bits as
+ * without runs), the CUDA kernels through each row's own (they ignore runs for now); both must
+ * agree. */
 static void share_case(pcase *pc, int run, int blocks, int min_private)
 {
     pc->share_run = run;
@@ -245,7 +246,7 @@ static void share_case(pcase *pc, int run, int blocks, int min_private)
         if (pc->len_k[s] < blocks * pc->block_size + min_private) pc->len_k[s] += blocks * pc->block_size + min_private;
 }
 
-Test(gpu_paged, decode_cascade_runs)
+Test(gpu_paged, decode_shared_prefix_runs)
 {
     /* GRPO's shape: 8 x 8 rows of Qwen3-0.6B, 130-token prompts (8 shared blocks), a captured
      * step's capacity bound */

@@ -278,15 +278,8 @@ static int run_split(rl_ctx *ctx, pa_args a, int n_seqs, int rows_bound, int max
     a.max_splits = splits < 1 ? 1 : (int)splits;
     a.part_o = a.part_ml = NULL;
     a.n_slots = (int)(base * rt);
-    a.n_main = n_seqs * a.n_qtiles;
-    /* cascade: decode rows (one tile per sequence), whole sequences per 16-row tile, a counter
-     * for every group; a member's keys then have up to 2 x max_splits partials */
-    if (!mma || a.n_qtiles != 1 || rows_bound > 16 || 16 % a.group || base > RL_CUDA_SPLIT_COUNTERS)
-        a.share_len = a.share_count = NULL;
-    a.n_ptiles = a.share_len ? (a.max_share_rows + 15) / 16 : 0;
-    int slots_per_row = a.share_len ? 2 * a.max_splits : a.max_splits;
-    if (slots_per_row > 1) {
-        size_t n_o = (size_t)slots_per_row * a.n_slots * a.head_dim, n_ml = (size_t)slots_per_row * a.n_slots * 2;
+    if (a.max_splits > 1) {
+        size_t n_o = (size_t)a.max_splits * a.n_slots * a.head_dim, n_ml = (size_t)a.max_splits * a.n_slots * 2;
         float *buf = (float *)rl_cuda_scratch(ctx, (n_o + n_ml) * sizeof(float));
         if (!buf) return -1;
         a.part_o = buf;
@@ -332,11 +325,6 @@ extern "C" int rl_cuda_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q
     a.head_dim = head_dim;
     a.group = group;
     a.scale_log2 = scale * 1.4426950408889634f;
-    if (kv->share_len && max_seqlen_q == 1) { /* cascade over the shared-prefix runs (decode) */
-        a.share_len = kv->share_len;
-        a.share_count = kv->share_count;
-        a.max_share_rows = kv->max_share * group;
-    }
     long rows_bound = (long)max_seqlen_q * group;
     if ((head_dim == 64 || head_dim == 128) && rows_bound > PA_SMALL_ROWS) {
         if (rl_cuda_paged_prefill_mma(ctx, out, q, kv, cu_seqlens_q, seqlens_k, n_seqs, max_seqlen_q, n_heads,

@@ -10,12 +10,7 @@
  * row_tile + row, and the last block of the group to finish merges the group's splits
  * (pa_finish_split: a counter per group, counted up with atomics and reset by that last
  * block, so it is zero again for the next launch or graph replay):
- *     out = sum_s 2^(m_s - m) o_s / sum_s 2^(m_s - m) l_s,  m = max_s m_s.
- * Cascade (decode steps with shared-prefix runs, rl_paged_kv share_*): a run member's first P
- * keys are not its own blocks' work: blocks past the n_main per-sequence ones read them once
- * for the whole run (rows = (member, query head of the kv head), through the lead's table) and
- * write them as further splits of every member, after its own; the member's counter then
- * counts both kinds, and whichever block is last merges (pa_merge_rows) as above. */
+ *     out = sum_s 2^(m_s - m) o_s / sum_s 2^(m_s - m) l_s,  m = max_s m_s. */
 #ifndef RL_BACKEND_CUDA_PAGED_ATTENTION_CUH
 #define RL_BACKEND_CUDA_PAGED_ATTENTION_CUH
 
@@ -38,10 +33,6 @@ struct pa_args {
     float *part_o, *part_ml; /* [max_splits][n_slots][head_dim], [max_splits][n_slots][2]; NULL: no splits */
     int n_slots;
     unsigned *counters; /* one per (sequence, row tile, kv head), zero between launches */
-    /* cascade (tensor-core kernel, decode): NULL, or rl_paged_kv's shared-prefix runs; then
-     * blocks x >= n_main read runs' shared keys (n_ptiles row tiles of 16 per run) */
-    const int32_t *share_len, *share_count;
-    int max_share_rows, n_main, n_ptiles;
 };
 
 /* The splits of a sequence with len_k keys: n_splits ranges of tiles_per_split tiles. */
@@ -65,11 +56,22 @@ __device__ __forceinline__ size_t pa_out_row(const pa_args &a, int qb, int g, in
     return ((size_t)(qb + r / a.group) * a.n_heads + g * a.group + r % a.group) * a.head_dim;
 }
 
-/* The whole block merges the n_sp splits of rows r0 .. r0 + nr of partial group `group`
- * ((sequence, row tile) x n_kv_heads + kv head) into out, once every split is written. */
-__device__ __forceinline__ void pa_merge_rows(const pa_args &a, size_t group, int qb, int g, int r0, int nr, int n_sp)
+/* Called by the whole block after it wrote its partials (rows r0 .. r0 + nr of the group with
+ * n_sp splits): the group's last block to finish merges every split of these rows into out. */
+__device__ __forceinline__ void pa_finish_split(const pa_args &a, int qb, int g, int r0, int nr, int n_sp)
 {
     __shared__ float sh_m[PA_SMALL_ROWS], sh_l[PA_SMALL_ROWS];
+    __shared__ int sh_last;
+    size_t group = (size_t)blockIdx.x * a.n_kv_heads + g;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned done = atomicAdd(a.counters + group, 1u);
+        sh_last = done == (unsigned)n_sp - 1;
+        if (sh_last) a.counters[group] = 0;
+    }
+    __syncthreads();
+    if (!sh_last) return;
     __threadfence();
     /* the other blocks' partials bypass L1 (__ldcg): it is not coherent across SMs */
     if ((int)threadIdx.x < nr) {
@@ -97,29 +99,10 @@ __device__ __forceinline__ void pa_merge_rows(const pa_args &a, size_t group, in
         }
         a.out[pa_out_row(a, qb, g, r0 + rr) + d] = rl_f2b(o);
     }
-    __syncthreads(); /* sh_m, sh_l free for the next merge */
-}
-
-/* Called by the whole block after it wrote its partials (rows r0 .. r0 + nr of the group with
- * n_sp splits): the group's last block to finish merges every split of these rows into out. */
-__device__ __forceinline__ void pa_finish_split(const pa_args &a, int qb, int g, int r0, int nr, int n_sp)
-{
-    __shared__ int sh_last;
-    size_t group = (size_t)blockIdx.x * a.n_kv_heads + g;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        unsigned done = atomicAdd(a.counters + group, 1u);
-        sh_last = done == (unsigned)n_sp - 1;
-        if (sh_last) a.counters[group] = 0;
-    }
-    __syncthreads();
-    if (!sh_last) return;
-    pa_merge_rows(a, group, qb, g, r0, nr, n_sp);
 }
 
 /* paged_attention_decode.cu: the tensor-core split-KV kernel (head_dim 64 or 128, row tile 16)
- * over the grid (n_main + cascade blocks, n_kv_heads, max_splits), n_main = n_seqs * n_qtiles. */
+ * over the grid (n_seqs * n_qtiles, n_kv_heads, max_splits). */
 int rl_cuda_paged_decode_mma(rl_ctx *ctx, const pa_args *a, int n_seqs);
 
 #endif

@@ -12,14 +12,7 @@
  * domain. No barrier between warps until the end, where the four (m, l, O) are merged in shared
  * memory (out = sum_w 2^(m_w - m) O_w / sum_w 2^(m_w - m) l_w) and written (or written as the
  * split's partial, merged by the group's last block: pa_finish_split). Lane l of a warp looks up the block of key l (l < 16), and the row bases
- * are passed around by shuffles, so each tile costs one table read per key.
- *
- * Cascade attention (FlashInfer's shared-prefix decoding; paged_attention.cuh): at GRPO's
- * shape the 8 samples of a prompt each read the prompt's keys, 2 query heads per kv head, so
- * a block's 16-row tile holds 2 real rows. A run's extra blocks put all its members' query
- * heads of one kv head (up to 16 rows) in one tile and read the shared keys once; each member's
- * own blocks read only its private keys. Rows carry their query address, causal end and
- * partial slot in shared memory, so one body (dec_attend) serves both. */
+ * are passed around by shuffles, so each tile costs one table read per key. */
 #include "backend/cuda/mma.cuh"
 #include "backend/cuda/paged_attention.cuh"
 
@@ -32,9 +25,6 @@ template <int D>
 struct dec_smem {
     bf16 q[16 * D];
     bf16 kv[DEC_WARPS][DEC_STAGES][2][DEC_KEYS * D]; /* per warp, per stage: K then V */
-    size_t row_at[16];   /* element offset of each row's query (and output) */
-    size_t row_part[16]; /* partial index (split * n_slots + slot) of each row */
-    int row_lim[16];     /* each row's keys end here (causal) */
 };
 
 /* Warp w's keys [key0, key0 + 16) into stage buffers k/v (swizzled 16 x D); keys at or past
@@ -62,22 +52,40 @@ __device__ __forceinline__ void dec_load(bf16 *ks, bf16 *vs, const pa_args &a, c
     }
 }
 
-/* The block's 16 rows (nr of them real; row_at, row_lim and row_part set, and visible to
- * every thread) against keys [k_begin, k_end) of kv head g through `table`: the output rows
- * (direct) or this split's partials. */
 template <int D>
-__device__ __forceinline__ void dec_attend(const pa_args &a, dec_smem<D> &sm, const int32_t *table, int g,
-                                           int k_begin, int k_end, int nr, bool direct)
+__global__ void __launch_bounds__(DEC_THREADS) paged_decode_mma_kernel(pa_args a)
 {
+    rl_pdl_begin();
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    dec_smem<D> &sm = *(dec_smem<D> *)smem_raw;
+    int s = blockIdx.x / a.n_qtiles, qt = blockIdx.x % a.n_qtiles, g = blockIdx.y, sp = blockIdx.z;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int qb = a.cu_q[s], len_q = a.cu_q[s + 1] - qb, len_k = a.seqlens_k[s];
+    int n_rows = len_q * a.group, r0 = qt * 16;
+    if (r0 >= n_rows || n_rows > a.max_rows) return;
+    int nr = min(16, n_rows - r0);
+    bool direct = a.part_o == NULL;
+    if (len_k <= 0) {
+        if (sp == 0)
+            for (int idx = threadIdx.x; idx < nr * D; idx += DEC_THREADS)
+                a.out[pa_out_row(a, qb, g, r0 + idx / D) + idx % D] = rl_f2b(0.0f);
+        return;
+    }
+    int n_sp, tps;
+    split_range(len_k, a.max_splits, &n_sp, &tps);
+    if (sp >= n_sp) return;
+    int shift = len_k - len_q;
+    int k_begin = sp * tps * PA_TK;
+    int k_end = min(min(len_k, (sp + 1) * tps * PA_TK), shift + (r0 + nr - 1) / a.group + 1);
     int n_tiles = k_end > k_begin ? (k_end - k_begin + PA_TK - 1) / PA_TK : 0;
+    const int32_t *table = a.tables + (size_t)s * a.max_blocks;
 
-    /* Q: 16 rows (zero past nr), loaded by the whole block once */
+    /* Q: 16 packed rows (zero past nr), loaded by the whole block once */
     constexpr int CH = D / 8;
     for (int idx = threadIdx.x; idx < 16 * CH; idx += DEC_THREADS) {
         int r = idx / CH, ch = idx % CH;
         bool valid = r < nr;
-        const bf16 *src = valid ? a.q + sm.row_at[r] + ch * 8 : a.q;
+        const bf16 *src = valid ? a.q + pa_out_row(a, qb, g, r0 + r) + ch * 8 : a.q;
         cp_async16(sm.q + swz<D>(r, ch * 8), src, valid);
     }
     cp_async_commit();
@@ -105,7 +113,7 @@ __device__ __forceinline__ void dec_attend(const pa_args &a, dec_smem<D> &sm, co
     int gq = lane >> 2, tq = lane & 3;
     int lim[2];
 #pragma unroll
-    for (int half = 0; half < 2; half++) lim[half] = min(k_end, sm.row_lim[gq + half * 8]);
+    for (int half = 0; half < 2; half++) lim[half] = min(k_end, shift + (r0 + gq + half * 8) / a.group + 1);
 
     for (int t = 0; t < n_tiles; t++) {
         cp_async_wait<DEC_STAGES - 2>();
@@ -195,123 +203,22 @@ __device__ __forceinline__ void dec_attend(const pa_args &a, dec_smem<D> &sm, co
                 acc += wt * mo[(w * 16 + row) * D + d];
             }
         if (direct) {
-            a.out[sm.row_at[row] + d] = rl_f2b(l > 0.0f ? acc / l : 0.0f);
+            a.out[pa_out_row(a, qb, g, r0 + row) + d] = rl_f2b(l > 0.0f ? acc / l : 0.0f);
         } else {
-            a.part_o[sm.row_part[row] * D + d] = acc;
+            size_t slot = ((size_t)blockIdx.x * a.n_kv_heads + g) * 16 + row;
+            a.part_o[((size_t)sp * a.n_slots + slot) * D + d] = acc;
             if (d == 0) {
-                a.part_ml[sm.row_part[row] * 2] = m;
-                a.part_ml[sm.row_part[row] * 2 + 1] = l;
+                a.part_ml[((size_t)sp * a.n_slots + slot) * 2] = m;
+                a.part_ml[((size_t)sp * a.n_slots + slot) * 2 + 1] = l;
             }
         }
     }
-}
-
-/* Splits of the private keys [P, len_k) of a sequence whose first P keys are a run's. */
-__device__ __forceinline__ int dec_private_splits(const pa_args &a, int len_k, int P)
-{
-    int n_sp, tps;
-    split_range(len_k - P, a.max_splits, &n_sp, &tps);
-    return n_sp;
-}
-
-/* Cascade block: rows pt * 16 .. of the run led by sequence `lead` (member i = row / group, one
- * query each) against the run's shared keys [0, P) through the lead's table, split sp of them.
- * Member s's partials are the splits after its private ones; the block then counts each of its
- * members' groups, and merges those it finished. */
-template <int D>
-__device__ __forceinline__ void dec_cascade(const pa_args &a, dec_smem<D> &sm, int lead, int pt, int g, int sp)
-{
-    __shared__ int sh_last[16], sh_total[16];
-    int count = a.share_count[lead];
-    if (count < 2) return;
-    int P = a.share_len[lead], n_psp, ptps;
-    split_range(P, a.max_splits, &n_psp, &ptps);
-    int rows = count * a.group, r0 = pt * 16;
-    if (sp >= n_psp || r0 >= rows) return;
-    int nr = min(16, rows - r0), nm = nr / a.group, m0 = r0 / a.group;
-    int k_begin = sp * ptps * PA_TK, k_end = min(P, (sp + 1) * ptps * PA_TK);
-    if (threadIdx.x < 16) {
-        int R = threadIdx.x;
-        sm.row_lim[R] = k_end;
-        sm.row_at[R] = 0;
-        if (R < nr) {
-            int s = lead + (r0 + R) / a.group, h = (r0 + R) % a.group;
-            size_t slot = ((size_t)s * a.n_qtiles * a.n_kv_heads + g) * a.row_tile + h;
-            int n_sp = dec_private_splits(a, a.seqlens_k[s], P);
-            sm.row_at[R] = pa_out_row(a, a.cu_q[s], g, h);
-            sm.row_part[R] = (size_t)(n_sp + sp) * a.n_slots + slot;
-        }
-    }
-    __syncthreads();
-    dec_attend<D>(a, sm, a.tables + (size_t)lead * a.max_blocks, g, k_begin, k_end, nr, false);
-    __threadfence();
-    __syncthreads();
-    if ((int)threadIdx.x < nm) {
-        int s = lead + m0 + threadIdx.x;
-        size_t group = (size_t)s * a.n_qtiles * a.n_kv_heads + g;
-        int total = dec_private_splits(a, a.seqlens_k[s], P) + n_psp;
-        unsigned done = atomicAdd(a.counters + group, 1u);
-        sh_last[threadIdx.x] = done == (unsigned)total - 1;
-        sh_total[threadIdx.x] = total;
-        if (sh_last[threadIdx.x]) a.counters[group] = 0;
-    }
-    __syncthreads();
-    for (int i = 0; i < nm; i++)
-        if (sh_last[i]) {
-            int s = lead + m0 + i;
-            pa_merge_rows(a, (size_t)s * a.n_qtiles * a.n_kv_heads + g, a.cu_q[s], g, 0, a.group, sh_total[i]);
-        }
-}
-
-template <int D>
-__global__ void __launch_bounds__(DEC_THREADS) paged_decode_mma_kernel(pa_args a)
-{
-    rl_pdl_begin();
-    extern __shared__ __align__(128) unsigned char smem_raw[];
-    dec_smem<D> &sm = *(dec_smem<D> *)smem_raw;
-    int g = blockIdx.y, sp = blockIdx.z;
-    if ((int)blockIdx.x >= a.n_main) {
-        int idx = blockIdx.x - a.n_main;
-        dec_cascade<D>(a, sm, idx / a.n_ptiles, idx % a.n_ptiles, g, sp);
-        return;
-    }
-    int s = blockIdx.x / a.n_qtiles, qt = blockIdx.x % a.n_qtiles;
-    int qb = a.cu_q[s], len_q = a.cu_q[s + 1] - qb, len_k = a.seqlens_k[s];
-    int n_rows = len_q * a.group, r0 = qt * 16;
-    if (r0 >= n_rows || n_rows > a.max_rows) return;
-    int nr = min(16, n_rows - r0);
-    bool direct = a.part_o == NULL;
-    if (len_k <= 0) {
-        if (sp == 0)
-            for (int idx = threadIdx.x; idx < nr * D; idx += DEC_THREADS)
-                a.out[pa_out_row(a, qb, g, r0 + idx / D) + idx % D] = rl_f2b(0.0f);
-        return;
-    }
-    /* the first P keys of a run's member are read by the run's cascade blocks */
-    int P = a.share_len ? a.share_len[s] : 0, n_psp = 0, ptps;
-    if (P > 0) split_range(P, a.max_splits, &n_psp, &ptps);
-    int n_sp, tps;
-    split_range(len_k - P, a.max_splits, &n_sp, &tps);
-    if (sp >= n_sp) return;
-    direct = direct || (n_sp == 1 && n_psp == 0); /* the sequence's only block: no merge */
-    int shift = len_k - len_q;
-    int k_begin = P + sp * tps * PA_TK;
-    int k_end = min(min(len_k, P + (sp + 1) * tps * PA_TK), shift + (r0 + nr - 1) / a.group + 1);
-    if (threadIdx.x < 16) {
-        int R = threadIdx.x;
-        sm.row_at[R] = R < nr ? pa_out_row(a, qb, g, r0 + R) : 0;
-        sm.row_lim[R] = R < nr ? min(k_end, shift + (r0 + R) / a.group + 1) : k_end;
-        sm.row_part[R] = (size_t)sp * a.n_slots + ((size_t)blockIdx.x * a.n_kv_heads + g) * 16 + R;
-    }
-    __syncthreads();
-    dec_attend<D>(a, sm, a.tables + (size_t)s * a.max_blocks, g, k_begin, k_end, nr, direct);
-    if (!direct) pa_finish_split(a, qb, g, r0, nr, n_sp + n_psp);
+    if (!direct) pa_finish_split(a, qb, g, r0, nr, n_sp);
 }
 
 int rl_cuda_paged_decode_mma(rl_ctx *ctx, const pa_args *a, int n_seqs)
 {
-    unsigned n_cascade = a->share_len ? (unsigned)(n_seqs * a->n_ptiles) : 0;
-    dim3 grid((unsigned)a->n_main + n_cascade, (unsigned)a->n_kv_heads, (unsigned)a->max_splits);
+    dim3 grid((unsigned)(n_seqs * a->n_qtiles), (unsigned)a->n_kv_heads, (unsigned)a->max_splits);
     cudaStream_t st = rl_cuda_st(ctx)->stream;
     if (a->head_dim == 64) {
         size_t smem = sizeof(dec_smem<64>);
