@@ -33,7 +33,7 @@ struct rl_runner {
     rl_acts *acts;
     float *logits;
     int S, T, vocab;
-    int max_share; /* sequences per shared-prefix run: one 16-row tile of query heads */
+    int max_share; /* sequences per shared-prefix run: 16 rows of (sequence, query head) per kv head */
     int buckets[MAX_BUCKETS], n_buckets;
     rl_graph *graphs[MAX_BUCKETS];
     unsigned char warm[MAX_BUCKETS];
@@ -456,14 +456,12 @@ static int decode_step(rl_runner *r, const rl_sched_plan *plan, const rl_sched_s
      * one prompt become adjacent rows, which is what a shared-prefix run is made of. */
     int n_new = 0, *fresh = r->new_rows;
     for (int k = 0; k < plan->n_items; k++) {
-        int q = plan->items[k].seq, at = n_new++;
-        if (r->row_of_seq[q] >= 0) {
-            n_new--;
-            continue;
-        }
+        int q = plan->items[k].seq, at = n_new;
+        if (r->row_of_seq[q] >= 0) continue;
         for (; r->cfg.cascade && at > 0 && first_block_after(&seqs[fresh[at - 1]], fresh[at - 1], &seqs[q], q); at--)
             fresh[at] = fresh[at - 1];
         fresh[at] = q;
+        n_new++;
     }
     for (int k = 0; k < n_new; k++) {
         int q = fresh[k], row = r->n_rows++;
