@@ -1,10 +1,14 @@
 /* bench_paged.c — the decode step's kernels alone on the CUDA backend, against the memory
  * floor: paged attention over Qwen3-0.6B's shapes (16 query heads, 8 kv heads, head_dim 128)
  * for decode batches of several sizes and context lengths (bytes = every cached key and value
- * of the layer read once), a chunked prefill on tensor cores (TFLOP/s), and the sampler over
- * the Qwen3 vocabulary (bytes = the fp32 logits read once).
+ * of the layer read once by each row; "shared=P": runs of 8 rows whose first P keys are the
+ * same blocks, as the samples of one prompt, passed as rl_paged_kv runs), a chunked prefill on
+ * tensor cores (TFLOP/s),
+ * the sampler over the Qwen3 vocabulary (bytes = the fp32 logits read once), and the four
+ * projections of a layer at 16 to 256 rows (bytes = the weight read once; 8 copies of each
+ * weight in turn, so that they come from memory, not from the L2).
  *
- * usage: bench_paged [--block-size N]
+ * usage: bench_paged [--block-size N] [--products]   (--products: only the projections)
  * Each line: "paged <what> ... us=<median microseconds> gbps=<GB/s>|tflops=<TFLOP/s>".
  * The pool is 2 GiB of random bf16 (above the L2), block tables are shuffled, and each case
  * runs 5 warm-up launches, then 15 rounds of 20 launches queued back to back and timed on the
@@ -98,13 +102,57 @@ static int run_sample(void *arg)
     return rl_sample(&ctx, c->tok, c->logp, c->logits, c->n, 151936, c->rows);
 }
 
+typedef struct prod_case {
+    void *out, *in, *w[8];
+    int m, n, k, residual, next;
+} prod_case;
+
+static int run_prod(void *arg)
+{
+    prod_case *c = arg;
+    void *w = c->w[c->next++ % 8];
+    return c->residual ? rl_matmul_residual_fwd(&ctx, c->out, c->out, c->in, w, c->m, c->n, c->k)
+                       : rl_matmul_fwd(&ctx, c->out, c->in, w, NULL, c->m, c->n, c->k, 0);
+}
+
+/* Qwen3-0.6B's q|k|v, o (+ residual), gate|up and down (+ residual) at decode batch sizes. */
+static void bench_products(void)
+{
+    enum { HIDDEN = 1024, INTER = 3072 };
+    static const struct { const char *name; int n, k, residual; } shapes[] = {
+        {"qkv", (H + 2 * KV) * HD, HIDDEN, 0}, {"o", HIDDEN, H * HD, 1}, {"gate_up", 2 * INTER, HIDDEN, 0},
+        {"down", HIDDEN, INTER, 1}};
+    static const int rows[] = {16, 32, 64, 128, 256};
+    void *in = dev((size_t)256 * INTER * 2), *out = dev((size_t)256 * 2 * INTER * 2);
+    fill_random(in, (size_t)256 * INTER, 4);
+    fill_random(out, (size_t)256 * 2 * INTER, 5);
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+        prod_case c = {.out = out, .in = in, .n = shapes[sh].n, .k = shapes[sh].k, .residual = shapes[sh].residual};
+        for (int i = 0; i < 8; i++) {
+            c.w[i] = dev((size_t)c.n * c.k * 2);
+            if (i == 0) fill_random(c.w[0], (size_t)c.n * c.k, 10);
+            else if (rl_memcpy(&ctx, c.w[i], c.w[0], (size_t)c.n * c.k * 2, RL_D2D)) die("copy");
+        }
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            c.m = rows[r];
+            double us = median_us(run_prod, &c);
+            printf("paged product %s rows=%d n=%d k=%d us=%.1f gbps=%.0f\n", shapes[sh].name, c.m, c.n, c.k, us,
+                   (double)c.n * c.k * 2 / us / 1e3);
+        }
+        for (int i = 0; i < 8; i++) rl_free(&ctx, c.w[i]);
+    }
+    rl_free(&ctx, in);
+    rl_free(&ctx, out);
+}
+
 int main(int argc, char **argv)
 {
-    int bs = 16;
+    int bs = 16, products = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--block-size") && i + 1 < argc) bs = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--products")) products = 1;
         else {
-            fprintf(stderr, "usage: bench_paged [--block-size N]\n");
+            fprintf(stderr, "usage: bench_paged [--block-size N] [--products]\n");
             return 2;
         }
     }
@@ -112,6 +160,11 @@ int main(int argc, char **argv)
     if (rl_ctx_create(&ctx, RL_BACKEND_CUDA, 0, &err)) {
         fprintf(stderr, "bench_paged: %s\n", err.msg);
         return 1;
+    }
+    if (products) {
+        bench_products();
+        rl_ctx_free(&ctx);
+        return 0;
     }
     size_t row = (size_t)KV * HD, plane = (size_t)bs * row, block_elems = 2 * plane; /* one layer */
     size_t pool_elems = ((size_t)2 << 30) / 2, n_blocks = pool_elems / block_elems;
@@ -130,18 +183,26 @@ int main(int argc, char **argv)
         perm[b] = perm[j], perm[j] = t;
     }
 
-    static const int cases[][3] = {/* batch, context, queries */
-                                   {1, 512, 1},   {1, 4096, 1},   {1, 32768, 1}, {16, 1024, 1}, {64, 512, 1},
-                                   {64, 2048, 1}, {256, 256, 1},  {256, 1024, 1}, {1, 2048, 2048}};
+    static const int cases[][4] = {/* batch, context, queries, shared keys (runs of 8) */
+                                   {1, 512, 1, 0},   {1, 4096, 1, 0},  {1, 32768, 1, 0}, {16, 1024, 1, 0},
+                                   {64, 512, 1, 0},  {64, 2048, 1, 0}, {256, 256, 1, 0}, {256, 1024, 1, 0},
+                                   {64, 258, 1, 0},  {64, 258, 1, 128}, {64, 386, 1, 0},  {64, 386, 1, 128},
+                                   {1, 2048, 2048, 0}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        int B = cases[k][0], L = cases[k][1], Q = cases[k][2];
+        int B = cases[k][0], L = cases[k][1], Q = cases[k][2], P = cases[k][3];
         int mb = (L + bs - 1) / bs;
         if ((size_t)B * mb > n_blocks) continue;
         int32_t *tables = malloc((size_t)B * mb * 4), *cu = malloc((B + 1) * 4), *lens = malloc(B * 4);
+        int32_t *share = malloc((size_t)3 * B * 4); /* lead, len, count */
         for (int s = 0, next = 0; s < B; s++) {
-            for (int i = 0; i < mb; i++) tables[s * mb + i] = perm[next++];
+            int lead = P ? s - s % 8 : s;
+            for (int i = 0; i < mb; i++)
+                tables[s * mb + i] = s != lead && i < P / bs ? tables[lead * mb + i] : perm[next++];
             cu[s] = s * Q;
             lens[s] = L;
+            share[s] = lead;
+            share[B + s] = P;
+            share[2 * B + s] = P && s == lead ? 8 : 0;
         }
         cu[B] = B * Q;
         attn_case c = {.out = out, .q = q, .n_seqs = B, .max_q = Q, .max_k = Q > 1 ? L : 32768};
@@ -154,21 +215,30 @@ int main(int argc, char **argv)
             rl_memcpy(&ctx, c.cu_q, cu, (B + 1) * 4, RL_H2D) || rl_memcpy(&ctx, c.seqlens, lens, B * 4, RL_H2D))
             die("upload");
         c.kv.block_tables = d_tables;
+        int32_t *d_share = dev((size_t)3 * B * 4);
+        if (P) {
+            if (rl_memcpy(&ctx, d_share, share, (size_t)3 * B * 4, RL_H2D)) die("upload");
+            c.kv.share_lead = d_share, c.kv.share_len = d_share + B, c.kv.share_count = d_share + 2 * B;
+            c.kv.max_share = 8;
+        }
         double us = median_us(run_attn, &c);
         if (Q == 1) {
             double bytes = (double)B * L * row * 2 * 2;
-            printf("paged decode batch=%d context=%d block=%d us=%.1f gbps=%.0f\n", B, L, bs, us, bytes / us / 1e3);
+            printf("paged decode batch=%d context=%d shared=%d block=%d us=%.1f gbps=%.0f\n", B, L, P, bs, us,
+                   bytes / us / 1e3);
         } else {
             double flops = 4.0 * B * H * HD * ((double)Q * L - (double)Q * (Q - 1) / 2);
             printf("paged prefill batch=%d queries=%d context=%d block=%d us=%.1f tflops=%.1f\n", B, Q, L, bs, us,
                    flops / us / 1e6);
         }
         rl_free(&ctx, d_tables);
+        rl_free(&ctx, d_share);
         rl_free(&ctx, c.cu_q);
         rl_free(&ctx, c.seqlens);
-        free(tables), free(cu), free(lens);
+        free(tables), free(cu), free(lens), free(share);
     }
     rl_free(&ctx, pool);
+    bench_products();
 
     int rows_n[] = {1, 64, 256};
     size_t vocab = 151936;

@@ -400,6 +400,10 @@ static int check_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q, cons
     NEED(cu_seqlens_q, seqlens_k, kv->block_tables);
     AT_LEAST(kv->max_blocks, 1);
     if (max_seqlen_q > 0) NEED(out, q);
+    if (kv->share_lead || kv->share_len || kv->share_count) {
+        NEED(kv->share_lead, kv->share_len, kv->share_count);
+        AT_LEAST(kv->max_share, 1);
+    }
     return 0;
 }
 

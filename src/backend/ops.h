@@ -81,6 +81,16 @@ typedef struct rl_paged_kv {
     int block_size;              /* tokens per block */
     const int32_t *block_tables; /* [n_seqs, max_blocks]: physical block ids */
     int max_blocks;              /* row length of block_tables */
+    /* Shared prefixes, for rl_paged_attention_fwd (NULL: none; backend memory, [n_seqs] each):
+     * the sequences share_lead[s] .. share_lead[s] + share_count[share_lead[s]] - 1 form a run
+     * (s among them; share_count is 0 off a run's lead) whose tables begin with the same blocks
+     * (the samples of one prompt), and the first share_len[s] keys of s (the run's one value,
+     * at most seqlens_k[s] - 1; 0: s shares nothing) are read through the lead's table. Each
+     * sequence of a run has one query. Same results as without (the keys are the same): a
+     * backend may read a run's shared keys once for all of it (cascade attention); the CPU op
+     * reads them through the lead's table, the CUDA kernels ignore the runs for now. */
+    const int32_t *share_lead, *share_len, *share_count;
+    int max_share; /* bound of share_count */
 } rl_paged_kv;
 
 /* rl_adamw_step's hyper-parameters. */

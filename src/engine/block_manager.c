@@ -259,3 +259,35 @@ void rl_bm_clear_cache(rl_block_manager *bm)
     memset(bm->cached, 0, (size_t)bm->n_blocks);
     memset(bm->table, 0xff, ((size_t)bm->table_mask + 1) * sizeof *bm->table);
 }
+
+void rl_bm_share_runs(const int32_t *tables, int stride, const int32_t *len_k, int n_rows, int block_size,
+                      int max_share, int32_t *lead, int32_t *len, int32_t *count)
+{
+    for (int i = 0; i < n_rows; i++) {
+        lead[i] = i;
+        len[i] = 0;
+        count[i] = 0;
+    }
+    for (int i = 0; i < n_rows;) {
+        /* blocks wholly before row i's last key: the most it may share */
+        int common = len_k[i] > 0 ? (len_k[i] - 1) / block_size : 0, j = i + 1;
+        const int32_t *ti = tables + (size_t)i * stride;
+        while (common > 0 && j < n_rows && j - i < max_share && len_k[j] > 0) {
+            const int32_t *tj = tables + (size_t)j * stride;
+            int limit = (len_k[j] - 1) / block_size, same = 0;
+            if (limit > common) limit = common;
+            while (same < limit && ti[same] == tj[same]) same++;
+            if (same == 0) break;
+            common = same;
+            j++;
+        }
+        if (j - i >= 2) {
+            for (int t = i; t < j; t++) {
+                lead[t] = i;
+                len[t] = common * block_size;
+            }
+            count[i] = j - i;
+        }
+        i = j;
+    }
+}

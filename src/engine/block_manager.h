@@ -86,4 +86,15 @@ void rl_bm_clear_cache(rl_block_manager *bm);
  * prefix cache (a block whose prefix is already cached under another block stays private). */
 void rl_bm_register(rl_block_manager *bm, rl_block_table *bt, const int32_t *tokens, int n_computed);
 
+/* Shared-prefix runs of a decode step (rl_paged_kv's share_lead, share_len, share_count): row i
+ * has block table tables[i * stride ..] and len_k[i] keys (0: an idle row). A run is a stretch
+ * of 2 to max_share adjacent rows whose tables begin with the same blocks (the samples of one
+ * prompt after rl_bm_fork); it shares the blocks all of them hold that lie wholly before each
+ * one's last key (the key of the token being decoded is never shared). Rows are taken greedily
+ * from the first: a row joins the run while it shares at least one block with the run's
+ * first, and the run's shared length is the shortest such prefix. Rows in no run get lead =
+ * themselves, len = count = 0. */
+void rl_bm_share_runs(const int32_t *tables, int stride, const int32_t *len_k, int n_rows, int block_size,
+                      int max_share, int32_t *lead, int32_t *len, int32_t *count);
+
 #endif

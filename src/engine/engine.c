@@ -151,7 +151,8 @@ int rl_engine_prepare(rl_engine *e, long need_blocks, rl_err *err)
     if (!e->runner) {
         rl_runner_config rc = {.max_num_seqs = e->opt.max_num_seqs,
                                .max_num_batched_tokens = e->opt.max_num_batched_tokens,
-                               .max_blocks = e->max_blocks, .graphs = e->opt.graphs, .pad_decode = e->opt.pad_decode};
+                               .max_blocks = e->max_blocks, .graphs = e->opt.graphs, .pad_decode = e->opt.pad_decode,
+                               .cascade = e->opt.cascade};
         if (rl_runner_create(&e->runner, e->model, &rc, err)) return -1;
     }
     if (e->opt.n_blocks > 0) return e->pool.view.base ? 0 : make_pool(e, e->opt.n_blocks, err);

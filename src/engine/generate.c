@@ -391,6 +391,7 @@ int rl_engine_generate(rl_engine *e, const rl_gen_prompt *prompts, int n, const 
         e->stats.decode_steps = after->decode_steps - before.decode_steps;
         e->stats.graph_replays = after->graph_replays - before.graph_replays;
         e->stats.mixed_steps = after->mixed_steps - before.mixed_steps;
+        e->stats.shared_keys = after->shared_keys - before.shared_keys;
     }
     failed = 0;
     rc = 0;

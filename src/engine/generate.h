@@ -93,6 +93,10 @@ typedef struct rl_engine_options {
     int prefix_sharing;            /* group forks and the prefix cache (default 1) */
     int graphs;                    /* capture decode steps as graphs where the backend can (default 1) */
     int pad_decode;                /* pad decode steps to graph bucket sizes without graphs too (tests) */
+    int cascade;                   /* shared-prefix runs of decode rows for the attention (rl_bm_share_runs;
+                                      the CPU op reads a run's prompt keys through its lead's table; the
+                                      CUDA kernels ignore runs: a cascade kernel measured slower,
+                                      docs/benchmarks.md; default 0) */
     int pool_seqs, pool_seq_len;   /* > 0 (training): the pool holds what pool_seqs sequences of
                                       pool_seq_len tokens can use (rl_engine_pool_blocks), the memory
                                       fraction only capping it; 0: the fraction's pool (CUDA) */
@@ -161,6 +165,7 @@ typedef struct rl_engine_stats {
     long cached_tokens;   /* prompt positions found in the prefix cache */
     long generated_tokens;
     long preemptions, forks, cow_copies;
+    long shared_keys;     /* decode keys read once for a run of samples sharing a prompt, not by each */
     int peak_blocks;      /* most blocks held by sequences at once */
 } rl_engine_stats;
 

@@ -33,6 +33,7 @@ struct rl_runner {
     rl_acts *acts;
     float *logits;
     int S, T, vocab;
+    int max_share; /* sequences per shared-prefix run: 16 rows of (sequence, query head) per kv head */
     int buckets[MAX_BUCKETS], n_buckets;
     rl_graph *graphs[MAX_BUCKETS];
     unsigned char warm[MAX_BUCKETS];
@@ -40,12 +41,14 @@ struct rl_runner {
 
     /* decode state: backend, host mirror, byte offsets */
     char *d_state, *h_state;
-    size_t st_tokens, st_pos, st_seqlens, st_slots, st_rows, st_tables, st_iota, st_sampled, st_logp, st_bytes;
+    size_t st_tokens, st_pos, st_seqlens, st_slots, st_rows, st_share, st_tables, st_iota, st_sampled, st_logp, st_bytes;
     int32_t *d_iota, *d_sampled;
     float *d_logp;
     int n_rows, small_dirty;
     int *seq_of_row, *row_version; /* [S] */
     int *row_of_seq, n_seqs;       /* [n_seqs] of the current call */
+    int32_t *share_new;            /* [3, S] scratch: the shared-prefix runs of a step */
+    int *new_rows;                 /* [S] scratch: sequences getting a decode row */
     int *item_of_seq;              /* [n_seqs] scratch of a mixed step */
 
     /* batch of a mixed step */
@@ -110,6 +113,8 @@ void rl_runner_free(rl_runner *r)
     rl_free_host(r->ctx, r->h_out);
     free(r->seq_of_row);
     free(r->row_version);
+    free(r->share_new);
+    free(r->new_rows);
     free(r->row_of_seq);
     free(r->item_of_seq);
     free(r->out_seq);
@@ -124,6 +129,7 @@ static void plan_layout(rl_runner *r)
     r->st_seqlens = take(&at, S * 4);
     r->st_slots = take(&at, S * 4);
     r->st_rows = take(&at, S * sizeof(rl_sample_row));
+    r->st_share = take(&at, 3 * S * 4);
     r->st_tables = take(&at, S * MB * 4);
     r->st_iota = take(&at, (S + 1) * 4);
     r->st_sampled = take(&at, S * 4);
@@ -178,15 +184,19 @@ int rl_runner_create(rl_runner **out, rl_model *m, const rl_runner_config *cfg, 
     r->S = cfg->max_num_seqs;
     r->T = cfg->max_num_batched_tokens;
     r->vocab = m->config.vocab_size;
+    int group = m->config.n_heads / m->config.n_kv_heads;
+    r->max_share = group >= 1 && group <= 16 ? 16 / group : 1;
     make_buckets(r);
     plan_layout(r);
     size_t S = (size_t)r->S;
     r->seq_of_row = malloc(S * sizeof(int));
     r->row_version = malloc(S * sizeof(int));
     r->out_seq = malloc(S * sizeof(int32_t));
-    if (!r->seq_of_row || !r->row_version || !r->out_seq) {
+    r->share_new = malloc(3 * S * sizeof(int32_t));
+    r->new_rows = malloc(S * sizeof(int));
+    if (!r->seq_of_row || !r->row_version || !r->out_seq || !r->share_new || !r->new_rows) {
         rl_runner_free(r);
-        return rl_err_oom(err, "engine runner tables", S * 12);
+        return rl_err_oom(err, "engine runner tables", S * 24);
     }
     if (rl_acts_create(&r->acts, m, r->T, RL_ACTS_INFER, err)) {
         rl_runner_free(r);
@@ -310,6 +320,28 @@ static int sync_row(rl_runner *r, int row, const rl_sched_seq *q, const rl_sampl
     return 0;
 }
 
+/* The decode rows' shared-prefix runs (rl_bm_share_runs over the mirror's tables and lengths,
+ * which sync_row has brought to this step), into the state where they changed. None in
+ * deterministic mode: there every op keeps the training forward's order of sums. */
+static void sync_share(rl_runner *r)
+{
+    size_t S = (size_t)r->S;
+    int32_t *lead = r->share_new, *len = lead + S, *count = len + S;
+    int n = r->det_inv_t > 0 || !r->cfg.cascade ? 0 : r->n_rows;
+    rl_bm_share_runs(ST(r, st_tables, int32_t), r->cfg.max_blocks, ST(r, st_seqlens, int32_t), n,
+                     r->pool->view.block_size, r->max_share, lead, len, count);
+    for (int i = n; i < r->S; i++) {
+        lead[i] = i;
+        len[i] = count[i] = 0;
+    }
+    for (int i = 0; i < n; i++)
+        if (count[i] > 1) r->stats.shared_keys += (long)len[i] * (count[i] - 1);
+    if (memcmp(ST(r, st_share, int32_t), lead, 3 * S * sizeof(int32_t))) {
+        memcpy(ST(r, st_share, int32_t), lead, 3 * S * sizeof(int32_t));
+        r->small_dirty = 1;
+    }
+}
+
 /* What rl_decode_advance does on the device, done to the mirror. */
 static void advance_mirror(rl_runner *r, const int32_t *sampled)
 {
@@ -355,6 +387,12 @@ static int decode_ops(rl_runner *r, int B, rl_err *err)
                         .cu_seqlens_q = r->d_iota, .seqlens_k = DEV(r, d_state, st_seqlens, int32_t),
                         .block_tables = DEV(r, d_state, st_tables, int32_t), .max_blocks = mb, .max_seqlen_q = 1,
                         .max_seqlen_k = mb * bs, .logit_rows = r->d_iota, .n_logits = B};
+    if (r->cfg.cascade && r->det_inv_t <= 0) {
+        b.share_lead = DEV(r, d_state, st_share, int32_t);
+        b.share_len = b.share_lead + r->S;
+        b.share_count = b.share_len + r->S;
+        b.max_share = r->max_share;
+    }
     rl_sample_row *rows = DEV(r, d_state, st_rows, rl_sample_row);
     if (rl_model_forward_paged(r->m, r->acts, &r->pool->view, &b, r->logits, err)) return -1;
     if (rl_sample(ctx, r->d_sampled, r->d_logp, r->logits, B, r->vocab, rows)) return fail_ctx(r, err);
@@ -404,13 +442,29 @@ static int fetch_out(rl_runner *r, int n, rl_err *err)
     return 0;
 }
 
+/* Whether sequence a (index qa) goes after b (qb) among new decode rows. */
+static int first_block_after(const rl_sched_seq *a, int qa, const rl_sched_seq *b, int qb)
+{
+    int32_t ba = a->bt.n ? a->bt.ids[0] : -1, bb = b->bt.n ? b->bt.ids[0] : -1;
+    return ba != bb ? ba > bb : qa > qb;
+}
+
 static int decode_step(rl_runner *r, const rl_sched_plan *plan, const rl_sched_seq *seqs,
                        const rl_sample_row *base_rows, rl_step_out *out, rl_err *err)
 {
+    /* With cascade, new rows in the order of their first block (then sequence): the samples of
+     * one prompt become adjacent rows, which is what a shared-prefix run is made of. */
+    int n_new = 0, *fresh = r->new_rows;
     for (int k = 0; k < plan->n_items; k++) {
-        int q = plan->items[k].seq;
+        int q = plan->items[k].seq, at = n_new;
         if (r->row_of_seq[q] >= 0) continue;
-        int row = r->n_rows++;
+        for (; r->cfg.cascade && at > 0 && first_block_after(&seqs[fresh[at - 1]], fresh[at - 1], &seqs[q], q); at--)
+            fresh[at] = fresh[at - 1];
+        fresh[at] = q;
+        n_new++;
+    }
+    for (int k = 0; k < n_new; k++) {
+        int q = fresh[k], row = r->n_rows++;
         r->row_of_seq[q] = row;
         r->seq_of_row[row] = q;
         r->row_version[row] = -1;
@@ -419,6 +473,7 @@ static int decode_step(rl_runner *r, const rl_sched_plan *plan, const rl_sched_s
         int q = r->seq_of_row[row];
         if (sync_row(r, row, &seqs[q], &base_rows[q])) return fail_ctx(r, err);
     }
+    if (r->cfg.cascade) sync_share(r);
     if (r->small_dirty && rl_memcpy_async(r->ctx, r->d_state, r->h_state, r->st_tables, RL_H2D)) return fail_ctx(r, err);
     r->small_dirty = 0;
     int bi = r->cfg.pad_decode ? bucket_of(r, r->n_rows) : -1;

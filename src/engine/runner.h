@@ -9,7 +9,8 @@
  *    fixed bucket of rows (rows past the running ones are inactive padding), captured once per
  *    bucket as a graph where the backend has graphs and replayed after. The host keeps an exact
  *    mirror of the state, applies the same advance to it, and uploads only what differs from the
- *    sequences' real state (admitted or removed rows, new blocks) before a step; after it, only
+ *    sequences' real state (admitted or removed rows, new blocks, the shared-prefix runs of
+ *    adjacent rows: rl_bm_share_runs, for the attention's cascade) before a step; after it, only
  *    the sampled ids and log-probs come back (asynchronous copy, one event).
  *  - mixed: prefill chunks, possibly with decoding sequences: the host lays the batch out in
  *    pinned memory, uploads it and runs the same ops un-captured.
@@ -27,6 +28,7 @@ typedef struct rl_runner_config {
     int max_blocks; /* block table length of a sequence */
     int graphs;     /* capture decode steps where the backend can */
     int pad_decode; /* pad decode steps to bucket sizes (always with graphs) */
+    int cascade;    /* shared-prefix runs for the decode attention (not in deterministic mode) */
 } rl_runner_config;
 
 /* What one step sampled: n rows, for the plan's sampling items in order, then its forks. */
@@ -38,6 +40,7 @@ typedef struct rl_step_out {
 
 typedef struct rl_runner_stats {
     long steps, decode_steps, graph_replays, graph_captures, mixed_steps, tokens, copies;
+    long shared_keys; /* decode keys read once for a shared-prefix run instead of by each member */
 } rl_runner_stats;
 
 typedef struct rl_runner rl_runner;

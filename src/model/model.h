@@ -247,6 +247,8 @@ typedef struct rl_paged_batch {
     int max_blocks, max_seqlen_q, max_seqlen_k;
     const int32_t *logit_rows;                 /* [n_logits]: token rows whose next-token logits are wanted (may repeat) */
     int n_logits;
+    const int32_t *share_lead, *share_len, *share_count; /* shared-prefix runs (rl_paged_kv) or NULL */
+    int max_share;
 } rl_paged_batch;
 
 /* Appends the batch's keys and values to the pool and writes fp32 logits [n_logits, vocab] of

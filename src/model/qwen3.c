@@ -169,7 +169,9 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
         rl_paged_kv kv = {.k = (char *)b->pool->base + (size_t)(2 * l) * plane,
                           .v = (char *)b->pool->base + (size_t)(2 * l + 1) * plane,
                           .block_stride = b->pool->block_stride, .block_size = b->pool->block_size,
-                          .block_tables = pb->block_tables, .max_blocks = pb->max_blocks};
+                          .block_tables = pb->block_tables, .max_blocks = pb->max_blocks,
+                          .share_lead = pb->share_lead, .share_len = pb->share_len,
+                          .share_count = pb->share_count, .max_share = pb->max_share};
         if (ctx->deterministic) {
             if (qk_fwd(m, a, l, b, err)) return -1;
             RL_TRY_OP(ctx, err, rl_kv_cache_write(ctx, &kv, s->k, s->v, pb->slots, T, KV, hd));

@@ -182,3 +182,51 @@ Test(paged_attention, bad_tables_and_lengths)
     fx_expect_refused(&ctx, rl_paged_attention_fwd(&ctx, out, q, &kv, cu, seqlens, 1, 2, 10, H, KV, HD, 1.0f),
                       "rl_paged_attention_fwd: cu_seqlens_q: sequence 0 has 3 queries, outside [0, max_seqlen_q 2]");
 }
+
+/* Shared-prefix runs (rl_paged_kv share_*): the run's first keys are read through the lead's
+ * table, the same blocks, so the same bits as without runs; a run whose blocks are not shared
+ * reads the lead's keys instead (the runs are used, not just accepted); malformed runs are
+ * refused. */
+Test(paged_attention, shared_prefix_runs)
+{
+    enum { NB = 6, MB = 3 };
+    rl_ctx ctx = fx_cpu();
+    size_t pool_n = (size_t)NB * 2 * L * BS * KV * HD;
+    float *pool = malloc(pool_n * sizeof(float)), q[3 * H * HD], out[3 * H * HD], plain_out[3 * H * HD];
+    rl_rng rng;
+    rl_rng_init(&rng, 77);
+    for (size_t i = 0; i < pool_n; i++) pool[i] = (float)rl_rng_below(&rng, 2001) / 1000.0f - 1.0f;
+    for (int i = 0; i < 3 * H * HD; i++) q[i] = (float)rl_rng_below(&rng, 2001) / 1000.0f - 1.0f;
+    int32_t tables[3 * MB] = {0, 1, 2, 0, 1, 3, 4, 5, -1}, cu[4] = {0, 1, 2, 3}, seqlens[3] = {13, 12, 9};
+    int32_t lead[3] = {0, 0, 2}, len[3] = {10, 10, 0}, count[3] = {2, 0, 0};
+    rl_paged_kv kv = layer_view(pool, NB);
+    kv.block_tables = tables;
+    kv.max_blocks = MB;
+    cr_assert_eq(rl_paged_attention_fwd(&ctx, plain_out, q, &kv, cu, seqlens, 3, 1, 13, H, KV, HD, 0.5f), 0, "%s",
+                 ctx.err.msg);
+    kv.share_lead = lead, kv.share_len = len, kv.share_count = count, kv.max_share = 2;
+    cr_assert_eq(rl_paged_attention_fwd(&ctx, out, q, &kv, cu, seqlens, 3, 1, 13, H, KV, HD, 0.5f), 0, "%s",
+                 ctx.err.msg);
+    cr_assert(!memcmp(out, plain_out, sizeof out), "a run of shared blocks changed the result");
+
+    /* a run over sequence 2, whose first block is not sequence 0's: its first 5 keys become
+     * sequence 0's */
+    int32_t bad_lead[3] = {0, 0, 0}, bad_len[3] = {5, 5, 5}, bad_count[3] = {3, 0, 0};
+    kv.share_lead = bad_lead, kv.share_len = bad_len, kv.share_count = bad_count, kv.max_share = 3;
+    cr_assert_eq(rl_paged_attention_fwd(&ctx, out, q, &kv, cu, seqlens, 3, 1, 13, H, KV, HD, 0.5f), 0, "%s",
+                 ctx.err.msg);
+    cr_assert(!memcmp(out, plain_out, 2 * H * HD * sizeof(float)), "sequences 0 and 1 share block 0");
+    cr_assert(memcmp(out + 2 * H * HD, plain_out + 2 * H * HD, H * HD * sizeof(float)),
+              "sequence 2 must read sequence 0's first block through the run");
+
+    kv.share_lead = lead, kv.share_len = len, kv.share_count = count, kv.max_share = 2;
+    count[0] = 1;
+    fx_expect_refused(&ctx, rl_paged_attention_fwd(&ctx, out, q, &kv, cu, seqlens, 3, 1, 13, H, KV, HD, 0.5f),
+                      "rl_paged_attention_fwd: share_lead[1] 0 does not lead a run (of at most max_share 2) that holds it");
+    count[0] = 2;
+    len[1] = 12;
+    fx_expect_refused(&ctx, rl_paged_attention_fwd(&ctx, out, q, &kv, cu, seqlens, 3, 1, 13, H, KV, HD, 0.5f),
+                      "rl_paged_attention_fwd: share_len[1] 12: not its lead's 10, or not in [0, seqlens_k 12 - 1], or 1 "
+                      "queries (a run's sequences have one)");
+    free(pool);
+}

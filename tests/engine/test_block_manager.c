@@ -213,3 +213,42 @@ Test(block_manager, cache_table_survives_churn)
     cr_assert_gt(bm.n_evicted, 0);
     rl_bm_free(&bm);
 }
+
+/* Shared-prefix runs of a decode step: adjacent rows whose tables begin alike, the shared part
+ * wholly before each row's last key, at most max_share rows a run; idle rows and rows sharing
+ * nothing are in no run. */
+Test(block_manager, share_runs_of_adjacent_rows)
+{
+    enum { ROWS = 9, STRIDE = 5 };
+    const int32_t tables[ROWS][STRIDE] = {
+        {7, 8, 9, 1, -1},  /* rows 0-2: a prompt's 2 blocks (row 2 shares only the first) */
+        {7, 8, 9, 2, -1},  /* block 9: a copy-on-write not made yet, beyond the last key of row 0 */
+        {7, 3, -1, -1, -1},
+        {4, 5, 6, -1, -1}, /* rows 3-4 share 2 blocks, row 5 idle */
+        {4, 5, 10, -1, -1},
+        {4, 5, 11, -1, -1},
+        {12, 13, 14, -1, -1}, /* rows 6-8: a run of 3 cut at max_share 2 */
+        {12, 13, 15, -1, -1},
+        {12, 13, 16, -1, -1},
+    };
+    const int32_t len_k[ROWS] = {9, 13, 6, 12, 9, 0, 10, 10, 11};
+    int32_t lead[ROWS], len[ROWS], count[ROWS];
+    rl_bm_share_runs(&tables[0][0], STRIDE, len_k, ROWS, 4, 2, lead, len, count);
+    /* max_share 2: rows 0-1 (row 0's last key 8 is in block 2: 2 blocks shared), row 2 alone */
+    const int32_t want_lead[ROWS] = {0, 0, 2, 3, 3, 5, 6, 6, 8}, want_len[ROWS] = {8, 8, 0, 8, 8, 0, 8, 8, 0};
+    const int32_t want_count[ROWS] = {2, 0, 0, 2, 0, 0, 2, 0, 0};
+    for (int i = 0; i < ROWS; i++) {
+        cr_assert_eq(lead[i], want_lead[i], "row %d: lead %d, want %d", i, lead[i], want_lead[i]);
+        cr_assert_eq(len[i], want_len[i], "row %d: len %d, want %d", i, len[i], want_len[i]);
+        cr_assert_eq(count[i], want_count[i], "row %d: count %d, want %d", i, count[i], want_count[i]);
+    }
+    /* max_share 3: row 2 joins rows 0-1 and the run shares one block; rows 6-8 are one run */
+    rl_bm_share_runs(&tables[0][0], STRIDE, len_k, ROWS, 4, 3, lead, len, count);
+    const int32_t lead3[ROWS] = {0, 0, 0, 3, 3, 5, 6, 6, 6}, len3[ROWS] = {4, 4, 4, 8, 8, 0, 8, 8, 8};
+    const int32_t count3[ROWS] = {3, 0, 0, 2, 0, 0, 3, 0, 0};
+    for (int i = 0; i < ROWS; i++) {
+        cr_assert_eq(lead[i], lead3[i], "max_share 3, row %d: lead %d, want %d", i, lead[i], lead3[i]);
+        cr_assert_eq(len[i], len3[i], "max_share 3, row %d: len %d, want %d", i, len[i], len3[i]);
+        cr_assert_eq(count[i], count3[i], "max_share 3, row %d: count %d, want %d", i, count[i], count3[i]);
+    }
+}

@@ -170,7 +170,9 @@ Test(engine_batching, a_group_prefills_its_prompt_once)
 {
     enum { G = 8, N = G + 2, LEN = 37 };
     gen_setup g;
-    open_gen(&g, "qwen3-tiny-tied", NULL);
+    rl_engine_options cascade = rl_engine_options_default();
+    cascade.cascade = 1;
+    open_gen_with(&g, "qwen3-tiny-tied", NULL, &cascade);
     int32_t prompt[LEN], other[2][20];
     for (int t = 0; t < LEN; t++) prompt[t] = (int32_t)(11 * t + 3) % 500;
     for (int t = 0; t < 20; t++) other[0][t] = (int32_t)t + 100, other[1][t] = (int32_t)t + 200;
@@ -191,11 +193,21 @@ Test(engine_batching, a_group_prefills_its_prompt_once)
     cr_assert_eq(with.prompt_tokens, LEN + 2 * 20, "the group's prompt is computed once");
     cr_assert_eq(with.forks, G - 1);
     cr_assert_eq(with.cow_copies, G - 1, "37 = 2 x 16 + 5: each extra member copies the shared partial block once");
+    /* Each decode step (the first token comes from the prefill) reads the group's 2 full prompt
+     * blocks through the lead's table for the other members of its runs (cascade attention's
+     * runs of 16 / (query heads per kv head) sequences): the completions equal the unshared
+     * ones below. */
+    int per_run = 16 / (g.m.config.n_heads / g.m.config.n_kv_heads);
+    cr_assert(per_run >= 2 && G % per_run == 0);
+    cr_assert_eq(with.shared_keys, (long)(p.max_new_tokens - 1) * 32 * (G - G / per_run), "shared keys %ld",
+                 with.shared_keys);
     rl_engine_options opt = rl_engine_options_default();
+    rl_engine_stats plain = same_as(&g, &opt, prompts, N, &p, shared, "without cascade (the default)");
+    cr_assert_eq(plain.shared_keys, 0);
     opt.prefix_sharing = 0;
     rl_engine_stats without = same_as(&g, &opt, prompts, N, &p, shared, "without prefix sharing");
     cr_assert_eq(without.prompt_tokens, G * LEN + 2 * 20);
-    cr_assert_eq(without.forks + without.cow_copies, 0);
+    cr_assert_eq(without.forks + without.cow_copies + without.shared_keys, 0);
     cr_assert_lt(with.peak_blocks + (G - 1) * 2, without.peak_blocks + 1,
                  "sharing saves the members' 2 full prompt blocks each: peak %d vs %d", with.peak_blocks,
                  without.peak_blocks);

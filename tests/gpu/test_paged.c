@@ -3,7 +3,8 @@
  * rl_paged_attention_fwd at awkward shapes (shuffled block tables, block sizes 3, 5, 7 and 16,
  * lengths that are not multiples of them, GQA groups 1 to 4, head_dim 16 to 128, decode rows,
  * chunked prefill against cached blocks, inactive rows, one long sequence split across many
- * blocks, max_seqlen_k far above the longest as a captured step passes it),
+ * blocks, max_seqlen_k far above the longest as a captured step passes it, shared-prefix runs
+ * of decode rows),
  * rl_qk_norm_rope_cache_fwd (from one fused q|k|v row and from separate rows, with and without
  * the head norms, padding slots; q and the written keys bf16, tolerance 2e-2 against the CPU's
  * fp32; values exact), rl_gather_rows and rl_decode_advance (exact).
@@ -24,6 +25,9 @@ typedef struct pcase {
     int len_q[MAX_SEQS], len_k[MAX_SEQS]; /* len_k 0: inactive row */
     int n_heads, n_kv_heads, head_dim, block_size;
     int cap_k; /* max_seqlen_k passed: 0 = the longest */
+    /* shared-prefix runs (rl_paged_kv share_*): runs of share_run adjacent sequences whose
+     * first share_blocks blocks are the lead's (their keys written once, by the lead); 0: none */
+    int share_run, share_blocks;
 } pcase;
 
 static void run_case(const pcase *pc, uint64_t seed)
@@ -58,11 +62,20 @@ static void run_case(const pcase *pc, uint64_t seed)
         perm[b] = perm[j], perm[j] = t;
     }
     int32_t *slots = gu_host(&g, n_write * sizeof(int32_t)), *cu_q = gu_host(&g, (n + 1) * 4), *seqlens = gu_host(&g, n * 4);
+    int32_t *share_lead = gu_host(&g, n * 4), *share_len = gu_host(&g, n * 4), *share_count = gu_host(&g, n * 4);
     int next = 0, t = 0;
     for (int s = 0; s < n; s++) {
+        int lead = pc->share_run ? s - s % pc->share_run : s, run = pc->share_run ? n - lead : 0;
+        if (run > pc->share_run) run = pc->share_run;
+        int shared = run >= 2 ? pc->share_blocks : 0;
+        share_lead[s] = run >= 2 ? lead : s;
+        share_len[s] = shared * BS;
+        share_count[s] = run >= 2 && s == lead ? run : 0;
         for (int i = 0; i < max_blocks; i++) tables[s * max_blocks + i] = -1;
-        for (int i = 0; i < (pc->len_k[s] + BS - 1) / BS; i++) tables[s * max_blocks + i] = perm[next++];
-        for (int j = 0; j < pc->len_k[s]; j++, t++) slots[t] = tables[s * max_blocks + j / BS] * BS + j % BS;
+        for (int i = 0; i < (pc->len_k[s] + BS - 1) / BS; i++)
+            tables[s * max_blocks + i] = s != lead && i < shared ? tables[lead * max_blocks + i] : perm[next++];
+        for (int j = 0; j < pc->len_k[s]; j++, t++)
+            slots[t] = s != lead && j < shared * BS ? -1 : tables[s * max_blocks + j / BS] * BS + j % BS;
         cu_q[s + 1] = cu_q[s] + pc->len_q[s];
         seqlens[s] = pc->len_k[s];
     }
@@ -80,6 +93,14 @@ static void run_case(const pcase *pc, uint64_t seed)
     dkv.k = (char *)d_pool + 2 * LAYER * plane * 2;
     dkv.v = (char *)d_pool + (2 * LAYER + 1) * plane * 2;
     dkv.block_tables = gu_up_bytes(&g, tables, (size_t)n * max_blocks * 4);
+    if (pc->share_run) {
+        kv.share_lead = share_lead, kv.share_len = share_len, kv.share_count = share_count;
+        kv.max_share = pc->share_run;
+        dkv.share_lead = gu_up_bytes(&g, share_lead, n * 4);
+        dkv.share_len = gu_up_bytes(&g, share_len, n * 4);
+        dkv.share_count = gu_up_bytes(&g, share_count, n * 4);
+        dkv.max_share = pc->share_run;
+    }
     GU_CPU_OK(&g, rl_cpu_kv_cache_write(&g.cpu, &kv, k, v, slots, n_write, KV, D));
     GU_OK(&g, rl_kv_cache_write(&g.gpu, &dkv, gu_up_bf16(&g, k, n_write * kv_row), gu_up_bf16(&g, v, n_write * kv_row),
                                 gu_up_bytes(&g, slots, n_write * 4), n_write, KV, D));
@@ -97,6 +118,13 @@ static void run_case(const pcase *pc, uint64_t seed)
     float scale = 1.0f / sqrtf((float)D);
     float *out = gu_host(&g, (size_t)total_q * q_row * sizeof(float));
     GU_CPU_OK(&g, rl_cpu_paged_attention_fwd(&g.cpu, out, q, &kv, cu_q, seqlens, n, max_q, cap, H, KV, D, scale));
+    if (pc->share_run) { /* the CPU op reads the same blocks through the lead's table: the same bits */
+        rl_paged_kv plain = kv;
+        plain.share_lead = plain.share_len = plain.share_count = NULL;
+        float *out2 = gu_host(&g, (size_t)total_q * q_row * sizeof(float));
+        GU_CPU_OK(&g, rl_cpu_paged_attention_fwd(&g.cpu, out2, q, &plain, cu_q, seqlens, n, max_q, cap, H, KV, D, scale));
+        cr_assert(!memcmp(out, out2, (size_t)total_q * q_row * sizeof(float)), "CPU: runs changed the result");
+    }
     void *d_out = gu_nan_bf16(&g, (size_t)total_q * q_row);
     GU_OK(&g, rl_paged_attention_fwd(&g.gpu, d_out, gu_up_bf16(&g, q, (size_t)total_q * q_row), &dkv,
                                      gu_up_bytes(&g, cu_q, (n + 1) * 4), gu_up_bytes(&g, seqlens, n * 4), n, max_q, cap,
@@ -107,7 +135,8 @@ static void run_case(const pcase *pc, uint64_t seed)
             for (size_t i = (size_t)cu_q[s] * q_row; i < (size_t)cu_q[s + 1] * q_row; i++)
                 cr_assert(got[i] == 0.0f, "inactive sequence %d: element %zu = %g, must be 0", s, i, got[i]);
     char what[128];
-    snprintf(what, sizeof what, "paged_attention n%d H%d/%d D%d bs%d q<=%d k<=%d", n, H, KV, D, BS, max_q, max_k);
+    snprintf(what, sizeof what, "paged_attention n%d H%d/%d D%d bs%d q<=%d k<=%d runs%d/%d", n, H, KV, D, BS, max_q,
+             max_k, pc->share_run, pc->share_blocks);
     if (D == 64 || D == 128)
         gu_check_norm(what, got, out, (size_t)total_q * q_row, 1e-2, 2.5e-1);
     else
@@ -203,6 +232,40 @@ Test(gpu_paged, small_head_dims_prefill_and_decode)
     pcase c = {.n_seqs = 2, .len_q = {1, 6}, .len_k = {130, 6}, .n_heads = 4, .n_kv_heads = 4, .head_dim = 40,
                .block_size = 16, .cap_k = 512};
     run_case(&c, 110);
+}
+
+/* Runs of decode rows sharing their first blocks (the samples of one prompt; rl_paged_kv
+ * share_*): the CPU op reads the shared keys through the lead's table (the same bits as
+ * without runs), the CUDA kernels through each row's own (they ignore runs for now); both must
+ * agree. */
+static void share_case(pcase *pc, int run, int blocks, int min_private)
+{
+    pc->share_run = run;
+    pc->share_blocks = blocks;
+    for (int s = 0; s < pc->n_seqs; s++)
+        if (pc->len_k[s] < blocks * pc->block_size + min_private) pc->len_k[s] += blocks * pc->block_size + min_private;
+}
+
+Test(gpu_paged, decode_shared_prefix_runs)
+{
+    /* GRPO's shape: 8 x 8 rows of Qwen3-0.6B, 130-token prompts (8 shared blocks), a captured
+     * step's capacity bound */
+    pcase a = decode_case(64, 260, 0, 3);
+    a.n_heads = 16, a.n_kv_heads = 8, a.head_dim = 128, a.block_size = 16, a.cap_k = 4096;
+    share_case(&a, 8, 8, 1);
+    run_case(&a, 113);
+    /* head_dim 64, 4 query heads per kv head (runs of 4 fill 16 rows), awkward block size, a
+     * last run of one (no run), private parts of a single key */
+    pcase b = decode_case(13, 40, 0, 4);
+    b.n_heads = 16, b.n_kv_heads = 4, b.head_dim = 64, b.block_size = 7;
+    share_case(&b, 4, 5, 1);
+    for (int s = 0; s < 13; s += 3) b.len_k[s] = 5 * 7 + 1;
+    run_case(&b, 114);
+    /* a long shared prefix split across blocks of the grid, runs of 16 (2 row tiles of 16) */
+    pcase c = decode_case(32, 300, 0, 5);
+    c.n_heads = 16, c.n_kv_heads = 8, c.head_dim = 128, c.block_size = 16, c.cap_k = 8192;
+    share_case(&c, 16, 100, 1);
+    run_case(&c, 115);
 }
 
 Test(gpu_paged, bad_shapes_are_refused)

@@ -12,7 +12,10 @@
  * every query head of the group over it. So a token decoded here gets exactly the values the
  * training forward (attention.c) computes for it: same products, same sums in the same order.
  * Threads take (sequence, kv head) pairs; the keys of a pair are gathered once for the
- * n_heads / n_kv_heads query heads that read them. */
+ * n_heads / n_kv_heads query heads that read them. A sequence in a shared-prefix run
+ * (kv->share_len: the samples of one prompt) gathers its shared keys through the run lead's
+ * table, as the CUDA cascade kernel reads them: the same blocks, so the same values, and a run
+ * the engine got wrong reads another sequence's keys here too. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,13 +88,34 @@ static int check_seqs(rl_ctx *ctx, const rl_paged_kv *kv, const int32_t *cu_q, c
     return 0;
 }
 
-/* dst[j] = the kv head's row of key position j, for j < len_k (one K or V plane). */
-static void gather_head(float *dst, const float *plane, const rl_paged_kv *kv, const int32_t *table, int len_k,
-                        int kv_head, int n_kv_heads, int head_dim)
+/* The shared-prefix runs (ops.h): each sequence's lead starts a run that holds it, within
+ * max_share, whose sequences agree on share_len, have one query each and a key after it. */
+static int check_share(rl_ctx *ctx, const rl_paged_kv *kv, const int32_t *cu_q, const int32_t *seqlens_k, int n_seqs)
+{
+    for (int s = 0; s < n_seqs; s++) {
+        int lead = kv->share_lead[s], len = kv->share_len[s];
+        if (len == 0) continue;
+        if (lead < 0 || lead > s || kv->share_count[lead] > kv->max_share || s >= lead + kv->share_count[lead])
+            return rl_err_set(&ctx->err, "share_lead[%d] %d does not lead a run (of at most max_share %d) that holds it",
+                              s, lead, kv->max_share);
+        if (len < 0 || len != kv->share_len[lead] || len > seqlens_k[s] - 1 || cu_q[s + 1] - cu_q[s] != 1)
+            return rl_err_set(&ctx->err,
+                              "share_len[%d] %d: not its lead's %d, or not in [0, seqlens_k %d - 1], or %d queries "
+                              "(a run's sequences have one)",
+                              s, len, kv->share_len[lead], seqlens_k[s], cu_q[s + 1] - cu_q[s]);
+    }
+    return 0;
+}
+
+/* dst[j] = the kv head's row of key position j, for j < len_k (one K or V plane); keys before
+ * n_shared through the run lead's table `shared`. */
+static void gather_head(float *dst, const float *plane, const rl_paged_kv *kv, const int32_t *table,
+                        const int32_t *shared, int n_shared, int len_k, int kv_head, int n_kv_heads, int head_dim)
 {
     size_t row = (size_t)n_kv_heads * head_dim;
     for (int j = 0; j < len_k; j++) {
-        const float *src = plane + (size_t)table[j / kv->block_size] * kv->block_stride +
+        const int32_t *t = j < n_shared ? shared : table;
+        const float *src = plane + (size_t)t[j / kv->block_size] * kv->block_stride +
                            (size_t)(j % kv->block_size) * row + (size_t)kv_head * head_dim;
         memcpy(dst + (size_t)j * head_dim, src, (size_t)head_dim * sizeof(float));
     }
@@ -104,6 +128,7 @@ int rl_cpu_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q, const rl_p
 {
     if (n_seqs == 0) return 0;
     if (check_seqs(ctx, kv, cu_seqlens_q, seqlens_k, n_seqs, max_seqlen_q, max_seqlen_k)) return -1;
+    if (kv->share_len && check_share(ctx, kv, cu_seqlens_q, seqlens_k, n_seqs)) return -1;
     if (cu_seqlens_q[n_seqs] == 0) return 0;
 
     int longest = 1;
@@ -132,8 +157,10 @@ int rl_cpu_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q, const rl_p
         }
         float *kbuf = scratch + (size_t)omp_get_thread_num() * per_thread, *vbuf = kbuf + plane, *p = vbuf + plane;
         const int32_t *table = kv->block_tables + (size_t)s * kv->max_blocks;
-        gather_head(kbuf, kv->k, kv, table, len_k, g, n_kv_heads, head_dim);
-        gather_head(vbuf, kv->v, kv, table, len_k, g, n_kv_heads, head_dim);
+        int n_shared = kv->share_len ? kv->share_len[s] : 0;
+        const int32_t *shared = n_shared ? kv->block_tables + (size_t)kv->share_lead[s] * kv->max_blocks : table;
+        gather_head(kbuf, kv->k, kv, table, shared, n_shared, len_k, g, n_kv_heads, head_dim);
+        gather_head(vbuf, kv->v, kv, table, shared, n_shared, len_k, g, n_kv_heads, head_dim);
         cpu_attention_tile_args t = {.k = kbuf, .v = vbuf, .q_row = (ptrdiff_t)q_row, .kv_row = head_dim,
                                      .out_row = (ptrdiff_t)q_row, .len_q = len_q, .len_k = len_k,
                                      .head_dim = head_dim, .scale = scale, .causal = 1};
