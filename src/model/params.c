@@ -127,6 +127,7 @@ static int model_create(rl_model *m, rl_ctx *ctx, const rl_model_config *cfg, rl
     free(specs);
     if (resolve_offsets(m, err)) goto fail;
 
+    rl_ctx_pick_act_dtype(ctx, (size_t)rl_config_param_count(cfg));
     m->master_count = m->n_elems;
     m->master = rl_alloc(ctx, m->n_elems * sizeof(float));
     if (!m->master) goto fail_ctx;

@@ -6,16 +6,17 @@
  * then the n_kv_heads value rows of each token: the row goes to shared memory in fp32, the
  * warp sums its squares (fp32) and scales by rsqrt(mean + eps) and the head weight, then lane i
  * rotates the pairs (i, i + head_dim/2) (angle positions[t] * inv_freq[i] in fp32, accurate
- * sincosf as rope.cu) and writes bf16: query rows to q_out, key and value rows to the pool slot
+ * sincosf as rope.cu) and writes the act dtype T (bf16; fp32 in the fp32 mode): query rows to q_out, key and value rows to the pool slot
  * (slots[t] < 0: not written). Values are only copied. head_dim even, at most 256. */
 #include "backend/cuda/common.cuh"
 
 #define QK_WARPS 8
 #define QK_MAX_D 256
 
+template <typename T>
 struct qk_args {
-    bf16 *q_out, *k_pool, *v_pool;
-    const bf16 *q, *k, *v, *q_norm, *k_norm;
+    T *q_out, *k_pool, *v_pool;
+    const T *q, *k, *v, *q_norm, *k_norm;
     size_t q_stride, kv_stride, block_stride;
     int block_size;
     float eps;
@@ -24,7 +25,8 @@ struct qk_args {
     int n_tokens, n_heads, n_kv_heads, head_dim;
 };
 
-__global__ void __launch_bounds__(QK_WARPS * 32) qk_norm_rope_cache_kernel(qk_args a)
+template <typename T>
+__global__ void __launch_bounds__(QK_WARPS * 32) qk_norm_rope_cache_kernel(qk_args<T> a)
 {
     rl_pdl_begin();
     __shared__ float rows[QK_WARPS][QK_MAX_D];
@@ -34,10 +36,10 @@ __global__ void __launch_bounds__(QK_WARPS * 32) qk_norm_rope_cache_kernel(qk_ar
     int t = (int)(item / per), h = (int)(item % per), D = a.head_dim, half = D / 2;
     int kind = h < a.n_heads ? 0 : h < a.n_heads + a.n_kv_heads ? 1 : 2; /* q, k, v */
     int hh = kind == 0 ? h : kind == 1 ? h - a.n_heads : h - a.n_heads - a.n_kv_heads;
-    const bf16 *src = kind == 0   ? a.q + (size_t)t * a.q_stride + (size_t)hh * D
+    const T *src = kind == 0   ? a.q + (size_t)t * a.q_stride + (size_t)hh * D
                       : kind == 1 ? a.k + (size_t)t * a.kv_stride + (size_t)hh * D
                                   : a.v + (size_t)t * a.kv_stride + (size_t)hh * D;
-    bf16 *dst;
+    T *dst;
     if (kind == 0) {
         dst = a.q_out + ((size_t)t * a.n_heads + hh) * D;
     } else {
@@ -54,14 +56,14 @@ __global__ void __launch_bounds__(QK_WARPS * 32) qk_norm_rope_cache_kernel(qk_ar
     float *r = rows[warp];
     float ss = 0.0f;
     for (int d = lane; d < D; d += 32) {
-        float x = rl_b2f(src[d]);
+        float x = rl_tof(src[d]);
         r[d] = x;
         ss += x * x;
     }
-    const bf16 *w = kind == 0 ? a.q_norm : a.k_norm;
+    const T *w = kind == 0 ? a.q_norm : a.k_norm;
     if (w) {
         float rs = rsqrtf(rl_warp_sum(ss) / (float)D + a.eps);
-        for (int d = lane; d < D; d += 32) r[d] = (r[d] * rs) * rl_b2f(w[d]);
+        for (int d = lane; d < D; d += 32) r[d] = (r[d] * rs) * rl_tof(w[d]);
     }
     __syncwarp();
     float pos = (float)a.positions[t];
@@ -69,29 +71,26 @@ __global__ void __launch_bounds__(QK_WARPS * 32) qk_norm_rope_cache_kernel(qk_ar
         float s, c;
         sincosf(pos * a.inv_freq[i], &s, &c);
         float x0 = r[i], x1 = r[i + half];
-        dst[i] = rl_f2b(x0 * c - x1 * s);
-        dst[i + half] = rl_f2b(x1 * c + x0 * s);
+        dst[i] = rl_fromf<T>(x0 * c - x1 * s);
+        dst[i + half] = rl_fromf<T>(x1 * c + x0 * s);
     }
 }
 
-extern "C" int rl_cuda_qk_norm_rope_cache_fwd(rl_ctx *ctx, void *q_out, const rl_paged_kv *kv, const void *q,
-                                              const void *k, const void *v, size_t q_stride, size_t kv_stride,
-                                              const void *q_norm, const void *k_norm, float eps,
-                                              const int32_t *positions, const float *inv_freq, const int32_t *slots,
-                                              int n_tokens, int n_heads, int n_kv_heads, int head_dim)
+template <typename T>
+static int qk_launch(rl_ctx *ctx, void *q_out, const rl_paged_kv *kv, const void *q, const void *k, const void *v,
+                     size_t q_stride, size_t kv_stride, const void *q_norm, const void *k_norm, float eps,
+                     const int32_t *positions, const float *inv_freq, const int32_t *slots, int n_tokens, int n_heads,
+                     int n_kv_heads, int head_dim)
 {
-    /* backend/ops.c checked the shapes and pointers; what is left is this kernel's own limit */
-    ARG_CHECK(head_dim <= QK_MAX_D, "head_dim %d is more than %d, the most the CUDA kernel takes", head_dim, QK_MAX_D);
-    if (n_tokens == 0) return 0;
-    qk_args a;
-    a.q_out = (bf16 *)q_out;
-    a.k_pool = (bf16 *)kv->k;
-    a.v_pool = (bf16 *)kv->v;
-    a.q = (const bf16 *)q;
-    a.k = (const bf16 *)k;
-    a.v = (const bf16 *)v;
-    a.q_norm = (const bf16 *)q_norm;
-    a.k_norm = (const bf16 *)k_norm;
+    qk_args<T> a;
+    a.q_out = (T *)q_out;
+    a.k_pool = (T *)kv->k;
+    a.v_pool = (T *)kv->v;
+    a.q = (const T *)q;
+    a.k = (const T *)k;
+    a.v = (const T *)v;
+    a.q_norm = (const T *)q_norm;
+    a.k_norm = (const T *)k_norm;
     a.q_stride = q_stride;
     a.kv_stride = kv_stride;
     a.block_stride = kv->block_stride;
@@ -105,8 +104,24 @@ extern "C" int rl_cuda_qk_norm_rope_cache_fwd(rl_ctx *ctx, void *q_out, const rl
     a.n_kv_heads = n_kv_heads;
     a.head_dim = head_dim;
     size_t rows = (size_t)n_tokens * (n_heads + 2 * n_kv_heads);
-    CUDA_CHECK(rl_launch_pdl(qk_norm_rope_cache_kernel, dim3((unsigned)((rows + QK_WARPS - 1) / QK_WARPS)),
+    CUDA_CHECK(rl_launch_pdl(qk_norm_rope_cache_kernel<T>, dim3((unsigned)((rows + QK_WARPS - 1) / QK_WARPS)),
                              dim3(QK_WARPS * 32), 0, rl_cuda_st(ctx)->stream, a));
     LAUNCH_CHECK();
     return 0;
+}
+
+extern "C" int rl_cuda_qk_norm_rope_cache_fwd(rl_ctx *ctx, void *q_out, const rl_paged_kv *kv, const void *q,
+                                              const void *k, const void *v, size_t q_stride, size_t kv_stride,
+                                              const void *q_norm, const void *k_norm, float eps,
+                                              const int32_t *positions, const float *inv_freq, const int32_t *slots,
+                                              int n_tokens, int n_heads, int n_kv_heads, int head_dim)
+{
+    /* backend/ops.c checked the shapes and pointers; what is left is this kernel's own limit */
+    ARG_CHECK(head_dim <= QK_MAX_D, "head_dim %d is more than %d, the most the CUDA kernel takes", head_dim, QK_MAX_D);
+    if (n_tokens == 0) return 0;
+    if (rl_cuda_f32(ctx))
+        return qk_launch<float>(ctx, q_out, kv, q, k, v, q_stride, kv_stride, q_norm, k_norm, eps, positions, inv_freq,
+                                slots, n_tokens, n_heads, n_kv_heads, head_dim);
+    return qk_launch<bf16>(ctx, q_out, kv, q, k, v, q_stride, kv_stride, q_norm, k_norm, eps, positions, inv_freq, slots,
+                           n_tokens, n_heads, n_kv_heads, head_dim);
 }
