@@ -1,5 +1,6 @@
 /* common.cuh — what every CUDA kernel file shares: the backend state behind ctx->cuda, error
- * checks that name file and line, bf16 helpers, warp/block reductions and a scratch buffer.
+ * checks that name file and line, bf16 helpers and the act-dtype templates (bf16 or fp32,
+ * ctx.h), warp/block reductions and a scratch buffer.
  *
  * Errors: CUDA_CHECK / CUBLAS_CHECK wrap every runtime or cuBLASLt call and LAUNCH_CHECK
  * follows every kernel launch; on failure they write "<file>:<line>: <call>: <reason>" into
