@@ -47,6 +47,30 @@ void rl_ctx_free(rl_ctx *ctx)
 
 const char *rl_backend_name(const rl_ctx *ctx) { return ctx->kind == RL_BACKEND_CUDA ? "cuda" : "cpu"; }
 
+const char *const rl_precision_names[] = {"auto", "bf16", "fp32", NULL};
+
+int rl_ctx_set_precision(rl_ctx *ctx, rl_precision precision, rl_err *err)
+{
+    ctx->act_auto = 0;
+    if (ctx->kind == RL_BACKEND_CPU) {
+        if (precision == RL_PRECISION_BF16)
+            return rl_err_set(err, "precision bf16: the CPU backend computes in fp32 only (bf16 needs --device cuda)");
+        return 0;
+    }
+    if (precision == RL_PRECISION_AUTO) ctx->act_auto = 1;
+    else ctx->act_dtype = precision == RL_PRECISION_FP32 ? RL_F32 : RL_BF16;
+    return 0;
+}
+
+void rl_ctx_pick_act_dtype(rl_ctx *ctx, size_t n_params)
+{
+    if (!ctx->act_auto) return;
+    ctx->act_auto = 0;
+    ctx->act_dtype = n_params < RL_FP32_AUTO_MAX_PARAMS ? RL_F32 : RL_BF16;
+}
+
+const char *rl_ctx_precision_name(const rl_ctx *ctx) { return ctx->act_dtype == RL_F32 ? "fp32" : "bf16"; }
+
 int rl_ctx_error(rl_ctx *ctx, rl_err *err)
 {
     if (err && err != &ctx->err) *err = ctx->err;

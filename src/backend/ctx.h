@@ -7,7 +7,17 @@
  *
  * Dtypes: activations and working weights are stored in ctx->act_dtype (fp32 on the CPU, bf16
  * on CUDA); weight gradients, master weights, AdamW moments, norms' rstd, log-sum-exp, log-probs
- * and losses are always fp32. */
+ * and losses are always fp32.
+ *
+ * Precision (CUDA). bf16 storage suits large models; a tiny one (the demo's 3.3M parameters,
+ * hyper-parameters tuned on the fp32 CPU path) learns measurably worse with it: its SFT ended at
+ * loss 0.716 on CUDA where the CPU's ended at 0.537 (docs/benchmarks.md). So a CUDA context can
+ * also run every op in fp32 (act_dtype RL_F32: fp32 activations, the fp32 masters are then the
+ * working weights as on the CPU, matrix products in fp32 through cuBLASLt without TF32, the
+ * engine too). rl_ctx_set_precision chooses: bf16, fp32, or auto, where the first model created on
+ * the context picks fp32 when it has fewer than RL_FP32_AUTO_MAX_PARAMS parameters (the models
+ * after it, e.g. a reference or value model, use the same). act_dtype must not change once
+ * anything was allocated in it. */
 #ifndef RL_BACKEND_CTX_H
 #define RL_BACKEND_CTX_H
 
@@ -19,9 +29,19 @@
 
 typedef enum { RL_BACKEND_CPU = 0, RL_BACKEND_CUDA = 1 } rl_backend_kind;
 
+/* rl_ctx_set_precision's choices (the CLI's --precision auto|bf16|fp32). */
+typedef enum { RL_PRECISION_AUTO = 0, RL_PRECISION_BF16 = 1, RL_PRECISION_FP32 = 2 } rl_precision;
+extern const char *const rl_precision_names[]; /* "auto", "bf16", "fp32", NULL */
+
+/* Auto precision: models with fewer parameters than this run in fp32 on CUDA. Below it a model's
+ * fp32 step is a few milliseconds of launches either way (tensor cores buy nothing at hidden
+ * sizes of a few hundred) and its memory is a few hundred MB; Qwen3-0.6B (596M) stays bf16. */
+#define RL_FP32_AUTO_MAX_PARAMS 50000000
+
 typedef struct rl_ctx {
     rl_backend_kind kind;
-    rl_dtype act_dtype; /* RL_F32 on CPU, RL_BF16 on CUDA */
+    rl_dtype act_dtype; /* RL_F32 on CPU; RL_BF16 or RL_F32 on CUDA (rl_ctx_set_precision) */
+    int act_auto;       /* 1: the next rl_ctx_pick_act_dtype picks act_dtype from a model's size */
     int device;         /* CUDA device ordinal */
     int n_threads;      /* CPU: OpenMP threads (0 = OpenMP default) */
     int deterministic;  /* 1: every op gives each row a result that does not depend on the other
@@ -41,6 +61,18 @@ int rl_cuda_available(void);
 /* CUDA devices visible (0 without CUDA in the build or on the machine). */
 int rl_cuda_devices(void);
 const char *rl_backend_name(const rl_ctx *ctx);
+
+/* Sets the precision of a fresh context (before any model, activation or KV pool is allocated
+ * on it). The CPU computes in fp32 only: RL_PRECISION_BF16 there fails with a message saying so;
+ * auto and fp32 are accepted. On CUDA, bf16 and fp32 set act_dtype now; auto leaves it for
+ * rl_ctx_pick_act_dtype. A context from rl_ctx_create is bf16 on CUDA, as if set to bf16. */
+int rl_ctx_set_precision(rl_ctx *ctx, rl_precision precision, rl_err *err);
+/* Called by the model code when it creates a model of n_params parameters, before it allocates
+ * the working weights: under auto precision, act_dtype becomes RL_F32 when n_params <
+ * RL_FP32_AUTO_MAX_PARAMS, else RL_BF16, and stays so (later calls change nothing). */
+void rl_ctx_pick_act_dtype(rl_ctx *ctx, size_t n_params);
+/* "fp32" or "bf16": what the ops compute in (for progress lines). */
+const char *rl_ctx_precision_name(const rl_ctx *ctx);
 
 typedef enum { RL_H2D, RL_D2H, RL_D2D } rl_copy_kind;
 

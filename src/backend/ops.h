@@ -1,6 +1,7 @@
 /* ops.h — every operation the model, engine and trainers use; declared once, implemented twice:
  * backend/cpu (plain C, fp32, OpenMP: the readable reference) and backend/cuda (bf16 storage,
- * fp32 accumulation). backend/ops.c checks the arguments and sends each op to ctx->kind.
+ * fp32 accumulation; or fp32 storage for small models, ctx.h's precision). backend/ops.c checks
+ * the arguments and sends each op to ctx->kind.
  *
  * Conventions (see ctx.h for dtypes and memory):
  *  - `void *` tensors are in ctx->act_dtype; `float *` are fp32; `int32_t *` are token ids,
@@ -322,8 +323,8 @@ RL_OPDEF(decode_advance, (rl_ctx *ctx, int32_t *tokens, int32_t *positions, int3
 /* AdamW (Loshchilov & Hutter; decoupled decay): on n fp32 master weights with fp32 moments m, v.
  * param -= lr * (mhat / (sqrt(vhat) + eps) + weight_decay * param). params (host): step >= 1,
  * beta1 and beta2 in [0, 1). When working is not NULL it receives the updated weights in
- * ctx->act_dtype (the bf16 copy the CUDA forward reads; NULL on the CPU, where the masters are the
- * working weights). */
+ * ctx->act_dtype (the bf16 copy the CUDA forward reads; NULL on the CPU and in CUDA's fp32 mode,
+ * where the masters are the working weights). */
 RL_OPDEF(adamw_step, (rl_ctx *ctx, float *param, void *working, const float *grad, float *m, float *v, size_t n,
                       const rl_adamw_params *params),
          (ctx, param, working, grad, m, v, n, params))

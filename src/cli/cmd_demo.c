@@ -14,11 +14,11 @@ static const char usage[] =
     "Trains a tiny Qwen3 model from scratch on CPU: SFT on two-number addition, then GRPO\n"
     "with the math reward, and prints held-out greedy accuracy after each.\n\n";
 
-static int run(const rl_demo_config *c, int device, int threads)
+static int run(const rl_demo_config *c, int device, int precision, int threads)
 {
     double t_start = rl_time_now();
     rl_ctx ctx;
-    int status = rl_device_ctx("demo", &ctx, device, threads, 0);
+    int status = rl_device_ctx("demo", &ctx, device, precision, threads, 0);
     if (status) return status;
     rl_progress progress;
     rl_loop_watch watch = rl_progress_watch(&progress, "demo");
@@ -45,13 +45,14 @@ static int run(const rl_demo_config *c, int device, int threads)
 int rl_cmd_demo(int argc, char **argv)
 {
     rl_demo_config c = rl_demo_defaults();
-    int device = RL_DEVICE_AUTO, threads = 0;
+    int device = RL_DEVICE_AUTO, precision = RL_PRECISION_AUTO, threads = 0;
     rl_opt list[] = {
         RL_OPT_S("out", &c.out, "DIR", "output directory (sft/ and grpo/ checkpoints, metrics)"),
         RL_OPT_S("tokenizer", &c.tokenizer, "FILE", "tokenizer.json (its directory's tokenizer files are copied)"),
         RL_OPT_I("seed", &c.seed, 0, 2147483647, "seed for the model, the data split, sampling"),
         RL_OPT_THREADS(&threads),
         RL_OPT_DEVICE(&device),
+        RL_OPT_PRECISION(&precision),
         RL_OPT_I("lo", &c.lo, 0, 9999, "smallest operand"),
         RL_OPT_I("hi", &c.hi, 0, 9999, "largest operand"),
         RL_OPT_I("held-out", &c.held_out, 1, 1 << 30, "problems held out for evaluation"),
@@ -74,7 +75,7 @@ int rl_cmd_demo(int argc, char **argv)
     };
     rl_opts cli = {.cmd = "demo", .usage = usage, .list = list};
     int status = rl_opts_parse(&cli, argc, argv);
-    if (status == RL_OPTS_CONTINUE) status = run(&c, device, threads);
+    if (status == RL_OPTS_CONTINUE) status = run(&c, device, precision, threads);
     rl_opts_free(&cli);
     return status;
 }

@@ -58,7 +58,7 @@ static void print_result(const rl_demo_kernel_result *r)
                                      : "the policy did NOT learn here: the near-best share did not rise by 10 points");
 }
 
-static int run(const rl_demo_kernel_config *c, int device, int threads, int summarize_only)
+static int run(const rl_demo_kernel_config *c, int device, int precision, int threads, int summarize_only)
 {
     double t0 = rl_time_now();
     rl_demo_kernel_result *r = malloc(sizeof *r);
@@ -71,7 +71,7 @@ static int run(const rl_demo_kernel_config *c, int device, int threads, int summ
         rc = rl_demo_kernel_summarize(c, path, r, &err);
     } else {
         rl_ctx ctx;
-        int status = rl_device_ctx("demo-kernel", &ctx, device, threads, 0);
+        int status = rl_device_ctx("demo-kernel", &ctx, device, precision, threads, 0);
         if (status) {
             free(r);
             return status;
@@ -93,7 +93,7 @@ static int run(const rl_demo_kernel_config *c, int device, int threads, int summ
 int rl_cmd_demo_kernel(int argc, char **argv)
 {
     rl_demo_kernel_config c = rl_demo_kernel_defaults();
-    int device = RL_DEVICE_AUTO, threads = 0, summarize = 0;
+    int device = RL_DEVICE_AUTO, precision = RL_PRECISION_AUTO, threads = 0, summarize = 0;
     rl_opt list[] = {
         RL_OPT_S("out", &c.out, "DIR", "output directory (init/, sft/, grpo/ with attempts.jsonl)"),
         RL_OPT_S("tokenizer", &c.tokenizer, "FILE", "tokenizer.json"),
@@ -116,11 +116,12 @@ int rl_cmd_demo_kernel(int argc, char **argv)
         RL_OPT_F("summarize", &summarize, "only print the table of an earlier run in --out"),
         RL_OPT_THREADS(&threads),
         RL_OPT_DEVICE(&device),
+        RL_OPT_PRECISION(&precision),
         RL_OPT_END,
     };
     rl_opts cli = {.cmd = "demo-kernel", .usage = usage, .list = list};
     int status = rl_opts_parse(&cli, argc, argv);
-    if (status == RL_OPTS_CONTINUE) status = run(&c, device, threads, summarize);
+    if (status == RL_OPTS_CONTINUE) status = run(&c, device, precision, threads, summarize);
     rl_opts_free(&cli);
     return status;
 }

@@ -21,7 +21,7 @@ static const char usage[] =
 int rl_cmd_eval(int argc, char **argv)
 {
     const char *model_dir = NULL, *data = NULL, *reward_spec = NULL, *tokenizer = NULL;
-    int device = RL_DEVICE_AUTO, threads = 0, max_new = 256, json = 0, thinking_off = 0;
+    int device = RL_DEVICE_AUTO, precision = RL_PRECISION_AUTO, threads = 0, max_new = 256, json = 0, thinking_off = 0;
     rl_opt list[] = {
         RL_OPT_S("model", &model_dir, "DIR", "model directory", .flags = RL_OPT_REQUIRED),
         RL_OPT_S("data", &data, "FILE", "prompts with answers (JSON lines)", .flags = RL_OPT_REQUIRED),
@@ -31,6 +31,7 @@ int rl_cmd_eval(int argc, char **argv)
         RL_OPT_F("json", &json, "print {\"correct\", \"n\", \"accuracy\", \"reward_mean\"}"),
         RL_OPT_THINKING(&thinking_off),
         RL_OPT_DEVICE(&device),
+        RL_OPT_PRECISION(&precision),
         RL_OPT_THREADS(&threads),
         RL_OPT_END,
     };
@@ -44,7 +45,7 @@ int rl_cmd_eval(int argc, char **argv)
     if (tokenizer) snprintf(tok_path, sizeof tok_path, "%s", tokenizer);
     else snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", model_dir);
     rl_ctx ctx;
-    status = rl_device_ctx("eval", &ctx, device, threads, 0);
+    status = rl_device_ctx("eval", &ctx, device, precision, threads, 0);
     if (status) {
         rl_opts_free(&cli);
         return status;

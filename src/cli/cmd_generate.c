@@ -38,7 +38,7 @@ static const char usage[] =
 
 typedef struct options {
     const char *model_dir, *tokenizer;
-    int device, stream, thinking_off;
+    int device, precision, stream, thinking_off;
     rl_gen_params params;
     rl_opt_list stop;
     int n_samples;
@@ -97,6 +97,7 @@ static int parse_args(options *o, rl_opts *cli, int argc, char **argv)
         RL_OPT_I("max-model-len", &o->engine.max_model_len, 0, 1 << 24,
                  "prompt + completion at most (0 = the model's max_position_embeddings)"),
         RL_OPT_DEVICE(&o->device),
+        RL_OPT_PRECISION(&o->precision),
         RL_OPT_END,
     };
     *cli = (rl_opts){.cmd = "generate", .usage = usage, .list = list};
@@ -300,7 +301,7 @@ static int run(options *o)
     rl_tokenizer *tok = NULL;
     rl_engine *engine = NULL;
     run_state st = {0};
-    if ((status = rl_device_ctx("generate", &ctx, o->device, 0, 0))) return status;
+    if ((status = rl_device_ctx("generate", &ctx, o->device, o->precision, 0, 0))) return status;
     if (rl_model_load(&model, &ctx, o->model_dir, &err)) {
         fprintf(stderr, "rlc generate: %s\n", err.msg);
         rl_ctx_free(&ctx);

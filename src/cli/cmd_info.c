@@ -3,13 +3,14 @@
  * Loads config.json and the safetensors files the way training does (every header validated,
  * every tensor the config implies present with its shape, nothing else), then prints the
  * architecture, sizes, parameter count, tensors per stored dtype, the files, the chat template
- * family (io/chat.h) or why there is none, and the memory the weights need in bf16 and for full
- * training. Any problem: the message on stderr, exit 1. */
+ * family (io/chat.h) or why there is none, what CUDA computes in under --precision auto
+ * (backend/ctx.h), and the memory the weights need in bf16 and for full training. Any problem: the message on stderr, exit 1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backend/ctx.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "core/file.h"
@@ -132,6 +133,8 @@ static int run(const char *dir)
     double p = (double)n_params;
     printf("parameters     %lld (%.2f %s)\n", (long long)n_params, p >= 1e9 ? p / 1e9 : p >= 1e6 ? p / 1e6 : p / 1e3,
            p >= 1e9 ? "B" : p >= 1e6 ? "M" : "K");
+    printf("cuda compute   %s (--precision auto: fp32 below %dM parameters, bf16 above; the CPU computes in fp32)\n",
+           n_params < RL_FP32_AUTO_MAX_PARAMS ? "fp32" : "bf16", RL_FP32_AUTO_MAX_PARAMS / 1000000);
     print_tensors(st);
     rl_chat_template chat;
     if (rl_chat_template_load(&chat, dir, &err) == 0) printf("chat template  %s\n", rl_chat_family_name(chat.family));

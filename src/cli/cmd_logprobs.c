@@ -85,12 +85,12 @@ done:
     return rc;
 }
 
-static int run(const char *dir, int device, double temperature)
+static int run(const char *dir, int device, int precision, double temperature)
 {
     rl_err err = {{0}};
     rl_ctx ctx;
     rl_model model;
-    int status = rl_device_ctx("logprobs", &ctx, device, 0, 0);
+    int status = rl_device_ctx("logprobs", &ctx, device, precision, 0, 0);
     if (status) return status;
     if (rl_model_load(&model, &ctx, dir, &err)) {
         fprintf(stderr, "rlc logprobs: %s\n", err.msg);
@@ -127,17 +127,18 @@ static int run(const char *dir, int device, double temperature)
 int rl_cmd_logprobs(int argc, char **argv)
 {
     const char *dir = NULL;
-    int device = RL_DEVICE_AUTO;
+    int device = RL_DEVICE_AUTO, precision = RL_PRECISION_AUTO;
     double temperature = 1.0;
     rl_opt list[] = {
         RL_OPT_S("model", &dir, "DIR", "model directory", .flags = RL_OPT_REQUIRED),
         RL_OPT_D("temperature", &temperature, 1e-4, 1e6, "divide the logits by T before the softmax"),
         RL_OPT_DEVICE(&device),
+        RL_OPT_PRECISION(&precision),
         RL_OPT_END,
     };
     rl_opts cli = {.cmd = "logprobs", .usage = usage, .list = list};
     int status = rl_opts_parse(&cli, argc, argv);
-    if (status == RL_OPTS_CONTINUE) status = run(dir, device, temperature);
+    if (status == RL_OPTS_CONTINUE) status = run(dir, device, precision, temperature);
     rl_opts_free(&cli);
     return status;
 }

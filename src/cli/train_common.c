@@ -105,7 +105,7 @@ int rl_cli_train(const char *cmd, const rl_cli_ranks *p, rl_run_config *c, char 
         threads = cores > 1 ? (int)cores : 1;
     }
     rl_ctx ctx;
-    int rc = rl_device_ctx(cmd, &ctx, p->device, threads, ordinal);
+    int rc = rl_device_ctx(cmd, &ctx, p->device, p->precision, threads, ordinal);
     if (rc) return rc;
     ctx.deterministic = p->deterministic;
     rl_dist dist = {0};

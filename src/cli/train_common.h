@@ -23,7 +23,7 @@ int rl_cli_parse_resumable(rl_opts *o, int argc, char **argv);
 /* Where and how a training command runs: --device, --threads, --gpus, --zero, and (grpo)
  * --deterministic, the context's batch-invariant mode (rl_ctx.deterministic). */
 typedef struct rl_cli_ranks {
-    int device, threads, gpus, zero, deterministic;
+    int device, precision, threads, gpus, zero, deterministic;
 } rl_cli_ranks;
 
 #define RL_OPT_GPUS(p) RL_OPT_I("gpus", p, 1, 4096, "ranks on this machine, one per GPU (with --device cpu: CPU processes)")
@@ -70,7 +70,8 @@ typedef struct rl_cli_ranks {
         RL_OPT_F("shuffle", &(o).c.shuffle, "shuffle the data every epoch (--no-shuffle: file order)"),           \
         RL_OPT_F("recompute", &(o).c.recompute, "activation checkpointing (less memory, more compute)"),          \
         RL_OPT_I("save-every", &(o).save_every, 0, 1 << 30, "checkpoint every N steps (0 = at the end only)"),     \
-        RL_OPT_NO_SAVE(&(o).save), RL_OPT_DEVICE(&(o).ranks.device), RL_OPT_THREADS(&(o).ranks.threads),          \
+        RL_OPT_NO_SAVE(&(o).save), RL_OPT_DEVICE(&(o).ranks.device), RL_OPT_PRECISION(&(o).ranks.precision),      \
+        RL_OPT_THREADS(&(o).ranks.threads),                                                                        \
         RL_OPT_GPUS(&(o).ranks.gpus), RL_OPT_ZERO(&(o).ranks.zero)
 
 /* The RL commands' (grpo, ppo) output, resume, tokenizer and evaluation options; o as above, with

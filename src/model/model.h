@@ -6,9 +6,11 @@
  * m->params with its HF name, shape and offset (in elements) into ONE contiguous fp32 buffer
  * m->master in backend memory. m->grads (fp32, after rl_model_enable_grads) and the trainer's
  * AdamW moments use the same layout, so optimizer code runs over the buffers as flat arrays.
- * The forward reads m->working, in ctx->act_dtype with the same element offsets: on the CPU it
- * IS m->master; on CUDA a bf16 copy that rl_adamw_step refreshes (pass rl_model_working_copy(m)
- * as its `working` argument) or rl_model_refresh_working rewrites from the masters.
+ * The forward reads m->working, in ctx->act_dtype with the same element offsets: where that is
+ * fp32 (the CPU, and CUDA's fp32 mode for small models: backend/ctx.h) it IS m->master; on CUDA in
+ * bf16 a bf16 copy that rl_adamw_step refreshes (pass rl_model_working_copy(m) as its `working`
+ * argument) or rl_model_refresh_working rewrites from the masters. Creating a model is what
+ * settles a CUDA context's auto precision (rl_ctx_pick_act_dtype, from its parameter count).
  * Tied embeddings: there is no lm_head entry; the lm_head reads model.embed_tokens.weight and
  * its gradient adds into that tensor's gradient.
  *

@@ -127,6 +127,7 @@ static int model_create(rl_model *m, rl_ctx *ctx, const rl_model_config *cfg, rl
     free(specs);
     if (resolve_offsets(m, err)) goto fail;
 
+    rl_ctx_pick_act_dtype(ctx, (size_t)rl_config_param_count(cfg));
     m->master_count = m->n_elems;
     m->master = rl_alloc(ctx, m->n_elems * sizeof(float));
     if (!m->master) goto fail_ctx;
@@ -377,7 +378,8 @@ int rl_model_refresh_working(rl_model *m, rl_err *err)
 int rl_model_shard_master(rl_model *m, size_t lo, size_t count, rl_err *err)
 {
     if (m->working == (void *)m->master)
-        return rl_err_set(err, "model: the forward reads the master weights themselves (CPU); they cannot be sharded");
+        return rl_err_set(err, "model: the forward reads the fp32 master weights themselves (the CPU, or CUDA in "
+                               "fp32); they cannot be sharded");
     if (lo < m->master_lo || lo + count > m->master_lo + m->master_count)
         return rl_err_set(err, "model: master shard [%zu, %zu) is not inside the %zu elements held", lo, lo + count,
                           m->master_count);

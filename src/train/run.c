@@ -220,10 +220,10 @@ static int make_ppo(run *r, int64_t *steps, rl_err *err)
     if (c->resume && rl_ppo_resume(&r->t.ppo, c->resume, err)) return -1;
     char ranks[64];
     rl_loop_note(r->lead,
-                 "%s, %d prompts, reward %s, value model %s (%.1fM parameters), %lld steps from step %lld (%s%s)",
+                 "%s, %d prompts, reward %s, value model %s (%.1fM parameters), %lld steps from step %lld (%s %s%s)",
                  c->data, n_prompts, c->reward, r->value.config.architecture, (double)r->value.n_elems / 1e6,
                  (long long)*steps, (long long)r->t.ppo.state.step, rl_backend_name(r->model.ctx),
-                 ranks_text(r, ranks));
+                 rl_ctx_precision_name(r->model.ctx), ranks_text(r, ranks));
     return 0;
 }
 
@@ -244,9 +244,9 @@ static int make_trainer(run *r, const rl_loop_watch *watch, rl_train_hooks *hook
         r->have_trainer = 1;
         if (c->resume && rl_sft_resume(&r->t.sft, c->resume, err)) return -1;
         *hooks = (rl_train_hooks){r, sft_step, sft_save, sft_done, sft_rescue};
-        rl_loop_note(r->lead, "%s, %d examples, %.1fM parameters, %lld steps from step %lld (%s%s)", c->data,
+        rl_loop_note(r->lead, "%s, %d examples, %.1fM parameters, %lld steps from step %lld (%s %s%s)", c->data,
                      r->data.n, (double)r->model.n_elems / 1e6, (long long)*steps, (long long)r->t.sft.state.step,
-                     rl_backend_name(r->model.ctx), ranks_text(r, ranks));
+                     rl_backend_name(r->model.ctx), rl_ctx_precision_name(r->model.ctx), ranks_text(r, ranks));
         return 0;
     }
     *steps = c->steps;
@@ -278,10 +278,10 @@ static int make_trainer(run *r, const rl_loop_watch *watch, rl_train_hooks *hook
     r->have_trainer = 1;
     if (c->resume && rl_grpo_resume(&r->t.grpo, c->resume, err)) return -1;
     *hooks = (rl_train_hooks){r, grpo_step, grpo_save, grpo_done, grpo_rescue};
-    rl_loop_note(r->lead, "%s, %d prompts, %s %s, %s loss, %lld steps from step %lld (%s%s)", c->data, n_prompts,
+    rl_loop_note(r->lead, "%s, %d prompts, %s %s, %s loss, %lld steps from step %lld (%s %s%s)", c->data, n_prompts,
                  c->env ? "environment" : "reward", c->env ? c->env : c->reward, rl_loss_norm_names[gc.loss_norm],
                  (long long)*steps, (long long)r->t.grpo.state.step,
-                 rl_backend_name(r->model.ctx), ranks_text(r, ranks));
+                 rl_backend_name(r->model.ctx), rl_ctx_precision_name(r->model.ctx), ranks_text(r, ranks));
     return 0;
 }
 

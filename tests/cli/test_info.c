@@ -37,6 +37,7 @@ Test(info, fixtures)
     HAS("4 query heads, 2 key/value heads, head_dim 16, q/k RMSNorm");
     HAS("vocab          512 (tied embeddings)");
     HAS("parameters     106880 (106.88 K)");
+    HAS("cuda compute   fp32 (--precision auto: fp32 below 50M parameters, bf16 above");
     HAS("BF16         24 tensors, 213760 bytes");
     HAS("files          3\n");
     HAS("model-00003-of-00003.safetensors");

@@ -36,6 +36,17 @@ static inline void gu_begin(gu *g)
     cr_assert_eq(rl_ctx_create(&g->cpu, RL_BACKEND_CPU, 0, &err), 0, "%s", err.msg);
 }
 
+/* The same pair with the GPU context in the fp32 mode (backend/ctx.h: fp32 activations and
+ * working weights, for small models); inputs then need no bf16 rounding (gu_rand_f32) and move
+ * with the act helpers below. */
+static inline void gu_begin_fp32(gu *g)
+{
+    gu_begin(g);
+    rl_err err;
+    cr_assert_eq(rl_ctx_set_precision(&g->gpu, RL_PRECISION_FP32, &err), 0, "%s", err.msg);
+    cr_assert_eq(g->gpu.act_dtype, RL_F32);
+}
+
 static inline void gu_end(gu *g)
 {
     for (int i = 0; i < g->n_dev; i++) rl_free(&g->gpu, g->dev[i]);
@@ -81,6 +92,22 @@ static inline void *gu_up_bf16(gu *g, const float *h, size_t n)
     return d;
 }
 
+/* Host array of n uniform values in [lo, hi), full fp32 (for the fp32 mode). */
+static inline float *gu_rand_f32(gu *g, size_t n, float lo, float hi, uint64_t seed)
+{
+    float *x = gu_host(g, n * sizeof(float));
+    tu_fill_uniform(x, n, lo, hi, seed);
+    return x;
+}
+
+/* Activations in the GPU context's act dtype (bf16, or fp32 after gu_begin_fp32). */
+static inline void *gu_up_act(gu *g, const float *h, size_t n)
+{
+    void *d = gu_dev(g, n * rl_dtype_size(g->gpu.act_dtype));
+    cr_assert_eq(rl_upload_act(&g->gpu, d, h, n), 0, "%s", g->gpu.err.msg);
+    return d;
+}
+
 static inline void *gu_up_bytes(gu *g, const void *h, size_t bytes)
 {
     void *d = gu_dev(g, bytes);
@@ -104,6 +131,14 @@ static inline float *gu_nan_f32(gu *g, size_t n)
     return gu_up_f32(g, h, n);
 }
 
+static inline void *gu_nan_act(gu *g, size_t n)
+{
+    float *h = gu_host(g, n * sizeof(float));
+    tu_poison(h, n);
+    return gu_up_act(g, h, n);
+}
+
+/* Downloads n activations of the act dtype (either) as fp32. */
 static inline float *gu_get_bf16(gu *g, const void *d, size_t n)
 {
     float *h = gu_host(g, n * sizeof(float));

@@ -1,5 +1,6 @@
 /* adamw.cu — fused AdamW step (Loshchilov & Hutter, decoupled weight decay) on fp32 masters
- * and moments, writing the bf16 working copy in the same pass.
+ * and moments, writing the working copy (act dtype) in the same pass when there is one (fp32
+ * mode: the masters are the working weights, working is NULL).
  *
  * Same order of floating-point operations as torch.optim.AdamW's single-tensor path and the
  * CPU op (backend/cpu/adamw.c), so both agree to rounding:
@@ -11,7 +12,8 @@
 
 #include <math.h>
 
-__global__ void adamw_kernel(float *param, bf16 *working, const float *grad, float *m, float *v, size_t n,
+template <typename T>
+__global__ void adamw_kernel(float *param, T *working, const float *grad, float *m, float *v, size_t n,
                              float beta1, float beta2, float eps, float decay, float grad_scale, float step_size,
                              float bc2_sqrt)
 {
@@ -26,7 +28,7 @@ __global__ void adamw_kernel(float *param, bf16 *working, const float *grad, flo
         float denom = sqrtf(vi) / bc2_sqrt + eps;
         p = p + (-step_size * mi) / denom;
         param[i] = p;
-        if (working) working[i] = rl_f2b(p);
+        if (working) working[i] = rl_fromf<T>(p);
     }
 }
 
@@ -37,9 +39,14 @@ extern "C" int rl_cuda_adamw_step(rl_ctx *ctx, float *param, void *working, cons
     double bc1 = 1.0 - pow(p->beta1, p->step), bc2 = 1.0 - pow(p->beta2, p->step);
     float step_size = (float)(p->lr / bc1), bc2_sqrt = (float)sqrt(bc2);
     float decay = 1.0f - p->lr * p->weight_decay;
-    adamw_kernel<<<rl_cuda_blocks(n, 256, 8192), 256, 0, rl_cuda_st(ctx)->stream>>>(
-        param, (bf16 *)working, grad, m, v, n, p->beta1, p->beta2, p->eps, decay, p->grad_scale, step_size,
-        bc2_sqrt);
+    unsigned blocks = rl_cuda_blocks(n, 256, 8192);
+    cudaStream_t st = rl_cuda_st(ctx)->stream;
+    if (rl_cuda_f32(ctx))
+        adamw_kernel<float><<<blocks, 256, 0, st>>>(param, (float *)working, grad, m, v, n, p->beta1, p->beta2,
+                                                    p->eps, decay, p->grad_scale, step_size, bc2_sqrt);
+    else
+        adamw_kernel<bf16><<<blocks, 256, 0, st>>>(param, (bf16 *)working, grad, m, v, n, p->beta1, p->beta2,
+                                                   p->eps, decay, p->grad_scale, step_size, bc2_sqrt);
     LAUNCH_CHECK();
     return 0;
 }

@@ -14,7 +14,8 @@
  *    so the sum over heads happens in registers.
  * A query that sees no key gets out = 0 and lse = -inf (as the CPU reference). For head_dim
  * 64/128 the forward and backward run on tensor cores (attention_mma.cu, attention_mma_bwd.cu);
- * this file serves the other head dims and computes D for both backward paths. */
+ * this file serves the other head dims and the fp32 mode (kernels templated over the act dtype
+ * T: bf16, or fp32 for small models), and computes D for both backward paths. */
 #include "backend/cuda/common.cuh"
 
 #define ROWS 8 /* query (or key) rows per block: one warp each */
@@ -35,20 +36,21 @@ __device__ __forceinline__ int attn_visible(int i, int len_q, int len_k, int cau
     return n < 0 ? 0 : (n > len_k ? len_k : n);
 }
 
-/* Stages rows [r0, r0 + TILE) of a [*, n_kv, head_dim] bf16 tensor (head hk) as fp32, zero
+/* Stages rows [r0, r0 + TILE) of a [*, n_kv, head_dim] tensor (act dtype T) (head hk) as fp32, zero
  * past n_valid; row stride head_dim + 1 in shared memory. */
-__device__ __forceinline__ void load_tile(float *dst, const bf16 *src, int r0, int n_valid, int row_elems,
+template <typename T>
+__device__ __forceinline__ void load_tile(float *dst, const T *src, int r0, int n_valid, int row_elems,
                                           int head_dim)
 {
     int pitch = head_dim + 1;
     for (int idx = threadIdx.x; idx < TILE * head_dim; idx += blockDim.x) {
         int r = idx / head_dim, d = idx % head_dim;
-        dst[r * pitch + d] = r0 + r < n_valid ? rl_b2f(src[(size_t)(r0 + r) * row_elems + d]) : 0.0f;
+        dst[r * pitch + d] = r0 + r < n_valid ? rl_tof(src[(size_t)(r0 + r) * row_elems + d]) : 0.0f;
     }
 }
 
-template <int DPL>
-__global__ void attn_fwd_kernel(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, attn_shape sh)
+template <typename T, int DPL>
+__global__ void attn_fwd_kernel(T *out, float *lse, const T *q, const T *k, const T *v, attn_shape sh)
 {
     extern __shared__ float smem[];
     int s = blockIdx.z, h = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -64,12 +66,12 @@ __global__ void attn_fwd_kernel(bf16 *out, float *lse, const bf16 *q, const bf16
     int n_keys = active ? attn_visible(i, len_q, len_k, sh.causal) : 0;
     int block_keys = attn_visible(min(row0 + ROWS, len_q) - 1, len_q, len_k, sh.causal);
     size_t qrow = ((size_t)(qb + (active ? i : row0)) * sh.n_heads + h) * D;
-    for (int d = lane; d < D; d += 32) qs[d] = rl_b2f(q[qrow + d]) * sh.scale;
+    for (int d = lane; d < D; d += 32) qs[d] = rl_tof(q[qrow + d]) * sh.scale;
     float m = -INFINITY, l = 0.0f, acc[DPL];
 #pragma unroll
     for (int c = 0; c < DPL; c++) acc[c] = 0.0f;
     int kv_row = sh.n_kv_heads * D;
-    const bf16 *k0 = k + (size_t)kb * kv_row + hk * D, *v0 = v + (size_t)kb * kv_row + hk * D;
+    const T *k0 = k + (size_t)kb * kv_row + hk * D, *v0 = v + (size_t)kb * kv_row + hk * D;
     for (int t0 = 0; t0 < block_keys; t0 += TILE) {
         __syncthreads();
         load_tile(ks, k0, t0, block_keys, kv_row, D);
@@ -106,28 +108,29 @@ __global__ void attn_fwd_kernel(bf16 *out, float *lse, const bf16 *q, const bf16
 #pragma unroll
     for (int c = 0; c < DPL; c++) {
         int d = lane + 32 * c;
-        if (d < D) out[qrow + d] = rl_f2b(acc[c] * inv);
+        if (d < D) out[qrow + d] = rl_fromf<T>(acc[c] * inv);
     }
     if (lane == 0) lse[(size_t)(qb + i) * sh.n_heads + h] = l > 0.0f ? m + logf(l) : -INFINITY;
 }
 
 /* Dsum[t, h] = dout . out, one warp per (t, h); the grid covers an upper bound and the token
  * count comes from cu_seqlens on the device (no host round trip). */
-__global__ void attn_bwd_dot_kernel(float *dsum, const bf16 *dout, const bf16 *out, const int32_t *cu, int n_seqs,
+template <typename T>
+__global__ void attn_bwd_dot_kernel(float *dsum, const T *dout, const T *out, const int32_t *cu, int n_seqs,
                                     int n_heads, int D)
 {
     size_t row = (size_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (row >= (size_t)cu[n_seqs] * n_heads) return;
     int lane = threadIdx.x & 31;
     float acc = 0.0f;
-    for (int d = lane; d < D; d += 32) acc += rl_b2f(dout[row * D + d]) * rl_b2f(out[row * D + d]);
+    for (int d = lane; d < D; d += 32) acc += rl_tof(dout[row * D + d]) * rl_tof(out[row * D + d]);
     acc = rl_warp_sum(acc);
     if (lane == 0) dsum[row] = acc;
 }
 
-template <int DPL>
-__global__ void attn_bwd_dq_kernel(bf16 *dq, const bf16 *dout, const float *lse, const float *dsum, const bf16 *q,
-                                   const bf16 *k, const bf16 *v, attn_shape sh)
+template <typename T, int DPL>
+__global__ void attn_bwd_dq_kernel(T *dq, const T *dout, const float *lse, const float *dsum, const T *q,
+                                   const T *k, const T *v, attn_shape sh)
 {
     extern __shared__ float smem[];
     int s = blockIdx.z, h = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -142,14 +145,14 @@ __global__ void attn_bwd_dq_kernel(bf16 *dq, const bf16 *dout, const float *lse,
     int block_keys = attn_visible(min(row0 + ROWS, len) - 1, len, len, sh.causal);
     size_t row = (size_t)(base + (active ? i : row0)) * sh.n_heads + h;
     for (int d = lane; d < D; d += 32) {
-        qs[d] = rl_b2f(q[row * D + d]);
-        ds_[d] = rl_b2f(dout[row * D + d]);
+        qs[d] = rl_tof(q[row * D + d]);
+        ds_[d] = rl_tof(dout[row * D + d]);
     }
     float l = lse[row], di = dsum[row], acc[DPL];
 #pragma unroll
     for (int c = 0; c < DPL; c++) acc[c] = 0.0f;
     int kv_row = sh.n_kv_heads * D;
-    const bf16 *k0 = k + (size_t)base * kv_row + hk * D, *v0 = v + (size_t)base * kv_row + hk * D;
+    const T *k0 = k + (size_t)base * kv_row + hk * D, *v0 = v + (size_t)base * kv_row + hk * D;
     for (int t0 = 0; t0 < block_keys; t0 += TILE) {
         __syncthreads();
         load_tile(ks, k0, t0, block_keys, kv_row, D);
@@ -182,13 +185,13 @@ __global__ void attn_bwd_dq_kernel(bf16 *dq, const bf16 *dout, const float *lse,
 #pragma unroll
     for (int c = 0; c < DPL; c++) {
         int d = lane + 32 * c;
-        if (d < D) dq[row * D + d] = rl_f2b(acc[c] * sh.scale);
+        if (d < D) dq[row * D + d] = rl_fromf<T>(acc[c] * sh.scale);
     }
 }
 
-template <int DPL>
-__global__ void attn_bwd_dkv_kernel(bf16 *dk, bf16 *dv, const bf16 *dout, const float *lse, const float *dsum,
-                                    const bf16 *q, const bf16 *k, const bf16 *v, attn_shape sh)
+template <typename T, int DPL>
+__global__ void attn_bwd_dkv_kernel(T *dk, T *dv, const T *dout, const float *lse, const float *dsum,
+                                    const T *q, const T *k, const T *v, attn_shape sh)
 {
     extern __shared__ float smem[];
     int s = blockIdx.z, hk = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -203,8 +206,8 @@ __global__ void attn_bwd_dkv_kernel(bf16 *dk, bf16 *dv, const bf16 *dout, const 
     int kv_row = sh.n_kv_heads * D;
     size_t krow = (size_t)(base + (active ? j : row0)) * kv_row + hk * D;
     for (int d = lane; d < D; d += 32) {
-        kr[d] = rl_b2f(k[krow + d]);
-        vr[d] = rl_b2f(v[krow + d]);
+        kr[d] = rl_tof(k[krow + d]);
+        vr[d] = rl_tof(v[krow + d]);
     }
     /* Key j is seen by queries i >= j (causal, len_q == len_k); the block's first key is row0. */
     int first_q = sh.causal ? row0 : 0;
@@ -214,7 +217,7 @@ __global__ void attn_bwd_dkv_kernel(bf16 *dk, bf16 *dv, const bf16 *dout, const 
     for (int c = 0; c < DPL; c++) dk_acc[c] = dv_acc[c] = 0.0f;
     int q_row = sh.n_heads * D;
     for (int h = hk * group; h < (hk + 1) * group; h++) {
-        const bf16 *q0 = q + (size_t)base * q_row + h * D, *do0 = dout + (size_t)base * q_row + h * D;
+        const T *q0 = q + (size_t)base * q_row + h * D, *do0 = dout + (size_t)base * q_row + h * D;
         for (int t0 = first_q; t0 < len; t0 += TILE) {
             __syncthreads();
             load_tile(qt, q0, t0, len, q_row, D);
@@ -259,8 +262,8 @@ __global__ void attn_bwd_dkv_kernel(bf16 *dk, bf16 *dv, const bf16 *dout, const 
     for (int c = 0; c < DPL; c++) {
         int d = lane + 32 * c;
         if (d < D) {
-            dk[krow + d] = rl_f2b(dk_acc[c] * sh.scale);
-            dv[krow + d] = rl_f2b(dv_acc[c]);
+            dk[krow + d] = rl_fromf<T>(dk_acc[c] * sh.scale);
+            dv[krow + d] = rl_fromf<T>(dv_acc[c]);
         }
     }
 }
@@ -284,6 +287,59 @@ static int launch_prep(rl_ctx *ctx, K kernel, size_t smem)
         else { const int DPL_ = 8; __VA_ARGS__ }                                             \
     } while (0)
 
+template <typename T>
+static int attn_fwd(rl_ctx *ctx, dim3 grid, size_t smem, void *out, float *lse, const void *q, const void *k,
+                    const void *v, attn_shape sh)
+{
+    cudaStream_t st = rl_cuda_st(ctx)->stream;
+    DISPATCH_DPL(sh.head_dim, {
+        if (launch_prep(ctx, attn_fwd_kernel<T, DPL_>, smem)) return -1;
+        attn_fwd_kernel<T, DPL_><<<grid, ROWS * 32, smem, st>>>((T *)out, lse, (const T *)q, (const T *)k,
+                                                                (const T *)v, sh);
+    });
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* dq, dk, dv on CUDA cores, D (dsum) already computed. */
+template <typename T>
+static int attn_bwd_grads(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const float *lse,
+                          const float *dsum, const void *q, const void *k, const void *v, int n_seqs, int max_seqlen,
+                          attn_shape sh)
+{
+    cudaStream_t st = rl_cuda_st(ctx)->stream;
+    int head_dim = sh.head_dim;
+    dim3 grid_q((max_seqlen + ROWS - 1) / ROWS, sh.n_heads, n_seqs);
+    dim3 grid_k((max_seqlen + ROWS - 1) / ROWS, sh.n_kv_heads, n_seqs);
+    size_t smem_q = (2 * TILE * (head_dim + 1) + ROWS * 2 * head_dim) * sizeof(float);
+    size_t smem_k = (2 * TILE * (head_dim + 1) + 2 * TILE + ROWS * 2 * head_dim) * sizeof(float);
+    DISPATCH_DPL(head_dim, {
+        if (launch_prep(ctx, attn_bwd_dq_kernel<T, DPL_>, smem_q)) return -1;
+        attn_bwd_dq_kernel<T, DPL_><<<grid_q, ROWS * 32, smem_q, st>>>((T *)dq, (const T *)dout, lse, dsum,
+                                                                       (const T *)q, (const T *)k, (const T *)v, sh);
+        CUDA_CHECK(cudaGetLastError());
+        if (launch_prep(ctx, attn_bwd_dkv_kernel<T, DPL_>, smem_k)) return -1;
+        attn_bwd_dkv_kernel<T, DPL_><<<grid_k, ROWS * 32, smem_k, st>>>((T *)dk, (T *)dv, (const T *)dout, lse,
+                                                                        dsum, (const T *)q, (const T *)k,
+                                                                        (const T *)v, sh);
+    });
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* The fp32 mode's backward: D, then the CUDA-core kernels (the tensor-core ones are bf16's). */
+template <typename T>
+static int attn_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const void *out, const float *lse,
+                    float *dsum, const void *q, const void *k, const void *v, int n_seqs, int max_seqlen,
+                    attn_shape sh)
+{
+    size_t rows = (size_t)n_seqs * max_seqlen * sh.n_heads;
+    attn_bwd_dot_kernel<T><<<(unsigned)((rows + 7) / 8), 256, 0, rl_cuda_st(ctx)->stream>>>(
+        dsum, (const T *)dout, (const T *)out, sh.cu_q, n_seqs, sh.n_heads, sh.head_dim);
+    LAUNCH_CHECK();
+    return attn_bwd_grads<T>(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, n_seqs, max_seqlen, sh);
+}
+
 extern "C" int rl_cuda_attention_fwd(rl_ctx *ctx, void *out, float *lse, const void *q, const void *k,
                                      const void *v, const int32_t *cu_seqlens_q, const int32_t *cu_seqlens_k,
                                      const int32_t *seqused_k, int n_seqs, int max_seqlen_q, int max_seqlen_k,
@@ -293,21 +349,16 @@ extern "C" int rl_cuda_attention_fwd(rl_ctx *ctx, void *out, float *lse, const v
               MAX_HEAD_DIM);
     if (n_seqs == 0 || max_seqlen_q <= 0) return 0;
     int ran = 0;
-    if (rl_cuda_attention_fwd_mma(ctx, out, lse, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, n_seqs, max_seqlen_q,
-                                  n_heads, n_kv_heads, head_dim, scale, causal, &ran))
+    if (!rl_cuda_f32(ctx) && rl_cuda_attention_fwd_mma(ctx, out, lse, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k,
+                                                       n_seqs, max_seqlen_q, n_heads, n_kv_heads, head_dim, scale,
+                                                       causal, &ran))
         return -1;
     if (ran) return 0;
     attn_shape sh = {cu_seqlens_q, cu_seqlens_k, seqused_k, n_heads, n_kv_heads, head_dim, scale, causal};
     dim3 grid((max_seqlen_q + ROWS - 1) / ROWS, n_heads, n_seqs);
     size_t smem = (2 * TILE * (head_dim + 1) + ROWS * head_dim) * sizeof(float);
-    cudaStream_t st = rl_cuda_st(ctx)->stream;
-    DISPATCH_DPL(head_dim, {
-        if (launch_prep(ctx, attn_fwd_kernel<DPL_>, smem)) return -1;
-        attn_fwd_kernel<DPL_><<<grid, ROWS * 32, smem, st>>>((bf16 *)out, lse, (const bf16 *)q, (const bf16 *)k,
-                                                             (const bf16 *)v, sh);
-    });
-    LAUNCH_CHECK();
-    return 0;
+    if (rl_cuda_f32(ctx)) return attn_fwd<float>(ctx, grid, smem, out, lse, q, k, v, sh);
+    return attn_fwd<bf16>(ctx, grid, smem, out, lse, q, k, v, sh);
 }
 
 extern "C" int rl_cuda_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const void *out,
@@ -325,29 +376,15 @@ extern "C" int rl_cuda_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, 
     float *dsum = (float *)rl_cuda_scratch(ctx, rows * sizeof(float));
     if (!dsum) return -1;
     attn_shape sh = {cu_seqlens, cu_seqlens, NULL, n_heads, n_kv_heads, head_dim, scale, causal};
-    attn_bwd_dot_kernel<<<(unsigned)((rows + 7) / 8), 256, 0, st>>>(dsum, (const bf16 *)dout, (const bf16 *)out,
-                                                                    cu_seqlens, n_seqs, n_heads, head_dim);
+    if (rl_cuda_f32(ctx))
+        return attn_bwd<float>(ctx, dq, dk, dv, dout, out, lse, dsum, q, k, v, n_seqs, max_seqlen, sh);
+    attn_bwd_dot_kernel<bf16><<<(unsigned)((rows + 7) / 8), 256, 0, st>>>(dsum, (const bf16 *)dout, (const bf16 *)out,
+                                                                          cu_seqlens, n_seqs, n_heads, head_dim);
     LAUNCH_CHECK();
     int ran = 0;
     if (rl_cuda_attention_bwd_mma(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, cu_seqlens, n_seqs, max_seqlen, n_heads,
                                   n_kv_heads, head_dim, scale, causal, &ran))
         return -1;
     if (ran) return 0;
-    dim3 grid_q((max_seqlen + ROWS - 1) / ROWS, n_heads, n_seqs);
-    dim3 grid_k((max_seqlen + ROWS - 1) / ROWS, n_kv_heads, n_seqs);
-    size_t smem_q = (2 * TILE * (head_dim + 1) + ROWS * 2 * head_dim) * sizeof(float);
-    size_t smem_k = (2 * TILE * (head_dim + 1) + 2 * TILE + ROWS * 2 * head_dim) * sizeof(float);
-    DISPATCH_DPL(head_dim, {
-        if (launch_prep(ctx, attn_bwd_dq_kernel<DPL_>, smem_q)) return -1;
-        attn_bwd_dq_kernel<DPL_><<<grid_q, ROWS * 32, smem_q, st>>>((bf16 *)dq, (const bf16 *)dout, lse, dsum,
-                                                                   (const bf16 *)q, (const bf16 *)k,
-                                                                   (const bf16 *)v, sh);
-        CUDA_CHECK(cudaGetLastError());
-        if (launch_prep(ctx, attn_bwd_dkv_kernel<DPL_>, smem_k)) return -1;
-        attn_bwd_dkv_kernel<DPL_><<<grid_k, ROWS * 32, smem_k, st>>>((bf16 *)dk, (bf16 *)dv, (const bf16 *)dout,
-                                                                    lse, dsum, (const bf16 *)q, (const bf16 *)k,
-                                                                    (const bf16 *)v, sh);
-    });
-    LAUNCH_CHECK();
-    return 0;
+    return attn_bwd_grads<bf16>(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, n_seqs, max_seqlen, sh);
 }

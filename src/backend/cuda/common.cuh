@@ -1,5 +1,6 @@
 /* common.cuh — what every CUDA kernel file shares: the backend state behind ctx->cuda, error
- * checks that name file and line, bf16 helpers, warp/block reductions and a scratch buffer.
+ * checks that name file and line, bf16 helpers and the act-dtype templates (bf16 or fp32,
+ * ctx.h), warp/block reductions and a scratch buffer.
  *
  * Errors: CUDA_CHECK / CUBLAS_CHECK wrap every runtime or cuBLASLt call and LAUNCH_CHECK
  * follows every kernel launch; on failure they write "<file>:<line>: <call>: <reason>" into
@@ -123,6 +124,24 @@ static inline cudaError_t rl_launch_pdl(void (*kernel)(Params...), dim3 grid, di
 __device__ __forceinline__ float rl_b2f(bf16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ bf16 rl_f2b(float x) { return __float2bfloat16_rn(x); }
 
+/* Activation storage of either dtype (ctx->act_dtype: bf16, or fp32 in the fp32 compute mode of
+ * small models, ctx.h): kernels templated over the element type T read with rl_tof and write
+ * with rl_fromf<T>, so one kernel body serves both. */
+__device__ __forceinline__ float rl_tof(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float rl_tof(float x) { return x; }
+template <typename T> __device__ __forceinline__ T rl_fromf(float x);
+template <> __device__ __forceinline__ bf16 rl_fromf<bf16>(float x) { return __float2bfloat16_rn(x); }
+template <> __device__ __forceinline__ float rl_fromf<float>(float x) { return x; }
+
+/* 1 when the context's activations are fp32 (the launchers' choice of kernel instance). */
+static inline int rl_cuda_f32(const rl_ctx *ctx) { return ctx->act_dtype == RL_F32; }
+/* The cuBLASLt type of the activations and working weights. */
+static inline cudaDataType_t rl_cuda_act_type(const rl_ctx *ctx) { return rl_cuda_f32(ctx) ? CUDA_R_32F : CUDA_R_16BF; }
+
+/* A launcher written once as a template over the element type T (bf16 or float), called with
+ * the instance of the context's act dtype: RL_ACT_CALL(ctx, launch, (ctx, ...)). */
+#define RL_ACT_CALL(ctx, fn, args) (rl_cuda_f32(ctx) ? fn<float> args : fn<bf16> args)
+
 __device__ __forceinline__ float rl_warp_sum(float v)
 {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -180,9 +199,9 @@ __device__ __forceinline__ double rl_block_sum_d(double v)
 }
 
 /* Internal gemm used by matmul.cu, lm_head.cu: column-major cuBLASLt call
- * D[rows x cols] = alpha * op(A) op(B) + beta * C (D in d_type, A/B bf16, fp32 compute), with C
- * the matrix at c (NULL: D itself; same layout as D), optional bf16 bias over rows (epilogue).
- * Plans are cached per shape. */
+ * D[rows x cols] = alpha * op(A) op(B) + beta * C (D in d_type, A/B in the context's act dtype,
+ * fp32 compute: CUBLAS_COMPUTE_32F, no TF32), with C the matrix at c (NULL: D itself; same layout
+ * as D), optional bias of the act dtype over rows (epilogue). Plans are cached per shape. */
 int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int inner, float alpha,
                  const void *a, int lda, const void *b, int ldb, float beta, const void *c, void *d,
                  int ldd, cudaDataType_t d_type, const void *bias);

@@ -1,6 +1,6 @@
 /* cuda_ops.h — the CUDA backend seen from C: the context and memory functions backend/ctx.c
- * calls, and rl_cuda_<name> for every op of ops.h (same parameters and meaning: bf16
- * activations, fp32 accumulation, device memory), declared from ops.h's list. Implemented in the
+ * calls, and rl_cuda_<name> for every op of ops.h (same parameters and meaning: activations in
+ * ctx->act_dtype, bf16 or fp32, fp32 accumulation, device memory), declared from ops.h's list. Implemented in the
  * .cu files of backend/cuda with C linkage; this header includes no CUDA header, so C code may
  * include it. */
 #ifndef RL_BACKEND_CUDA_OPS_H

@@ -3,8 +3,8 @@
  * rl_decode_advance moves the device-resident decode state one token on after the sampler.
  * Both run inside the captured decode graph: they read every length and index on the device.
  *
- * gather: one thread per 16-byte piece of an output row when rows are 8-element multiples
- * and 16-byte aligned, else one per element. advance: one thread per row; a row whose next
+ * gather: one thread per 16-byte piece of an output row when rows are 16-byte multiples and
+ * aligned, else one per element (of the act dtype). advance: one thread per row; a row whose next
  * position falls outside its block table (the host allocates a step ahead, so only a bug gets
  * there) gets slot -1, so the next step writes its key nowhere instead of into another
  * sequence's block. */
@@ -25,11 +25,15 @@ extern "C" int rl_cuda_gather_rows(rl_ctx *ctx, void *out, const void *in, const
 {
     if (n_rows == 0) return 0;
     cudaStream_t st = rl_cuda_st(ctx)->stream;
-    if (dim % 8 == 0 && (((uintptr_t)out | (uintptr_t)in) & 15) == 0) {
-        int units = dim / 8;
+    int per = 16 / (int)rl_dtype_size(ctx->act_dtype); /* elements per 16-byte piece */
+    if (dim % per == 0 && (((uintptr_t)out | (uintptr_t)in) & 15) == 0) {
+        int units = dim / per;
         unsigned blocks = rl_cuda_blocks((size_t)n_rows * units, 256, 4096);
         CUDA_CHECK(rl_launch_pdl(gather_rows_kernel<uint4>, dim3(blocks), dim3(256), 0, st, (uint4 *)out,
                                  (const uint4 *)in, rows, n_rows, units));
+    } else if (rl_cuda_f32(ctx)) {
+        unsigned blocks = rl_cuda_blocks((size_t)n_rows * dim, 256, 4096);
+        gather_rows_kernel<float><<<blocks, 256, 0, st>>>((float *)out, (const float *)in, rows, n_rows, dim);
     } else {
         unsigned blocks = rl_cuda_blocks((size_t)n_rows * dim, 256, 4096);
         gather_rows_kernel<bf16><<<blocks, 256, 0, st>>>((bf16 *)out, (const bf16 *)in, rows, n_rows, dim);

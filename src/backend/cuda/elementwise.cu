@@ -1,4 +1,4 @@
-/* elementwise.cu — y += x (bf16), x *= s (fp32), and the sum of squares used by gradient
+/* elementwise.cu — y += x (act dtype: bf16 or fp32), x *= s (fp32), and the sum of squares used by gradient
  * clipping.
  *
  * sumsq is deterministic: a fixed grid of blocks each reduces a grid-stride slice in double,
@@ -9,10 +9,19 @@
 #define SUMSQ_BLOCKS 1024
 #define SUMSQ_THREADS 256
 
-__global__ void add_kernel(bf16 *y, const bf16 *x, size_t n)
+template <typename T>
+__global__ void add_kernel(T *y, const T *x, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        y[i] = rl_f2b(rl_b2f(y[i]) + rl_b2f(x[i]));
+        y[i] = rl_fromf<T>(rl_tof(y[i]) + rl_tof(x[i]));
+}
+
+template <typename T>
+static int add(rl_ctx *ctx, void *y, const void *x, size_t n)
+{
+    add_kernel<T><<<rl_cuda_blocks(n, 256, 65535), 256, 0, rl_cuda_st(ctx)->stream>>>((T *)y, (const T *)x, n);
+    LAUNCH_CHECK();
+    return 0;
 }
 
 __global__ void scale_kernel(float *x, float s, size_t n)
@@ -43,9 +52,7 @@ __global__ void sumsq_final_kernel(double *out, const double *partial, int n_par
 extern "C" int rl_cuda_add(rl_ctx *ctx, void *y, const void *x, size_t n)
 {
     if (n == 0) return 0;
-    add_kernel<<<rl_cuda_blocks(n, 256, 65535), 256, 0, rl_cuda_st(ctx)->stream>>>((bf16 *)y, (const bf16 *)x, n);
-    LAUNCH_CHECK();
-    return 0;
+    return RL_ACT_CALL(ctx, add, (ctx, y, x, n));
 }
 
 extern "C" int rl_cuda_scale(rl_ctx *ctx, float *x, float s, size_t n)

@@ -270,7 +270,8 @@ static int gemv_run(rl_ctx *ctx, int mode, gemv_args a, int m, int *ran)
 {
     *ran = 0;
     size_t smem = (size_t)m * a.k * sizeof(bf16);
-    if (m > GEMV_MAX_M || a.k % 8 || a.x_stride % 8 || smem > GEMV_SMEM_MAX) return 0;
+    /* bf16 only: the fp32 mode (tiny models) takes the two ops and cuBLASLt */
+    if (rl_cuda_f32(ctx) || m > GEMV_MAX_M || a.k % 8 || a.x_stride % 8 || smem > GEMV_SMEM_MAX) return 0;
     if (!aligned16(a.x) || !aligned16(a.weight) || (a.up && !aligned16(a.up)) ||
         (a.norm_weight && !aligned16(a.norm_weight)) || (a.x_out && !aligned16(a.x_out)))
         return 0;

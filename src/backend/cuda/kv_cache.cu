@@ -2,9 +2,9 @@
  * KV pool (layout: ops.h rl_paged_kv; token t goes to block slots[t] / block_size, row
  * slots[t] % block_size; slots[t] < 0 is a padding row and writes nothing).
  *
- * One thread per 16-byte piece (8 bf16) of a token's [n_kv_heads * head_dim] row, keys and
- * values in the same thread; when the row length or a pointer is not a multiple of 8 elements,
- * one thread per element. Slots are read on the device, so a captured decode step writes
+ * One thread per 16-byte piece (8 bf16 or 4 fp32 elements: the act dtype) of a token's
+ * [n_kv_heads * head_dim] row, keys and values in the same thread; when the row length or a
+ * pointer is not a multiple of 16 bytes, one thread per element. Slots are read on the device, so a captured decode step writes
  * wherever the advanced state points. */
 #include "backend/cuda/common.cuh"
 
@@ -30,12 +30,18 @@ extern "C" int rl_cuda_kv_cache_write(rl_ctx *ctx, const rl_paged_kv *kv, const 
     size_t row = (size_t)n_kv_heads * head_dim;
     cudaStream_t st = rl_cuda_st(ctx)->stream;
     uintptr_t align = (uintptr_t)kv->k | (uintptr_t)kv->v | (uintptr_t)k | (uintptr_t)v;
-    if (row % 8 == 0 && kv->block_stride % 8 == 0 && (align & 15) == 0) {
-        int units = (int)(row / 8);
+    size_t per = 16 / rl_dtype_size(ctx->act_dtype); /* elements per 16-byte piece */
+    if (row % per == 0 && kv->block_stride % per == 0 && (align & 15) == 0) {
+        int units = (int)(row / per);
         unsigned blocks = rl_cuda_blocks((size_t)n_tokens * units, 256, 4096);
         kv_cache_write_kernel<uint4><<<blocks, 256, 0, st>>>((uint4 *)kv->k, (uint4 *)kv->v, (const uint4 *)k,
                                                              (const uint4 *)v, slots, n_tokens, units,
-                                                             kv->block_size, kv->block_stride / 8);
+                                                             kv->block_size, kv->block_stride / per);
+    } else if (rl_cuda_f32(ctx)) {
+        unsigned blocks = rl_cuda_blocks((size_t)n_tokens * row, 256, 4096);
+        kv_cache_write_kernel<float><<<blocks, 256, 0, st>>>((float *)kv->k, (float *)kv->v, (const float *)k,
+                                                             (const float *)v, slots, n_tokens, (int)row,
+                                                             kv->block_size, kv->block_stride);
     } else {
         unsigned blocks = rl_cuda_blocks((size_t)n_tokens * row, 256, 4096);
         kv_cache_write_kernel<bf16><<<blocks, 256, 0, st>>>((bf16 *)kv->k, (bf16 *)kv->v, (const bf16 *)k,

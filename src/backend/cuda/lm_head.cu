@@ -7,8 +7,8 @@
  * online log-sum-exp (Milakov & Gimelshein 2018) that also carries sum z e^(z - max), so
  * entropy = lse - E[z] comes from the same pass.
  * Backward, per chunk: recompute the logits, form dz = inv_temperature * (dlogp *
- * (onehot(target) - p) - dentropy * p (log p + H)) with p = exp(z - lse) in bf16 (the entropy
- * term only where dentropy is given), then dhidden = dz @ W and dweight += dz^T @ hidden
+ * (onehot(target) - p) - dentropy * p (log p + H)) with p = exp(z - lse) in the act dtype (bf16;
+ * fp32 in the fp32 mode; the entropy term only where dentropy is given), then dhidden = dz @ W and dweight += dz^T @ hidden
  * (fp32, beta = 1). Scratch is capped at LM_SCRATCH_BYTES; the chunk size follows from vocab. */
 #include "backend/cuda/common.cuh"
 
@@ -68,7 +68,8 @@ __global__ void lm_lse_kernel(float *logp, float *lse, float *entropy, const flo
     }
 }
 
-__global__ void lm_dz_kernel(bf16 *dz, const float *z, const float *lse, const float *dlogp, const float *dentropy,
+template <typename T>
+__global__ void lm_dz_kernel(T *dz, const float *z, const float *lse, const float *dlogp, const float *dentropy,
                              const float *entropy, const int32_t *targets, int vocab, float inv_temperature)
 {
     int row = blockIdx.y;
@@ -77,10 +78,10 @@ __global__ void lm_dz_kernel(bf16 *dz, const float *z, const float *lse, const f
     float ge = tg < 0 || !dentropy ? 0.0f : dentropy[row] * inv_temperature;
     float l = lse[row], h = ge != 0.0f ? entropy[row] : 0.0f;
     const float *zr = z + (size_t)row * vocab;
-    bf16 *dr = dz + (size_t)row * vocab;
+    T *dr = dz + (size_t)row * vocab;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < vocab; i += gridDim.x * blockDim.x) {
         float lp = zr[i] - l, p = __expf(lp);
-        dr[i] = rl_f2b(g * ((i == tg ? 1.0f : 0.0f) - p) - ge * p * (lp + h));
+        dr[i] = rl_fromf<T>(g * ((i == tg ? 1.0f : 0.0f) - p) - ge * p * (lp + h));
     }
 }
 
@@ -91,7 +92,7 @@ static int chunk_rows(int n_tokens, int vocab, size_t bytes_per_elem)
     return rows < (size_t)n_tokens ? (int)rows : n_tokens;
 }
 
-static int logits_chunk(rl_ctx *ctx, float *z, const bf16 *hidden, const void *weight, int rows, int dim,
+static int logits_chunk(rl_ctx *ctx, float *z, const void *hidden, const void *weight, int rows, int dim,
                         int vocab, float alpha)
 {
     return rl_cuda_gemm(ctx, 1, 0, vocab, rows, dim, alpha, weight, dim, hidden, dim, 0.0f, NULL, z, vocab, CUDA_R_32F,
@@ -103,13 +104,15 @@ extern "C" int rl_cuda_lm_head_logprobs_fwd(rl_ctx *ctx, float *logp, float *lse
                                             int n_tokens, int dim, int vocab, float inv_temperature)
 {
     if (n_tokens == 0) return 0;
+    size_t esize = rl_dtype_size(ctx->act_dtype);
     int rows = chunk_rows(n_tokens, vocab, sizeof(float));
     float *z = (float *)rl_cuda_scratch(ctx, (size_t)rows * vocab * sizeof(float));
     if (!z) return -1;
     cudaStream_t s = rl_cuda_st(ctx)->stream;
     for (int t0 = 0; t0 < n_tokens; t0 += rows) {
         int r = n_tokens - t0 < rows ? n_tokens - t0 : rows;
-        if (logits_chunk(ctx, z, (const bf16 *)hidden + (size_t)t0 * dim, weight, r, dim, vocab, inv_temperature))
+        const char *h = (const char *)hidden + (size_t)t0 * dim * esize;
+        if (logits_chunk(ctx, z, h, weight, r, dim, vocab, inv_temperature))
             return -1;
         lm_lse_kernel<<<r, LSE_THREADS, 0, s>>>(logp + t0, lse + t0, entropy ? entropy + t0 : NULL, z,
                                                 targets + t0, vocab);
@@ -124,23 +127,30 @@ extern "C" int rl_cuda_lm_head_logprobs_bwd(rl_ctx *ctx, void *dhidden, float *d
                                             int n_tokens, int dim, int vocab, float inv_temperature)
 {
     if (n_tokens == 0) return 0;
-    int rows = chunk_rows(n_tokens, vocab, sizeof(float) + sizeof(bf16));
+    size_t esize = rl_dtype_size(ctx->act_dtype);
+    int rows = chunk_rows(n_tokens, vocab, sizeof(float) + esize);
     size_t zbytes = ((size_t)rows * vocab * sizeof(float) + 255) & ~(size_t)255;
-    char *buf = (char *)rl_cuda_scratch(ctx, zbytes + (size_t)rows * vocab * sizeof(bf16));
+    char *buf = (char *)rl_cuda_scratch(ctx, zbytes + (size_t)rows * vocab * esize);
     if (!buf) return -1;
     float *z = (float *)buf;
-    bf16 *dz = (bf16 *)(buf + zbytes);
+    void *dz = buf + zbytes;
     cudaStream_t s = rl_cuda_st(ctx)->stream;
     for (int t0 = 0; t0 < n_tokens; t0 += rows) {
         int r = n_tokens - t0 < rows ? n_tokens - t0 : rows;
-        const bf16 *h = (const bf16 *)hidden + (size_t)t0 * dim;
+        const char *h = (const char *)hidden + (size_t)t0 * dim * esize;
         if (logits_chunk(ctx, z, h, weight, r, dim, vocab, inv_temperature)) return -1;
         dim3 grid(rl_cuda_blocks((size_t)vocab, 256, 64), r);
-        lm_dz_kernel<<<grid, 256, 0, s>>>(dz, z, lse + t0, dlogp + t0, dentropy ? dentropy + t0 : NULL,
-                                          dentropy ? entropy + t0 : NULL, targets + t0, vocab, inv_temperature);
+        if (rl_cuda_f32(ctx))
+            lm_dz_kernel<float><<<grid, 256, 0, s>>>((float *)dz, z, lse + t0, dlogp + t0,
+                                                     dentropy ? dentropy + t0 : NULL, dentropy ? entropy + t0 : NULL,
+                                                     targets + t0, vocab, inv_temperature);
+        else
+            lm_dz_kernel<bf16><<<grid, 256, 0, s>>>((bf16 *)dz, z, lse + t0, dlogp + t0,
+                                                    dentropy ? dentropy + t0 : NULL, dentropy ? entropy + t0 : NULL,
+                                                    targets + t0, vocab, inv_temperature);
         LAUNCH_CHECK();
         if (dhidden && rl_cuda_gemm(ctx, 0, 0, dim, r, vocab, 1.0f, weight, dim, dz, vocab, 0.0f, NULL,
-                               (bf16 *)dhidden + (size_t)t0 * dim, dim, CUDA_R_16BF, NULL))
+                               (char *)dhidden + (size_t)t0 * dim * esize, dim, rl_cuda_act_type(ctx), NULL))
             return -1;
         if (dweight && rl_cuda_gemm(ctx, 0, 1, dim, vocab, r, 1.0f, h, dim, dz, vocab, 1.0f, NULL, dweight, dim, CUDA_R_32F,
                                NULL))
@@ -153,5 +163,5 @@ extern "C" int rl_cuda_lm_head_logits(rl_ctx *ctx, float *logits, const void *hi
                                       int n_rows, int dim, int vocab)
 {
     if (n_rows == 0) return 0;
-    return logits_chunk(ctx, logits, (const bf16 *)hidden, weight, n_rows, dim, vocab, 1.0f);
+    return logits_chunk(ctx, logits, hidden, weight, n_rows, dim, vocab, 1.0f);
 }

@@ -1,5 +1,7 @@
-/* matmul.cu — linear layers through cuBLASLt: bf16 operands, fp32 accumulation; bf16 outputs
- * for activations, fp32 outputs accumulated with beta = 1 for weight gradients.
+/* matmul.cu — linear layers through cuBLASLt: operands in the act dtype (bf16, or fp32 in the
+ * fp32 mode of small models), fp32 accumulation (CUBLAS_COMPUTE_32F: no TF32 in the fp32 mode,
+ * so it matches the CPU reference to fp32 rounding); act-dtype outputs for activations, fp32
+ * outputs accumulated with beta = 1 for weight gradients.
  *
  * Row-major tensors are column-major transposes, so out[m,n] = in[m,k] @ W[n,k]^T is the
  * column-major D[n x m] = W^T-view(op T) * in-view(op N). rl_cuda_gemm builds the matmul
@@ -12,7 +14,9 @@
  * Forward products of at most 8 rows (a decode step of a few sequences) are matrix-vector
  * products bound by reading the weight: they run our own kernel (gemv.cu: the whole weight in
  * flight at once, bias and residual added in the same pass); cuBLASLt's kernels for such shapes
- * reach about half the bandwidth. */
+ * reach about half the bandwidth.
+ * That kernel is bf16's; the fp32 mode (tiny models, where the weight read costs nothing) takes
+ * cuBLASLt at every m. */
 #include "backend/cuda/common.cuh"
 
 #include <stdlib.h>
@@ -23,7 +27,7 @@
 struct rl_cuda_matmul_plan {
     int trans_a, trans_b, rows, cols, inner, lda, ldb, ldd, has_bias, beta_zero;
     uint32_t align_a, align_b, align_d, align_bias; /* byte alignment the algorithm may assume */
-    cudaDataType_t d_type;
+    cudaDataType_t d_type, ab_type;
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, ld;
     cublasLtMatmulAlgo_t algo;
@@ -55,15 +59,15 @@ static int plan_build(rl_ctx *ctx, rl_cuda_matmul_plan *p)
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     if (p->has_bias) {
         cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-        cudaDataType_t bias_type = CUDA_R_16BF;
+        cudaDataType_t bias_type = p->ab_type;
         CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
         CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                     sizeof bias_type));
     }
     /* Stored shapes: A is (rows x inner) after op, so stored inner x rows when transposed. */
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_16BF, p->trans_a ? p->inner : p->rows,
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->la, p->ab_type, p->trans_a ? p->inner : p->rows,
                                             p->trans_a ? p->rows : p->inner, p->lda));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_16BF, p->trans_b ? p->cols : p->inner,
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->lb, p->ab_type, p->trans_b ? p->cols : p->inner,
                                             p->trans_b ? p->inner : p->cols, p->ldb));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->ld, p->d_type, p->rows, p->cols, p->ldd));
     cublasLtMatmulPreference_t pref;
@@ -108,7 +112,7 @@ static rl_cuda_matmul_plan *plan_get(rl_ctx *ctx, const rl_cuda_matmul_plan *key
         rl_cuda_matmul_plan *p = &st->plans[i];
         if (p->trans_a == key->trans_a && p->trans_b == key->trans_b && p->rows == key->rows &&
             p->cols == key->cols && p->inner == key->inner && p->lda == key->lda && p->ldb == key->ldb &&
-            p->ldd == key->ldd && p->has_bias == key->has_bias && p->d_type == key->d_type &&
+            p->ldd == key->ldd && p->has_bias == key->has_bias && p->d_type == key->d_type && p->ab_type == key->ab_type &&
             p->beta_zero == key->beta_zero && p->align_a == key->align_a && p->align_b == key->align_b &&
             p->align_d == key->align_d && p->align_bias == key->align_bias)
             return p;
@@ -165,6 +169,7 @@ int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int 
     key.has_bias = bias != NULL;
     key.beta_zero = beta == 0.0f;
     key.d_type = d_type;
+    key.ab_type = rl_cuda_act_type(ctx);
     key.align_a = ptr_align(a);
     key.align_b = ptr_align(b);
     if (!c) c = d;
@@ -181,13 +186,14 @@ int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int 
 
 /* dbias[col] += sum over rows of dout[row, col]; one thread per column, rows split over
  * blockIdx.y with an atomicAdd per (column, slice). */
-__global__ void bias_grad_kernel(float *dbias, const bf16 *dout, int m, int n, int rows_per_slice)
+template <typename T>
+__global__ void bias_grad_kernel(float *dbias, const T *dout, int m, int n, int rows_per_slice)
 {
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     if (col >= n) return;
     int r0 = blockIdx.y * rows_per_slice, r1 = min(r0 + rows_per_slice, m);
     float acc = 0.0f;
-    for (int r = r0; r < r1; r++) acc += rl_b2f(dout[(size_t)r * n + col]);
+    for (int r = r0; r < r1; r++) acc += rl_tof(dout[(size_t)r * n + col]);
     atomicAdd(dbias + col, acc);
 }
 
@@ -199,7 +205,7 @@ extern "C" int rl_cuda_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const 
     if (rl_cuda_gemv(ctx, out, accumulate ? out : NULL, in, weight, bias, m, n, k, &ran)) return -1;
     if (ran) return 0;
     return rl_cuda_gemm(ctx, 1, 0, n, m, k, 1.0f, weight, k, in, k, accumulate ? 1.0f : 0.0f, NULL, out, n,
-                        CUDA_R_16BF, bias);
+                        rl_cuda_act_type(ctx), bias);
 }
 
 extern "C" int rl_cuda_matmul_residual_fwd(rl_ctx *ctx, void *out, const void *residual, const void *in,
@@ -209,7 +215,8 @@ extern "C" int rl_cuda_matmul_residual_fwd(rl_ctx *ctx, void *out, const void *r
     int ran;
     if (rl_cuda_gemv(ctx, out, residual, in, weight, NULL, m, n, k, &ran)) return -1;
     if (ran) return 0;
-    return rl_cuda_gemm(ctx, 1, 0, n, m, k, 1.0f, weight, k, in, k, 1.0f, residual, out, n, CUDA_R_16BF, NULL);
+    return rl_cuda_gemm(ctx, 1, 0, n, m, k, 1.0f, weight, k, in, k, 1.0f, residual, out, n, rl_cuda_act_type(ctx),
+                        NULL);
 }
 
 extern "C" int rl_cuda_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout,
@@ -218,7 +225,7 @@ extern "C" int rl_cuda_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float 
     if (m == 0) return 0;
     /* din^T[k x m] = W-view[k x n] * dout-view[n x m] */
     if (din && rl_cuda_gemm(ctx, 0, 0, k, m, n, 1.0f, weight, k, dout, n, accumulate_din ? 1.0f : 0.0f, NULL, din, k,
-                           CUDA_R_16BF, NULL))
+                           rl_cuda_act_type(ctx), NULL))
         return -1;
     /* dW^T[k x n] += in-view[k x m] * (dout-view[n x m])^T */
     if (dweight && rl_cuda_gemm(ctx, 0, 1, k, n, m, 1.0f, in, k, dout, n, 1.0f, NULL, dweight, k, CUDA_R_32F, NULL))
@@ -226,7 +233,11 @@ extern "C" int rl_cuda_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float 
     if (dbias) {
         int slices = (m + 255) / 256;
         dim3 grid((n + 255) / 256, slices);
-        bias_grad_kernel<<<grid, 256, 0, rl_cuda_st(ctx)->stream>>>(dbias, (const bf16 *)dout, m, n, 256);
+        cudaStream_t st = rl_cuda_st(ctx)->stream;
+        if (rl_cuda_f32(ctx))
+            bias_grad_kernel<float><<<grid, 256, 0, st>>>(dbias, (const float *)dout, m, n, 256);
+        else
+            bias_grad_kernel<bf16><<<grid, 256, 0, st>>>(dbias, (const bf16 *)dout, m, n, 256);
         LAUNCH_CHECK();
     }
     return 0;

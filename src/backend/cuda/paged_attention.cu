@@ -31,6 +31,11 @@
  * its share of the tile's keys, and the shares are summed in shared memory at the end.
  * Queries of one sequence are bottom-right causal: query i sees keys j <= len_k - len_q + i.
  *
+ * The CUDA-core kernel is templated over the act dtype T (bf16; fp32 in the fp32 mode of small
+ * models, which takes it at every head dim: the tensor-core kernels are bf16's). Shared key and
+ * value rows hold T, moved in 16-byte pieces (8 bf16 or 4 fp32); the arithmetic reads them 8
+ * elements at a time (load8).
+ *
  * seqlens_k 0 marks an inactive (padding) sequence: its rows are written as zeros.
  * Assumes head_dim a multiple of 8, at most 128, 16-byte aligned q, out and pool. */
 #include "backend/cuda/paged_attention.cuh"
@@ -38,11 +43,15 @@
 #include <limits.h>
 
 #define PA_THREADS 128
-#define PA_PAD 8          /* bf16 of padding per shared key row */
 #define PA_MAX_D 128
 
-__device__ __forceinline__ void bf16x8_to_float(uint4 raw, float f[8])
+/* Elements of T in one 16-byte piece: a cp.async unit, and each shared key row's padding. */
+template <typename T> __host__ __device__ constexpr int pa_vec() { return 16 / (int)sizeof(T); }
+
+/* 8 consecutive elements (16-byte aligned) as fp32. */
+__device__ __forceinline__ void load8(const bf16 *p, float f[8])
 {
+    uint4 raw = *(const uint4 *)p;
     const __nv_bfloat162 *h = (const __nv_bfloat162 *)&raw;
 #pragma unroll
     for (int e = 0; e < 4; e++) {
@@ -50,6 +59,12 @@ __device__ __forceinline__ void bf16x8_to_float(uint4 raw, float f[8])
         f[2 * e] = x.x;
         f[2 * e + 1] = x.y;
     }
+}
+
+__device__ __forceinline__ void load8(const float *p, float f[8])
+{
+    float4 a = *(const float4 *)p, b = *(const float4 *)(p + 4);
+    f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
 }
 
 __device__ __forceinline__ void cp_async16_zfill(void *dst, const void *src, bool valid)
@@ -60,10 +75,12 @@ __device__ __forceinline__ void cp_async16_zfill(void *dst, const void *src, boo
 
 /* Gathers keys [key0, key0 + PA_TK) of kv head g (K and V) through the block table; keys at or
  * past key_end are zero-filled. */
-__device__ __forceinline__ void pa_load_tile(bf16 *ks, bf16 *vs, const pa_args &a, const int32_t *table, int g,
+template <typename T>
+__device__ __forceinline__ void pa_load_tile(T *ks, T *vs, const pa_args_t<T> &a, const int32_t *table, int g,
                                              int key0, int key_end)
 {
-    int nc = a.head_dim / 8, pitch = a.head_dim + PA_PAD;
+    constexpr int VEC = pa_vec<T>();
+    int nc = a.head_dim / VEC, pitch = a.head_dim + VEC;
     size_t row = (size_t)a.n_kv_heads * a.head_dim;
     for (int idx = threadIdx.x; idx < PA_TK * nc; idx += PA_THREADS) {
         int r = idx / nc, c = idx % nc, key = key0 + r;
@@ -71,15 +88,15 @@ __device__ __forceinline__ void pa_load_tile(bf16 *ks, bf16 *vs, const pa_args &
         size_t off = 0;
         if (valid)
             off = (size_t)table[key / a.block_size] * a.block_stride + (size_t)(key % a.block_size) * row +
-                  (size_t)g * a.head_dim + c * 8;
-        cp_async16_zfill(ks + r * pitch + c * 8, a.k + off, valid);
-        cp_async16_zfill(vs + r * pitch + c * 8, a.v + off, valid);
+                  (size_t)g * a.head_dim + c * VEC;
+        cp_async16_zfill(ks + r * pitch + c * VEC, a.k + off, valid);
+        cp_async16_zfill(vs + r * pitch + c * VEC, a.v + off, valid);
     }
     asm volatile("cp.async.commit_group;\n" ::);
 }
 
-template <int RT>
-__global__ void __launch_bounds__(PA_THREADS) paged_attn_split_kernel(pa_args a)
+template <typename T, int RT>
+__global__ void __launch_bounds__(PA_THREADS) paged_attn_split_kernel(pa_args_t<T> a)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     int s = blockIdx.x / a.n_qtiles, qt = blockIdx.x % a.n_qtiles, g = blockIdx.y, sp = blockIdx.z;
@@ -87,12 +104,12 @@ __global__ void __launch_bounds__(PA_THREADS) paged_attn_split_kernel(pa_args a)
     int qb = a.cu_q[s], len_q = a.cu_q[s + 1] - qb, len_k = a.seqlens_k[s];
     int n_rows = len_q * a.group, r0 = qt * RT;
     if (r0 >= n_rows || n_rows > a.max_rows) return;
-    int nr = min(RT, n_rows - r0), D = a.head_dim, nc = D / 8, pitch = D + PA_PAD;
+    int nr = min(RT, n_rows - r0), D = a.head_dim, nc = D / 8, pitch = D + pa_vec<T>();
     bool direct = a.part_o == NULL;
     if (len_k <= 0) {
         if (sp == 0)
             for (int idx = tid; idx < nr * D; idx += PA_THREADS)
-                a.out[pa_out_row(a, qb, g, r0 + idx / D) + idx % D] = rl_f2b(0.0f);
+                a.out[pa_out_row(a, qb, g, r0 + idx / D) + idx % D] = rl_fromf<T>(0.0f);
         return;
     }
     int n_sp, tps;
@@ -100,15 +117,15 @@ __global__ void __launch_bounds__(PA_THREADS) paged_attn_split_kernel(pa_args a)
     if (sp >= n_sp) return;
 
     float *qs = (float *)smem_raw;                      /* [RT][D] */
-    bf16 *kvs = (bf16 *)(qs + RT * PA_MAX_D);           /* [2 stages][K, V][PA_TK][pitch] */
-    float *ps = (float *)(kvs + 4 * PA_TK * (PA_MAX_D + PA_PAD)); /* [RT][PA_TK] */
+    T *kvs = (T *)(qs + RT * PA_MAX_D);                 /* [2 stages][K, V][PA_TK][pitch] */
+    float *ps = (float *)(kvs + 4 * PA_TK * (PA_MAX_D + pa_vec<T>())); /* [RT][PA_TK] */
     float *ms = ps + RT * PA_TK, *ls = ms + RT, *cs = ls + RT;
     float *red = (float *)kvs; /* [PA_THREADS][8], after the last tile */
     const int stage = 2 * PA_TK * pitch;
 
     for (int idx = tid; idx < RT * D; idx += PA_THREADS) {
         int rr = idx / D, d = idx % D;
-        qs[rr * D + d] = rr < nr ? rl_b2f(a.q[pa_out_row(a, qb, g, r0 + rr) + d]) : 0.0f;
+        qs[rr * D + d] = rr < nr ? rl_tof(a.q[pa_out_row(a, qb, g, r0 + rr) + d]) : 0.0f;
     }
     if (tid < RT) {
         ms[tid] = -INFINITY;
@@ -130,9 +147,9 @@ __global__ void __launch_bounds__(PA_THREADS) paged_attn_split_kernel(pa_args a)
         for (int e = 0; e < 8; e++) acc[rr][e] = 0.0f;
 
     for (int t = 0; t < n_tiles; t++) {
-        bf16 *kt = kvs + (t & 1) * stage, *vt = kt + PA_TK * pitch;
+        T *kt = kvs + (t & 1) * stage, *vt = kt + PA_TK * pitch;
         if (t + 1 < n_tiles) {
-            bf16 *kn = kvs + ((t + 1) & 1) * stage;
+            T *kn = kvs + ((t + 1) & 1) * stage;
             pa_load_tile(kn, kn + PA_TK * pitch, a, table, g, k_begin + (t + 1) * PA_TK, k_end);
             asm volatile("cp.async.wait_group 1;\n" ::);
         } else {
@@ -148,7 +165,7 @@ __global__ void __launch_bounds__(PA_THREADS) paged_attn_split_kernel(pa_args a)
             for (int x = 0; x < (RT + 1) / 2; x++) dot[x] = 0.0f;
             for (int cc = 0; cc < nc; cc++) {
                 float kf[8];
-                bf16x8_to_float(*(const uint4 *)(kt + j * pitch + cc * 8), kf);
+                load8(kt + j * pitch + cc * 8, kf);
 #pragma unroll
                 for (int x = 0; x < (RT + 1) / 2; x++) {
                     int rr = half + 2 * x;
@@ -199,7 +216,7 @@ __global__ void __launch_bounds__(PA_THREADS) paged_attn_split_kernel(pa_args a)
             }
             for (int j = kg; j < PA_TK; j += n_kg) {
                 float vf[8];
-                bf16x8_to_float(*(const uint4 *)(vt + j * pitch + c * 8), vf);
+                load8(vt + j * pitch + c * 8, vf);
 #pragma unroll
                 for (int rr = 0; rr < RT; rr++) {
                     if (rr >= nr) break;
@@ -225,7 +242,7 @@ __global__ void __launch_bounds__(PA_THREADS) paged_attn_split_kernel(pa_args a)
             float o = 0.0f;
             for (int k2 = 0; k2 < n_kg; k2++) o += red[(k2 * nc + d / 8) * 8 + d % 8];
             if (direct) {
-                a.out[pa_out_row(a, qb, g, r0 + rr) + d] = rl_f2b(l > 0.0f ? o / l : 0.0f);
+                a.out[pa_out_row(a, qb, g, r0 + rr) + d] = rl_fromf<T>(l > 0.0f ? o / l : 0.0f);
             } else {
                 size_t slot = ((size_t)blockIdx.x * a.n_kv_heads + g) * RT + rr;
                 a.part_o[((size_t)sp * a.n_slots + slot) * D + d] = o;
@@ -240,21 +257,22 @@ __global__ void __launch_bounds__(PA_THREADS) paged_attn_split_kernel(pa_args a)
     if (!direct) pa_finish_split(a, qb, g, r0, nr, n_sp);
 }
 
+template <typename T>
 static size_t split_smem_bytes(int rt)
 {
-    return (size_t)rt * PA_MAX_D * sizeof(float) + 4 * PA_TK * (PA_MAX_D + PA_PAD) * sizeof(bf16) +
+    return (size_t)rt * PA_MAX_D * sizeof(float) + 4 * PA_TK * (PA_MAX_D + pa_vec<T>()) * sizeof(T) +
            (size_t)rt * PA_TK * sizeof(float) + 3 * (size_t)rt * sizeof(float);
 }
 
-template <int RT>
-static int launch_split(rl_ctx *ctx, pa_args a, int n_seqs)
+template <typename T, int RT>
+static int launch_split(rl_ctx *ctx, pa_args_t<T> a, int n_seqs)
 {
-    size_t smem = split_smem_bytes(RT);
-    CUDA_CHECK(cudaFuncSetAttribute(paged_attn_split_kernel<RT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    size_t smem = split_smem_bytes<T>(RT);
+    CUDA_CHECK(cudaFuncSetAttribute(paged_attn_split_kernel<T, RT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     (int)smem));
     dim3 grid((unsigned)(n_seqs * a.n_qtiles), (unsigned)a.n_kv_heads, (unsigned)a.max_splits);
     cudaStream_t st = rl_cuda_st(ctx)->stream;
-    paged_attn_split_kernel<RT><<<grid, PA_THREADS, smem, st>>>(a);
+    paged_attn_split_kernel<T, RT><<<grid, PA_THREADS, smem, st>>>(a);
     LAUNCH_CHECK();
     return 0;
 }
@@ -262,9 +280,10 @@ static int launch_split(rl_ctx *ctx, pa_args a, int n_seqs)
 /* The split-KV kernels over the sequences with at most max_rows packed rows (of at most
  * rows_bound): tensor cores at head_dim 64/128 (row tile 16), else CUDA cores (row tile the
  * bound's power of two, up to 16); grid and splits from the host's bounds. */
-static int run_split(rl_ctx *ctx, pa_args a, int n_seqs, int rows_bound, int max_seqlen_k)
+template <typename T>
+static int run_split(rl_ctx *ctx, pa_args_t<T> a, int n_seqs, int rows_bound, int max_seqlen_k)
 {
-    int mma = a.head_dim == 64 || a.head_dim == 128;
+    int mma = (a.head_dim == 64 || a.head_dim == 128) && !rl_cuda_f32(ctx);
     int rt = mma || rows_bound > 8 ? 16 : rows_bound <= 1 ? 1 : rows_bound <= 2 ? 2 : rows_bound <= 4 ? 4 : 8;
     a.row_tile = rt;
     a.n_qtiles = (rows_bound + rt - 1) / rt;
@@ -286,34 +305,25 @@ static int run_split(rl_ctx *ctx, pa_args a, int n_seqs, int rows_bound, int max
         a.part_ml = buf + n_o;
         a.counters = rl_cuda_st(ctx)->split_counters;
     }
-    int rc = mma      ? rl_cuda_paged_decode_mma(ctx, &a, n_seqs)
-             : rt == 1 ? launch_split<1>(ctx, a, n_seqs)
-             : rt == 2 ? launch_split<2>(ctx, a, n_seqs)
-             : rt == 4 ? launch_split<4>(ctx, a, n_seqs)
-             : rt == 8 ? launch_split<8>(ctx, a, n_seqs)
-                       : launch_split<16>(ctx, a, n_seqs);
-    return rc;
+    if (mma) return rl_cuda_paged_decode_mma(ctx, (const pa_args *)&a, n_seqs);
+    return rt == 1   ? launch_split<T, 1>(ctx, a, n_seqs)
+           : rt == 2 ? launch_split<T, 2>(ctx, a, n_seqs)
+           : rt == 4 ? launch_split<T, 4>(ctx, a, n_seqs)
+           : rt == 8 ? launch_split<T, 8>(ctx, a, n_seqs)
+                     : launch_split<T, 16>(ctx, a, n_seqs);
 }
 
-extern "C" int rl_cuda_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q, const rl_paged_kv *kv,
-                                           const int32_t *cu_seqlens_q, const int32_t *seqlens_k, int n_seqs,
-                                           int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads,
-                                           int head_dim, float scale)
+template <typename T>
+static int paged_attention(rl_ctx *ctx, void *out, const void *q, const rl_paged_kv *kv, const int32_t *cu_seqlens_q,
+                           const int32_t *seqlens_k, int n_seqs, int max_seqlen_q, int max_seqlen_k, int n_heads,
+                           int n_kv_heads, int head_dim, float scale)
 {
-    /* these kernels' own limits: rows move in 16-byte vectors of 8 bf16, a query row fits PA_MAX_D */
-    ARG_CHECK(head_dim % 8 == 0 && head_dim <= PA_MAX_D,
-              "head_dim %d is not a multiple of 8 up to %d, what the CUDA paged attention takes", head_dim, PA_MAX_D);
-    ARG_CHECK(kv->block_stride % 8 == 0, "kv->block_stride %zu is not a multiple of 8 (16-byte rows)",
-              kv->block_stride);
-    if (n_seqs == 0 || max_seqlen_q == 0) return 0;
-    uintptr_t align = (uintptr_t)out | (uintptr_t)q | (uintptr_t)kv->k | (uintptr_t)kv->v;
-    ARG_CHECK((align & 15) == 0, "q, out and the pool are not 16-byte aligned, as the CUDA paged attention needs");
     int group = n_heads / n_kv_heads;
-    pa_args a = {};
-    a.out = (bf16 *)out;
-    a.q = (const bf16 *)q;
-    a.k = (const bf16 *)kv->k;
-    a.v = (const bf16 *)kv->v;
+    pa_args_t<T> a = {};
+    a.out = (T *)out;
+    a.q = (const T *)q;
+    a.k = (const T *)kv->k;
+    a.v = (const T *)kv->v;
     a.block_stride = kv->block_stride;
     a.block_size = kv->block_size;
     a.max_blocks = kv->max_blocks;
@@ -326,7 +336,7 @@ extern "C" int rl_cuda_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q
     a.group = group;
     a.scale_log2 = scale * 1.4426950408889634f;
     long rows_bound = (long)max_seqlen_q * group;
-    if ((head_dim == 64 || head_dim == 128) && rows_bound > PA_SMALL_ROWS) {
+    if ((head_dim == 64 || head_dim == 128) && rows_bound > PA_SMALL_ROWS && !rl_cuda_f32(ctx)) {
         if (rl_cuda_paged_prefill_mma(ctx, out, q, kv, cu_seqlens_q, seqlens_k, n_seqs, max_seqlen_q, n_heads,
                                       n_kv_heads, head_dim, scale, PA_SMALL_ROWS))
             return -1;
@@ -335,4 +345,25 @@ extern "C" int rl_cuda_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q
     }
     a.max_rows = INT_MAX;
     return run_split(ctx, a, n_seqs, (int)rows_bound, max_seqlen_k);
+}
+
+extern "C" int rl_cuda_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q, const rl_paged_kv *kv,
+                                           const int32_t *cu_seqlens_q, const int32_t *seqlens_k, int n_seqs,
+                                           int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads,
+                                           int head_dim, float scale)
+{
+    /* these kernels' own limits: rows move in 16-byte pieces and are read 8 elements at a time, a
+     * query row fits PA_MAX_D */
+    ARG_CHECK(head_dim % 8 == 0 && head_dim <= PA_MAX_D,
+              "head_dim %d is not a multiple of 8 up to %d, what the CUDA paged attention takes", head_dim, PA_MAX_D);
+    ARG_CHECK(kv->block_stride % 8 == 0, "kv->block_stride %zu is not a multiple of 8 (16-byte rows)",
+              kv->block_stride);
+    if (n_seqs == 0 || max_seqlen_q == 0) return 0;
+    uintptr_t align = (uintptr_t)out | (uintptr_t)q | (uintptr_t)kv->k | (uintptr_t)kv->v;
+    ARG_CHECK((align & 15) == 0, "q, out and the pool are not 16-byte aligned, as the CUDA paged attention needs");
+    if (rl_cuda_f32(ctx))
+        return paged_attention<float>(ctx, out, q, kv, cu_seqlens_q, seqlens_k, n_seqs, max_seqlen_q, max_seqlen_k,
+                                      n_heads, n_kv_heads, head_dim, scale);
+    return paged_attention<bf16>(ctx, out, q, kv, cu_seqlens_q, seqlens_k, n_seqs, max_seqlen_q, max_seqlen_k, n_heads,
+                                 n_kv_heads, head_dim, scale);
 }

@@ -21,9 +21,11 @@
 #define PA_MAX_SPLITS 64
 #define PA_SMALL_ROWS 16  /* rows a split-KV block holds; longer chunks go to the prefill kernel */
 
-struct pa_args {
-    bf16 *out;
-    const bf16 *q, *k, *v;
+/* T: the act dtype of q, out and the pool (bf16; float in the fp32 mode, CUDA-core kernel only). */
+template <typename T>
+struct pa_args_t {
+    T *out;
+    const T *q, *k, *v;
     size_t block_stride;
     int block_size, max_blocks;
     const int32_t *tables, *cu_q, *seqlens_k;
@@ -34,6 +36,7 @@ struct pa_args {
     int n_slots;
     unsigned *counters; /* one per (sequence, row tile, kv head), zero between launches */
 };
+typedef pa_args_t<bf16> pa_args;
 
 /* The splits of a sequence with len_k keys: n_splits ranges of tiles_per_split tiles. */
 __device__ __forceinline__ void split_range(int len_k, int max_splits, int *n_splits, int *tiles_per_split)
@@ -51,14 +54,16 @@ __device__ __forceinline__ void split_range(int len_k, int max_splits, int *n_sp
 }
 
 /* Output row of packed row r of sequence s (query qb + r / group, head g * group + r % group). */
-__device__ __forceinline__ size_t pa_out_row(const pa_args &a, int qb, int g, int r)
+template <typename T>
+__device__ __forceinline__ size_t pa_out_row(const pa_args_t<T> &a, int qb, int g, int r)
 {
     return ((size_t)(qb + r / a.group) * a.n_heads + g * a.group + r % a.group) * a.head_dim;
 }
 
 /* Called by the whole block after it wrote its partials (rows r0 .. r0 + nr of the group with
  * n_sp splits): the group's last block to finish merges every split of these rows into out. */
-__device__ __forceinline__ void pa_finish_split(const pa_args &a, int qb, int g, int r0, int nr, int n_sp)
+template <typename T>
+__device__ __forceinline__ void pa_finish_split(const pa_args_t<T> &a, int qb, int g, int r0, int nr, int n_sp)
 {
     __shared__ float sh_m[PA_SMALL_ROWS], sh_l[PA_SMALL_ROWS];
     __shared__ int sh_last;
@@ -97,7 +102,7 @@ __device__ __forceinline__ void pa_finish_split(const pa_args &a, int qb, int g,
                      __ldcg(a.part_o + ((size_t)sp * a.n_slots + slot) * a.head_dim + d);
             o /= l;
         }
-        a.out[pa_out_row(a, qb, g, r0 + rr) + d] = rl_f2b(o);
+        a.out[pa_out_row(a, qb, g, r0 + rr) + d] = rl_fromf<T>(o);
     }
 }
 

@@ -8,8 +8,9 @@
  * runs a grid of a few blocks per multiprocessor; each warp strides over rows keeping its
  * dweight partial sums in registers (columns lane*8.. + 256 k), the block adds its warps' sums
  * in shared memory and then to dweight with one atomicAdd per column.
- * General path (any dim): forward one block per row; backward blocks of ROWS_PER_BLOCK rows with
- * the dweight partials in shared memory. */
+ * General path (any dim; and every dim in the fp32 mode, where the fast path's bf16 packing does
+ * not apply): forward one block per row; backward blocks of ROWS_PER_BLOCK rows with the dweight
+ * partials in shared memory. Both templated over the act dtype. */
 #include "backend/cuda/common.cuh"
 
 #define THREADS 256
@@ -158,48 +159,63 @@ static int vec_chunks(int dim, const void *a, const void *b, const void *c, cons
     return chunks <= 1 ? 1 : chunks <= 2 ? 2 : chunks <= 4 ? 4 : 8;
 }
 
-__global__ void rmsnorm_fwd_kernel(bf16 *out, float *rstd, const bf16 *x, const bf16 *weight, int dim,
-                                   float eps)
+template <typename T>
+__global__ void rmsnorm_fwd_kernel(T *out, float *rstd, const T *x, const T *weight, int dim, float eps)
 {
     size_t row = blockIdx.x;
-    const bf16 *xr = x + row * dim;
+    const T *xr = x + row * dim;
     float ss = 0.0f;
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-        float v = rl_b2f(xr[i]);
+        float v = rl_tof(xr[i]);
         ss += v * v;
     }
     ss = rl_block_sum(ss);
     float r = rsqrtf(ss / dim + eps);
     if (threadIdx.x == 0) rstd[row] = r;
-    bf16 *o = out + row * dim;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) o[i] = rl_f2b(rl_b2f(xr[i]) * r * rl_b2f(weight[i]));
+    T *o = out + row * dim;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) o[i] = rl_fromf<T>(rl_tof(xr[i]) * r * rl_tof(weight[i]));
 }
 
-__global__ void rmsnorm_bwd_kernel(bf16 *dx, float *dweight, const bf16 *dout, const bf16 *x,
-                                   const bf16 *weight, const float *rstd, int n_rows, int dim,
-                                   int accumulate_dx)
+template <typename T>
+__global__ void rmsnorm_bwd_kernel(T *dx, float *dweight, const T *dout, const T *x, const T *weight,
+                                   const float *rstd, int n_rows, int dim, int accumulate_dx)
 {
     extern __shared__ float dw_part[];
     for (int i = threadIdx.x; i < dim; i += blockDim.x) dw_part[i] = 0.0f;
     int row0 = blockIdx.x * ROWS_PER_BLOCK;
     int row1 = min(row0 + ROWS_PER_BLOCK, n_rows);
     for (int row = row0; row < row1; row++) {
-        const bf16 *xr = x + (size_t)row * dim, *gr = dout + (size_t)row * dim;
+        const T *xr = x + (size_t)row * dim, *gr = dout + (size_t)row * dim;
         float r = rstd[row];
         float dot = 0.0f;
-        for (int i = threadIdx.x; i < dim; i += blockDim.x) dot += rl_b2f(gr[i]) * rl_b2f(weight[i]) * rl_b2f(xr[i]);
+        for (int i = threadIdx.x; i < dim; i += blockDim.x) dot += rl_tof(gr[i]) * rl_tof(weight[i]) * rl_tof(xr[i]);
         dot = rl_block_sum(dot);
         float c = dot / dim * r * r * r;
-        bf16 *dxr = dx + (size_t)row * dim;
+        T *dxr = dx + (size_t)row * dim;
         for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-            float xv = rl_b2f(xr[i]), gv = rl_b2f(gr[i]);
-            float d = r * gv * rl_b2f(weight[i]) - xv * c;
-            if (accumulate_dx) d += rl_b2f(dxr[i]);
-            dxr[i] = rl_f2b(d);
+            float xv = rl_tof(xr[i]), gv = rl_tof(gr[i]);
+            float d = r * gv * rl_tof(weight[i]) - xv * c;
+            if (accumulate_dx) d += rl_tof(dxr[i]);
+            dxr[i] = rl_fromf<T>(d);
             dw_part[i] += gv * xv * r;
         }
     }
     for (int i = threadIdx.x; i < dim; i += blockDim.x) atomicAdd(dweight + i, dw_part[i]);
+}
+
+template <typename T>
+static int rmsnorm_bwd_general(rl_ctx *ctx, void *dx, float *dweight, const void *dout, const void *x,
+                               const void *weight, const float *rstd, int n_rows, int dim, int accumulate_dx)
+{
+    size_t smem = (size_t)dim * sizeof(float);
+    if (smem > 48 * 1024)
+        CUDA_CHECK(cudaFuncSetAttribute(rmsnorm_bwd_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)smem));
+    int blocks = (n_rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
+    rmsnorm_bwd_kernel<T><<<blocks, THREADS, smem, rl_cuda_st(ctx)->stream>>>(
+        (T *)dx, dweight, (const T *)dout, (const T *)x, (const T *)weight, rstd, n_rows, dim, accumulate_dx);
+    LAUNCH_CHECK();
+    return 0;
 }
 
 extern "C" int rl_cuda_rmsnorm_fwd(rl_ctx *ctx, void *out, float *rstd, const void *x, const void *weight,
@@ -207,6 +223,12 @@ extern "C" int rl_cuda_rmsnorm_fwd(rl_ctx *ctx, void *out, float *rstd, const vo
 {
     if (n_rows == 0) return 0;
     cudaStream_t st = rl_cuda_st(ctx)->stream;
+    if (rl_cuda_f32(ctx)) {
+        rmsnorm_fwd_kernel<float><<<n_rows, THREADS, 0, st>>>((float *)out, rstd, (const float *)x,
+                                                              (const float *)weight, dim, eps);
+        LAUNCH_CHECK();
+        return 0;
+    }
     int chunks = vec_chunks(dim, out, x, weight, x);
     unsigned blocks = (unsigned)((n_rows + VEC_WARPS - 1) / VEC_WARPS);
     bf16 *o = (bf16 *)out;
@@ -217,7 +239,7 @@ extern "C" int rl_cuda_rmsnorm_fwd(rl_ctx *ctx, void *out, float *rstd, const vo
     case 2: e = rl_launch_pdl(rmsnorm_fwd_vec_kernel<2>, dim3(blocks), dim3(32 * VEC_WARPS), 0, st, o, rstd, xi, w, n_rows, dim, eps); break;
     case 4: e = rl_launch_pdl(rmsnorm_fwd_vec_kernel<4>, dim3(blocks), dim3(32 * VEC_WARPS), 0, st, o, rstd, xi, w, n_rows, dim, eps); break;
     case 8: e = rl_launch_pdl(rmsnorm_fwd_vec_kernel<8>, dim3(blocks), dim3(32 * VEC_WARPS), 0, st, o, rstd, xi, w, n_rows, dim, eps); break;
-    default: rmsnorm_fwd_kernel<<<n_rows, THREADS, 0, st>>>(o, rstd, xi, w, dim, eps);
+    default: rmsnorm_fwd_kernel<bf16><<<n_rows, THREADS, 0, st>>>(o, rstd, xi, w, dim, eps);
     }
     CUDA_CHECK(e);
     LAUNCH_CHECK();
@@ -234,7 +256,7 @@ extern "C" int rl_cuda_rmsnorm_bwd(rl_ctx *ctx, void *dx, float *dweight, const 
               (int)(RMSNORM_BWD_MAX_SMEM / sizeof(float)));
     if (n_rows == 0) return 0;
     cudaStream_t st = rl_cuda_st(ctx)->stream;
-    int chunks = vec_chunks(dim, dx, dout, x, weight);
+    int chunks = rl_cuda_f32(ctx) ? 0 : vec_chunks(dim, dx, dout, x, weight);
     if (chunks) {
         int dev = 0, n_sm = 0;
         CUDA_CHECK(cudaGetDevice(&dev));
@@ -252,12 +274,5 @@ extern "C" int rl_cuda_rmsnorm_bwd(rl_ctx *ctx, void *dx, float *dweight, const 
         LAUNCH_CHECK();
         return 0;
     }
-    if (smem > 48 * 1024)
-        CUDA_CHECK(cudaFuncSetAttribute(rmsnorm_bwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    int blocks = (n_rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
-    rmsnorm_bwd_kernel<<<blocks, THREADS, smem, st>>>(
-        (bf16 *)dx, dweight, (const bf16 *)dout, (const bf16 *)x, (const bf16 *)weight, rstd, n_rows, dim,
-        accumulate_dx);
-    LAUNCH_CHECK();
-    return 0;
+    return RL_ACT_CALL(ctx, rmsnorm_bwd_general, (ctx, dx, dweight, dout, x, weight, rstd, n_rows, dim, accumulate_dx));
 }

@@ -5,7 +5,8 @@
  * fast intrinsics lose digits). The backward rotates by -angle. */
 #include "backend/cuda/common.cuh"
 
-__global__ void rope_kernel(bf16 *x, const int32_t *positions, const float *inv_freq, int n_tokens,
+template <typename T>
+__global__ void rope_kernel(T *x, const int32_t *positions, const float *inv_freq, int n_tokens,
                             int n_heads, int head_dim, float sign)
 {
     int half = head_dim / 2;
@@ -18,10 +19,10 @@ __global__ void rope_kernel(bf16 *x, const int32_t *positions, const float *inv_
         float s, c;
         sincosf(angle, &s, &c);
         s *= sign;
-        bf16 *p = x + th * head_dim;
-        float a = rl_b2f(p[i]), b = rl_b2f(p[i + half]);
-        p[i] = rl_f2b(a * c - b * s);
-        p[i + half] = rl_f2b(b * c + a * s);
+        T *p = x + th * head_dim;
+        float a = rl_tof(p[i]), b = rl_tof(p[i + half]);
+        p[i] = rl_fromf<T>(a * c - b * s);
+        p[i + half] = rl_fromf<T>(b * c + a * s);
     }
 }
 
@@ -30,8 +31,12 @@ static int rope(rl_ctx *ctx, void *x, const int32_t *positions, const float *inv
 {
     size_t n = (size_t)n_tokens * n_heads * (head_dim / 2);
     if (n == 0) return 0;
-    rope_kernel<<<rl_cuda_blocks(n, 256, 65535), 256, 0, rl_cuda_st(ctx)->stream>>>(
-        (bf16 *)x, positions, inv_freq, n_tokens, n_heads, head_dim, sign);
+    unsigned blocks = rl_cuda_blocks(n, 256, 65535);
+    cudaStream_t st = rl_cuda_st(ctx)->stream;
+    if (rl_cuda_f32(ctx))
+        rope_kernel<float><<<blocks, 256, 0, st>>>((float *)x, positions, inv_freq, n_tokens, n_heads, head_dim, sign);
+    else
+        rope_kernel<bf16><<<blocks, 256, 0, st>>>((bf16 *)x, positions, inv_freq, n_tokens, n_heads, head_dim, sign);
     LAUNCH_CHECK();
     return 0;
 }

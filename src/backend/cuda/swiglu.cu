@@ -3,7 +3,8 @@
  * silu(g) = g * s, s = sigmoid(g);  d out/d gate = up * s * (1 + g * (1 - s)),
  * d out/d up = g * s. fp32 math. Fast path (dim and in_stride multiples of 8, 16-byte aligned
  * tensors, fewer than 2^31 chunks: the models' MLPs): one thread per 8 elements with 16-byte
- * loads and stores and 32-bit index arithmetic; otherwise one thread per element. */
+ * loads and stores and 32-bit index arithmetic (bf16 only); otherwise, and in the fp32 mode,
+ * one thread per element (templated over the act dtype). */
 #include "backend/cuda/common.cuh"
 
 typedef struct bf16x8 {
@@ -62,28 +63,29 @@ static int vec_ok(size_t n, int dim, int in_stride, const void *a, const void *b
     return !(((uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d | (uintptr_t)e) & 15);
 }
 
-__global__ void swiglu_fwd_kernel(bf16 *out, const bf16 *gate, const bf16 *up, int n_rows, int dim,
+template <typename T>
+__global__ void swiglu_fwd_kernel(T *out, const T *gate, const T *up, int n_rows, int dim, int in_stride)
+{
+    size_t n = (size_t)n_rows * dim;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
+        size_t row = idx / dim, col = idx % dim, in = row * in_stride + col;
+        float g = rl_tof(gate[in]);
+        float s = 1.0f / (1.0f + expf(-g));
+        out[idx] = rl_fromf<T>(g * s * rl_tof(up[in]));
+    }
+}
+
+template <typename T>
+__global__ void swiglu_bwd_kernel(T *dgate, T *dup, const T *dout, const T *gate, const T *up, int n_rows, int dim,
                                   int in_stride)
 {
     size_t n = (size_t)n_rows * dim;
     for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
         size_t row = idx / dim, col = idx % dim, in = row * in_stride + col;
-        float g = rl_b2f(gate[in]);
+        float g = rl_tof(gate[in]), u = rl_tof(up[in]), d = rl_tof(dout[idx]);
         float s = 1.0f / (1.0f + expf(-g));
-        out[idx] = rl_f2b(g * s * rl_b2f(up[in]));
-    }
-}
-
-__global__ void swiglu_bwd_kernel(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate,
-                                  const bf16 *up, int n_rows, int dim, int in_stride)
-{
-    size_t n = (size_t)n_rows * dim;
-    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
-        size_t row = idx / dim, col = idx % dim, in = row * in_stride + col;
-        float g = rl_b2f(gate[in]), u = rl_b2f(up[in]), d = rl_b2f(dout[idx]);
-        float s = 1.0f / (1.0f + expf(-g));
-        dgate[in] = rl_f2b(d * u * s * (1.0f + g * (1.0f - s)));
-        dup[in] = rl_f2b(d * g * s);
+        dgate[in] = rl_fromf<T>(d * u * s * (1.0f + g * (1.0f - s)));
+        dup[in] = rl_fromf<T>(d * g * s);
     }
 }
 
@@ -92,7 +94,7 @@ extern "C" int rl_cuda_swiglu_fwd(rl_ctx *ctx, void *out, const void *gate, cons
 {
     size_t n = (size_t)n_rows * dim;
     if (n == 0) return 0;
-    if (vec_ok(n, dim, in_stride, out, gate, up, up, up)) {
+    if (!rl_cuda_f32(ctx) && vec_ok(n, dim, in_stride, out, gate, up, up, up)) {
         unsigned chunks = (unsigned)(n / 8);
         CUDA_CHECK(rl_launch_pdl(swiglu_fwd_vec_kernel, dim3(rl_cuda_blocks(chunks, 256, 65535)), dim3(256), 0,
                                  rl_cuda_st(ctx)->stream, (uint4 *)out, (const uint4 *)gate, (const uint4 *)up, chunks,
@@ -100,8 +102,14 @@ extern "C" int rl_cuda_swiglu_fwd(rl_ctx *ctx, void *out, const void *gate, cons
         LAUNCH_CHECK();
         return 0;
     }
-    swiglu_fwd_kernel<<<rl_cuda_blocks(n, 256, 65535), 256, 0, rl_cuda_st(ctx)->stream>>>(
-        (bf16 *)out, (const bf16 *)gate, (const bf16 *)up, n_rows, dim, in_stride);
+    unsigned blocks = rl_cuda_blocks(n, 256, 65535);
+    cudaStream_t st = rl_cuda_st(ctx)->stream;
+    if (rl_cuda_f32(ctx))
+        swiglu_fwd_kernel<float><<<blocks, 256, 0, st>>>((float *)out, (const float *)gate, (const float *)up, n_rows,
+                                                         dim, in_stride);
+    else
+        swiglu_fwd_kernel<bf16><<<blocks, 256, 0, st>>>((bf16 *)out, (const bf16 *)gate, (const bf16 *)up, n_rows,
+                                                        dim, in_stride);
     LAUNCH_CHECK();
     return 0;
 }
@@ -111,7 +119,7 @@ extern "C" int rl_cuda_swiglu_bwd(rl_ctx *ctx, void *dgate, void *dup, const voi
 {
     size_t n = (size_t)n_rows * dim;
     if (n == 0) return 0;
-    if (vec_ok(n, dim, in_stride, dgate, dup, dout, gate, up)) {
+    if (!rl_cuda_f32(ctx) && vec_ok(n, dim, in_stride, dgate, dup, dout, gate, up)) {
         unsigned chunks = (unsigned)(n / 8);
         swiglu_bwd_vec_kernel<<<rl_cuda_blocks(chunks, 256, 65535), 256, 0, rl_cuda_st(ctx)->stream>>>(
             (uint4 *)dgate, (uint4 *)dup, (const uint4 *)dout, (const uint4 *)gate, (const uint4 *)up, chunks,
@@ -119,9 +127,15 @@ extern "C" int rl_cuda_swiglu_bwd(rl_ctx *ctx, void *dgate, void *dup, const voi
         LAUNCH_CHECK();
         return 0;
     }
-    swiglu_bwd_kernel<<<rl_cuda_blocks(n, 256, 65535), 256, 0, rl_cuda_st(ctx)->stream>>>(
-        (bf16 *)dgate, (bf16 *)dup, (const bf16 *)dout, (const bf16 *)gate, (const bf16 *)up, n_rows, dim,
-        in_stride);
+    unsigned blocks = rl_cuda_blocks(n, 256, 65535);
+    cudaStream_t st = rl_cuda_st(ctx)->stream;
+    if (rl_cuda_f32(ctx))
+        swiglu_bwd_kernel<float><<<blocks, 256, 0, st>>>((float *)dgate, (float *)dup, (const float *)dout,
+                                                         (const float *)gate, (const float *)up, n_rows, dim,
+                                                         in_stride);
+    else
+        swiglu_bwd_kernel<bf16><<<blocks, 256, 0, st>>>((bf16 *)dgate, (bf16 *)dup, (const bf16 *)dout,
+                                                        (const bf16 *)gate, (const bf16 *)up, n_rows, dim, in_stride);
     LAUNCH_CHECK();
     return 0;
 }

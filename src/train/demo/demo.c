@@ -192,8 +192,9 @@ int rl_demo_run(const rl_demo_config *c, rl_ctx *ctx, const rl_loop_watch *watch
     if (prepare_data(c, tok, &sft_data, &train, &held, &max_ids, &r->n_held, r->example, sizeof r->example, err))
         goto done;
     r->n_train = train.n;
-    rl_loop_note(watch, "Qwen3 model with %.2fM parameters (%d layers, hidden %d), vocabulary %d, on %s",
-                 (double)model.n_elems / 1e6, c->layers, c->hidden, cfg.vocab_size, rl_backend_name(ctx));
+    rl_loop_note(watch, "Qwen3 model with %.2fM parameters (%d layers, hidden %d), vocabulary %d, on %s (%s)",
+                 (double)model.n_elems / 1e6, c->layers, c->hidden, cfg.vocab_size, rl_backend_name(ctx),
+                 rl_ctx_precision_name(ctx));
     rl_loop_note(watch, "task \"%s\" -> \"%s\": %d training problems, %d held out", r->example,
                  held.prompts[0].answer, r->n_train, r->n_held);
 
