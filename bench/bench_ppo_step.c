@@ -105,7 +105,7 @@ int main(int argc, char **argv)
     }
     c.shuffle = gc.shuffle = 0;
     rl_mem_plan plan;
-    rl_mem_plan_make(&plan, &cfg, ctx.kind, 1, 0, grpo ? gc.max_tokens : c.max_tokens, RL_ACTS_TRAIN, 1);
+    rl_mem_plan_make(&plan, &cfg, ctx.kind, ctx.act_dtype, 1, 0, grpo ? gc.max_tokens : c.max_tokens, RL_ACTS_TRAIN, 1);
     if (!grpo) rl_mem_plan_add_value(&plan, &vcfg);
     int longest = 0;
     for (int p = 0; p < PROMPTS; p++) longest = prompts[p].n_ids > longest ? prompts[p].n_ids : longest;

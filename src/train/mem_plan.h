@@ -29,6 +29,7 @@
 typedef struct rl_mem_plan {
     rl_model_config cfg;
     int world, zero, cuda, max_tokens, with_reference;
+    rl_dtype act; /* the activations' and working weights' dtype (ctx->act_dtype) */
     rl_acts_mode mode;
     double n_params;
     size_t weights, master, moments, grads; /* as ZeRO counts */
@@ -39,8 +40,8 @@ typedef struct rl_mem_plan {
     size_t zero_total, total;
 } rl_mem_plan;
 
-void rl_mem_plan_make(rl_mem_plan *p, const rl_model_config *cfg, rl_backend_kind backend, int world, int zero,
-                      int max_tokens, rl_acts_mode mode, int with_reference);
+void rl_mem_plan_make(rl_mem_plan *p, const rl_model_config *cfg, rl_backend_kind backend, rl_dtype act, int world,
+                      int zero, int max_tokens, rl_acts_mode mode, int with_reference);
 /* Adds a PPO value model of value_cfg: its weights, masters, moments and gradients (sharded as
  * the plan's --zero shards the policy's, with its own ZeRO-2 region buffers; on one rank the
  * policy's gradient buffer serves both, so only what the value model has beyond it), and its own

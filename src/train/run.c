@@ -120,7 +120,8 @@ static int check_memory(run *r, rl_ctx *ctx, const char *load_dir, rl_err *err)
     int recompute = c->kind == RL_RUN_SFT ? c->sft.recompute : ppo ? c->ppo.recompute : c->grpo.recompute;
     int max_tokens = c->kind == RL_RUN_SFT ? c->sft.max_tokens : ppo ? c->ppo.max_tokens : c->grpo.max_tokens;
     rl_mem_plan plan;
-    rl_mem_plan_make(&plan, &cfg, ctx->kind, rl_dp_world(r->dp), c->zero, max_tokens,
+    rl_ctx_pick_act_dtype(ctx, rl_config_param_count(&cfg)); /* what the policy's creation would pick */
+    rl_mem_plan_make(&plan, &cfg, ctx->kind, ctx->act_dtype, rl_dp_world(r->dp), c->zero, max_tokens,
                      recompute ? RL_ACTS_TRAIN_CHECKPOINT : RL_ACTS_TRAIN,
                      (c->kind == RL_RUN_GRPO && c->grpo.kl_beta > 0) || (ppo && c->ppo.kl_coef > 0));
     if (ppo) { /* the value model: RESUME/value, --value-model or the policy's shape */

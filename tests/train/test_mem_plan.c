@@ -23,8 +23,8 @@ Test(mem_plan, zero_figures_for_qwen3_8b)
 {
     rl_model_config cfg = load("bench/configs/qwen3-8b.json");
     rl_mem_plan one, two;
-    rl_mem_plan_make(&one, &cfg, RL_BACKEND_CUDA, 1, 0, 4096, RL_ACTS_TRAIN_CHECKPOINT, 0);
-    rl_mem_plan_make(&two, &cfg, RL_BACKEND_CUDA, 2, 2, 4096, RL_ACTS_TRAIN_CHECKPOINT, 0);
+    rl_mem_plan_make(&one, &cfg, RL_BACKEND_CUDA, RL_BF16, 1, 0, 4096, RL_ACTS_TRAIN_CHECKPOINT, 0);
+    rl_mem_plan_make(&two, &cfg, RL_BACKEND_CUDA, RL_BF16, 2, 2, 4096, RL_ACTS_TRAIN_CHECKPOINT, 0);
     double psi = one.n_params;
     cr_assert(psi > 8.18e9 && psi < 8.20e9, "Qwen3-8B has 8.19B parameters, the plan counts %.4gB", psi / 1e9);
     cr_assert(fabs((double)one.zero_total - 18 * psi) < 64, "one GPU: %zu bytes, ZeRO counts 18 per parameter", one.zero_total);
@@ -56,7 +56,7 @@ Test(mem_plan, activation_estimate_is_what_the_activations_allocate)
         rl_acts_free(a);
     }
     rl_mem_plan p;
-    rl_mem_plan_make(&p, &m.config, RL_BACKEND_CPU, 1, 0, 1 << 20, RL_ACTS_TRAIN, 0);
+    rl_mem_plan_make(&p, &m.config, RL_BACKEND_CPU, RL_F32, 1, 0, 1 << 20, RL_ACTS_TRAIN, 0);
     cr_assert_eq(rl_mem_plan_check(&p, &ctx, &err), 0, "the CPU is never refused: %s", err.msg);
     rl_model_free(&m);
     rl_ctx_free(&ctx);
@@ -74,7 +74,7 @@ Test(mem_plan, ppo_reference_and_value_model)
     rl_config_as_value(&vcfg, RL_HEAD_TOKEN_CLS);
     rl_mem_plan p;
     int max_tokens = rl_ppo_defaults().max_tokens;
-    rl_mem_plan_make(&p, &cfg, RL_BACKEND_CUDA, 1, 0, max_tokens, RL_ACTS_TRAIN, 1);
+    rl_mem_plan_make(&p, &cfg, RL_BACKEND_CUDA, RL_BF16, 1, 0, max_tokens, RL_ACTS_TRAIN, 1);
     cr_assert(fabs((double)p.reference - 2 * p.n_params) < 64, "reference %zu bytes", p.reference);
     size_t before = p.total;
     rl_mem_plan_add_value(&p, &vcfg);
@@ -88,7 +88,7 @@ Test(mem_plan, ppo_reference_and_value_model)
     cr_assert(strstr(text, "the KL reference 1.1 + the value model 7.8"), "%s", text);
     printf("Qwen3-0.6B PPO (--max-tokens %d): %s\n", max_tokens, text);
     rl_mem_plan q;
-    rl_mem_plan_make(&q, &cfg, RL_BACKEND_CUDA, 1, 0, 8192, RL_ACTS_TRAIN, 0);
+    rl_mem_plan_make(&q, &cfg, RL_BACKEND_CUDA, RL_BF16, 1, 0, 8192, RL_ACTS_TRAIN, 0);
     rl_model_config small = vcfg;
     small.n_layers = 2;
     rl_mem_plan_add_value(&q, &small);
@@ -96,9 +96,29 @@ Test(mem_plan, ppo_reference_and_value_model)
     /* on 2 ranks under ZeRO 2 the value model is sharded like the policy: 2 + 16 / 2 bytes per
      * parameter, plus its region buffers */
     rl_mem_plan z;
-    rl_mem_plan_make(&z, &cfg, RL_BACKEND_CUDA, 2, 2, 8192, RL_ACTS_TRAIN, 0);
+    rl_mem_plan_make(&z, &cfg, RL_BACKEND_CUDA, RL_BF16, 2, 2, 8192, RL_ACTS_TRAIN, 0);
     rl_mem_plan_add_value(&z, &vcfg);
     cr_assert(z.value > 10 * psi_v - 64 && z.value < 12 * psi_v, "value model on 2 ranks, ZeRO 2: %zu bytes", z.value);
+}
+
+/* CUDA's fp32 mode (small models, --precision fp32): no bf16 working copy, the fp32 weights whole
+ * on every rank (not sharded as masters), activations and the frozen reference at 4 bytes. */
+Test(mem_plan, cuda_fp32_mode)
+{
+    rl_model_config cfg = load("bench/configs/qwen3-0.6b.json");
+    rl_mem_plan b, f;
+    rl_mem_plan_make(&b, &cfg, RL_BACKEND_CUDA, RL_BF16, 2, 1, 4096, RL_ACTS_TRAIN, 1);
+    rl_mem_plan_make(&f, &cfg, RL_BACKEND_CUDA, RL_F32, 2, 1, 4096, RL_ACTS_TRAIN, 1);
+    double psi = f.n_params;
+    cr_assert(f.weights == 0 && fabs((double)f.master - 4 * psi) < 64, "fp32: weights %zu, fp32 weights %zu", f.weights,
+              f.master);
+    cr_assert(fabs((double)b.master - 2 * psi) < 64, "bf16 on 2 ranks, ZeRO 1: masters sharded (%zu)", b.master);
+    cr_assert_eq(f.acts, rl_acts_plan_bytes(&cfg, RL_F32, 4096, RL_ACTS_TRAIN));
+    cr_assert(f.acts > b.acts * 3 / 2, "fp32 activations %zu vs bf16 %zu", f.acts, b.acts);
+    cr_assert(fabs((double)f.reference - 4 * psi) < 64 && fabs((double)b.reference - 2 * psi) < 64);
+    char text[600];
+    rl_mem_plan_describe(&f, text, sizeof text);
+    cr_assert(strstr(text, "fp32 weights") && !strstr(text, "fp32 masters"), "%s", text);
 }
 
 /* The engine an RL trainer keeps: its step buffers as the plan counts them are what the runner
@@ -129,7 +149,7 @@ Test(mem_plan, engine_buffers_and_kv_pool)
     rl_engine_stats es;
     rl_engine_stats_get(e, &es);
     rl_mem_plan p;
-    rl_mem_plan_make(&p, &m.config, RL_BACKEND_CPU, 1, 0, 64, RL_ACTS_TRAIN, 0);
+    rl_mem_plan_make(&p, &m.config, RL_BACKEND_CPU, RL_F32, 1, 0, 64, RL_ACTS_TRAIN, 0);
     rl_mem_plan_add_engine(&p, &eng, 0, 0);
     cr_assert(p.engine <= es.runner_bytes && es.runner_bytes - p.engine < 64 * 1024,
               "plan %zu bytes, the runner holds %zu", p.engine, es.runner_bytes);
@@ -143,10 +163,10 @@ Test(mem_plan, engine_buffers_and_kv_pool)
     size_t kv = (size_t)rl_engine_pool_blocks(&train) * rl_kv_pool_block_bytes(&cfg, train.block_size, RL_BF16);
     cr_assert(kv > 2.5 * GIB && kv < 3.0 * GIB, "KV pool %.2f GiB", kv / GIB);
     rl_mem_plan ppo, grpo;
-    rl_mem_plan_make(&ppo, &cfg, RL_BACKEND_CUDA, 1, 0, rl_ppo_defaults().max_tokens, RL_ACTS_TRAIN, 1);
+    rl_mem_plan_make(&ppo, &cfg, RL_BACKEND_CUDA, RL_BF16, 1, 0, rl_ppo_defaults().max_tokens, RL_ACTS_TRAIN, 1);
     rl_mem_plan_add_value(&ppo, &vcfg);
     rl_mem_plan_add_engine(&ppo, &train, kv, 1);
-    rl_mem_plan_make(&grpo, &cfg, RL_BACKEND_CUDA, 1, 0, rl_grpo_defaults().max_tokens, RL_ACTS_TRAIN, 1);
+    rl_mem_plan_make(&grpo, &cfg, RL_BACKEND_CUDA, RL_BF16, 1, 0, rl_grpo_defaults().max_tokens, RL_ACTS_TRAIN, 1);
     rl_mem_plan_add_engine(&grpo, &train, kv, 0);
     cr_assert_eq(ppo.kv, 0, "PPO's 3.3 GiB of activations cover the released pool");
     cr_assert_eq(grpo.kv, kv);
