@@ -12,6 +12,7 @@
 #include "core/file.h"
 #include "core/timer.h"
 #include "train/demo/demo_kernel.h"
+#include "train/grpo_math.h"
 
 static const char usage[] =
     "usage: rlc demo-kernel [options]\n\n"
@@ -106,6 +107,8 @@ int rl_cmd_demo_kernel(int argc, char **argv)
         RL_OPT_I("group", &c.group, 2, 1 << 20, "GRPO samples per task and step"),
         RL_OPT_D("lr", &c.grpo_lr, 0, 10, "GRPO learning rate"),
         RL_OPT_D("temperature", &c.temperature, 1e-4, 1e6, "GRPO sampling temperature"),
+        RL_OPT_C("loss-norm", &c.loss_norm, rl_loss_norm_names, "GRPO loss normalisation: sequence, token (DAPO), dr_grpo"),
+        RL_OPT_D("kl-beta", &c.kl_beta, 0, 1e6, "k3 KL penalty to the SFT model (0 = off)"),
         RL_OPT_I("max-new-tokens", &c.max_new, 1, 1 << 20, "tokens generated per kernel"),
         RL_OPT_D("gpu-memory-utilization", &c.gpu_memory, 0, 1, "the KV cache's share of free GPU memory",
                  .range.above_lo = 1),

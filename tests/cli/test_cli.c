@@ -137,6 +137,14 @@ Test(cli, usage_errors)
     cr_assert(strstr(help, "--top-p"), "%s", help);
     free(help);
     free(errors);
+    free(tu_run_rlc("demo-kernel --loss-norm bogus", "", &status, &errors));
+    cr_assert_eq(status, 2);
+    cr_assert(strstr(errors, "--loss-norm") && strstr(errors, "bogus"), "%s", errors);
+    free(errors);
+    free(tu_run_rlc("demo-kernel --kl-beta -1", "", &status, &errors));
+    cr_assert_eq(status, 2);
+    cr_assert(strstr(errors, "--kl-beta"), "%s", errors);
+    free(errors);
     free(tu_run_rlc("logprobs --model tests/fixtures/no-such-model", "", &status, &errors));
     cr_assert_eq(status, 1);
     cr_assert(strstr(errors, "rlc logprobs: ") && strstr(errors, "no-such-model"), "%s", errors);

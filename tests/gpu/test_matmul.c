@@ -205,4 +205,5 @@ Test(gpu_matmul, fused_norm_and_swiglu_products)
     run_fused(8, 96, 136, 1, 1, 104);
     run_fused(2, 50, 20480, 0, 0, 105);  /* two rounds, 80 KB of staged rows */
     run_fused(11, 200, 256, 1, 1, 106);  /* more rows than the kernel takes: the two ops */
+    run_fused(8, 1024, 3072, 0, 1, 107); /* down_proj at 8 rows: 48 KiB of staged rows + the static arrays */
 }

@@ -279,7 +279,8 @@ static int gemv_run(rl_ctx *ctx, int mode, gemv_args a, int m, int *ran)
     a.rows = gemv_rows(a.n, a.k / 8, st->n_sms > 0 ? st->n_sms : 1);
     dim3 grid((unsigned)((a.n + a.rows - 1) / a.rows));
     cudaError_t e;
-    if (smem > 48 * 1024) {
+    /* the 48 KiB a block gets without opting in counts the static arrays too (red, rstd_s) */
+    if (smem + sizeof(float) * (GEMV_THREADS / 32 + 1) * GEMV_MAX_M > 48 * 1024) {
         e = mode == X_RMSNORM  ? gemv_allow_smem<X_RMSNORM>(m, (int)smem)
             : mode == X_SWIGLU ? gemv_allow_smem<X_SWIGLU>(m, (int)smem)
                                : gemv_allow_smem<X_PLAIN>(m, (int)smem);

@@ -24,7 +24,8 @@ rl_demo_kernel_config rl_demo_kernel_defaults(void)
                                    .variants = "examples/demo_kernel", .tasks_dir = "tests/fixtures/kernel_env/tasks",
                                    .seed = 1, .hidden = 256, .layers = 4, .heads = 8, .kv_heads = 4, .head_dim = 32,
                                    .ffn = 768, .sft_steps = 1000, .grpo_steps = 30, .group = 8, .max_new = 900,
-                                   .sft_lr = 2e-3, .grpo_lr = 2e-4, .temperature = 0.7, .gpu_memory = 0.3,
+                                   .sft_lr = 2e-3, .grpo_lr = 5e-5, .temperature = 0.7, .gpu_memory = 0.3,
+                                   .loss_norm = RL_NORM_SEQUENCE,
                                    .kernel = {.keep_upto = -1}};
 }
 
@@ -255,6 +256,8 @@ int rl_demo_kernel_run(const rl_demo_kernel_config *c, rl_ctx *ctx, const rl_loo
     gc.grpo.seed = (uint64_t)c->seed;
     gc.grpo.engine.gpu_memory_utilization = c->gpu_memory;
     gc.grpo.optim.schedule = (rl_lr_schedule){RL_LR_CONSTANT, c->grpo_lr, 0, c->grpo_steps, 1.0};
+    gc.grpo.loss_norm = (rl_loss_norm)c->loss_norm;
+    gc.grpo.kl_beta = (float)c->kl_beta; /* the reference: the SFT model GRPO starts from */
     rc = rl_train_run(ctx, &gc, watch, err);
     if (rc != 0) return rc;
     return rl_demo_kernel_summarize(c, attempts, r, err);

@@ -29,7 +29,8 @@ typedef struct rl_demo_kernel_config {
     int seed;
     int hidden, layers, heads, kv_heads, head_dim, ffn;
     int sft_steps, grpo_steps, group, max_new;
-    double sft_lr, grpo_lr, temperature, gpu_memory;
+    double sft_lr, grpo_lr, temperature, gpu_memory, kl_beta;
+    int loss_norm;          /* rl_loss_norm of the GRPO phase */
     rl_kreward_opts kernel; /* the evaluator's tools (memo is set by the demo) */
 } rl_demo_kernel_config;
 
