@@ -122,6 +122,18 @@ static inline cudaError_t rl_launch_pdl(void (*kernel)(Params...), dim3 grid, di
 }
 
 __device__ __forceinline__ float rl_b2f(bf16 x) { return __bfloat162float(x); }
+
+/* 8 bf16 packed in 16 bytes (one vector load) as fp32. */
+__device__ __forceinline__ void rl_unpack_bf16x8(uint4 u, float f[8])
+{
+    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        float2 t = __bfloat1622float2(h[j]);
+        f[2 * j] = t.x;
+        f[2 * j + 1] = t.y;
+    }
+}
 __device__ __forceinline__ bf16 rl_f2b(float x) { return __float2bfloat16_rn(x); }
 
 /* Activation storage of either dtype (ctx->act_dtype: bf16, or fp32 in the fp32 compute mode of

@@ -47,17 +47,6 @@ typedef struct gemv_args {
     int n, k, rows;               /* rows: weight rows per block (a power of two <= 32) */
 } gemv_args;
 
-__device__ __forceinline__ void gv_unpack(uint4 u, float f[8])
-{
-    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        float2 t = __bfloat1622float2(h[j]);
-        f[2 * j] = t.x;
-        f[2 * j + 1] = t.y;
-    }
-}
-
 __device__ __forceinline__ uint4 gv_pack(const float f[8])
 {
     uint4 u;
@@ -96,8 +85,8 @@ __device__ __forceinline__ void gv_stage(const gemv_args &a, uint4 *xs, int chun
         if (MODE == X_SWIGLU) {
             uint4 uu = ((const uint4 *)(a.up + (size_t)r * a.x_stride))[c];
             float g[8], u[8];
-            gv_unpack(xu, g);
-            gv_unpack(uu, u);
+            rl_unpack_bf16x8(xu, g);
+            rl_unpack_bf16x8(uu, u);
 #pragma unroll
             for (int j = 0; j < 8; j++) g[j] = g[j] * (1.0f / (1.0f + expf(-g[j]))) * u[j];
             xu = gv_pack(g);
@@ -111,7 +100,7 @@ __device__ __forceinline__ void gv_stage(const gemv_args &a, uint4 *xs, int chun
         float ss = 0.0f;
         for (int c = lane; c < chunks; c += 32) {
             float v[8];
-            gv_unpack(xs[warp * chunks + c], v);
+            rl_unpack_bf16x8(xs[warp * chunks + c], v);
 #pragma unroll
             for (int j = 0; j < 8; j++) ss += v[j] * v[j];
         }
@@ -130,11 +119,11 @@ __device__ __forceinline__ void gv_stage(const gemv_args &a, uint4 *xs, int chun
         for (int q = 0; q < GEMV_NORM_REGS - 1; q++)
             if (i == q) wu = nw[q];
         if (i >= GEMV_NORM_REGS) wu = ((const uint4 *)a.norm_weight)[c];
-        gv_unpack(wu, w);
+        rl_unpack_bf16x8(wu, w);
 #pragma unroll
         for (int r = 0; r < M; r++) {
             float v[8];
-            gv_unpack(xs[r * chunks + c], v);
+            rl_unpack_bf16x8(xs[r * chunks + c], v);
             float rr = rstd_s[r];
 #pragma unroll
             for (int j = 0; j < 8; j++) v[j] = v[j] * rr * w[j];
@@ -176,11 +165,11 @@ __global__ void __launch_bounds__(GEMV_THREADS) gemv_kernel(gemv_args a)
             int c = c0 + u * tpr;
             if (c >= chunks) break;
             float wf[8];
-            gv_unpack(wv[u], wf);
+            rl_unpack_bf16x8(wv[u], wf);
 #pragma unroll
             for (int r = 0; r < M; r++) {
                 float xf[8];
-                gv_unpack(xs[r * chunks + c], xf);
+                rl_unpack_bf16x8(xs[r * chunks + c], xf);
 #pragma unroll
                 for (int e = 0; e < 8; e++) acc[r] = fmaf(wf[e], xf[e], acc[r]);
             }

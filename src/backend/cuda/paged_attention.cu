@@ -51,14 +51,7 @@ template <typename T> __host__ __device__ constexpr int pa_vec() { return 16 / (
 /* 8 consecutive elements (16-byte aligned) as fp32. */
 __device__ __forceinline__ void load8(const bf16 *p, float f[8])
 {
-    uint4 raw = *(const uint4 *)p;
-    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&raw;
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-        float2 x = __bfloat1622float2(h[e]);
-        f[2 * e] = x.x;
-        f[2 * e + 1] = x.y;
-    }
+    rl_unpack_bf16x8(*(const uint4 *)p, f);
 }
 
 __device__ __forceinline__ void load8(const float *p, float f[8])

@@ -21,16 +21,6 @@
 #define VEC_BLOCKS_PER_SM 2         /* backward grid */
 #define RMSNORM_BWD_MAX_SMEM (200 * 1024) /* bytes of dweight partials per block (sm_90: 227 KiB) */
 
-__device__ __forceinline__ void unpack8(uint4 u, float *f)
-{
-    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        float2 t = __bfloat1622float2(h[j]);
-        f[2 * j] = t.x;
-        f[2 * j + 1] = t.y;
-    }
-}
 
 __device__ __forceinline__ uint4 pack8(const float *f)
 {
@@ -60,7 +50,7 @@ __global__ void rmsnorm_fwd_vec_kernel(bf16 *out, float *rstd, const bf16 *x, co
         if (c < n_chunks) {
             float v[8];
             xu[k] = xr[c];
-            unpack8(xu[k], v);
+            rl_unpack_bf16x8(xu[k], v);
 #pragma unroll
             for (int j = 0; j < 8; j++) ss += v[j] * v[j];
         }
@@ -74,8 +64,8 @@ __global__ void rmsnorm_fwd_vec_kernel(bf16 *out, float *rstd, const bf16 *x, co
         int c = lane + 32 * k;
         if (c < n_chunks) {
             float v[8], w[8];
-            unpack8(xu[k], v);
-            unpack8(wr[c], w);
+            rl_unpack_bf16x8(xu[k], v);
+            rl_unpack_bf16x8(wr[c], w);
 #pragma unroll
             for (int j = 0; j < 8; j++) v[j] = v[j] * r * w[j];
             o[c] = pack8(v);
@@ -111,9 +101,9 @@ __global__ void rmsnorm_bwd_vec_kernel(bf16 *dx, float *dweight, const bf16 *dou
                 float xv[8], gv[8], w[8];
                 xu[k] = xr[c];
                 gu[k] = gr[c];
-                unpack8(xu[k], xv);
-                unpack8(gu[k], gv);
-                unpack8(wr[c], w);
+                rl_unpack_bf16x8(xu[k], xv);
+                rl_unpack_bf16x8(gu[k], gv);
+                rl_unpack_bf16x8(wr[c], w);
 #pragma unroll
                 for (int j = 0; j < 8; j++) dot += gv[j] * w[j] * xv[j];
             }
@@ -125,10 +115,10 @@ __global__ void rmsnorm_bwd_vec_kernel(bf16 *dx, float *dweight, const bf16 *dou
             int c = lane + 32 * k;
             if (c < n_chunks) {
                 float xv[8], gv[8], w[8], d[8], old[8];
-                unpack8(xu[k], xv);
-                unpack8(gu[k], gv);
-                unpack8(wr[c], w);
-                if (accumulate_dx) unpack8(dxr[c], old);
+                rl_unpack_bf16x8(xu[k], xv);
+                rl_unpack_bf16x8(gu[k], gv);
+                rl_unpack_bf16x8(wr[c], w);
+                if (accumulate_dx) rl_unpack_bf16x8(dxr[c], old);
 #pragma unroll
                 for (int j = 0; j < 8; j++) {
                     d[j] = r * gv[j] * w[j] - xv[j] * cc;
