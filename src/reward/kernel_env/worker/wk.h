@@ -112,4 +112,14 @@ struct wk_prof_kernel {
 };
 int wk_profile_call(rl_kernel_fn fn, const rl_kernel_args *a, std::vector<wk_prof_kernel> &out, char *why, size_t size);
 
+/* JSON output (wk_json.cu): a quoted, escaped string; printf-formatted text (at most 511 bytes). */
+void wk_json_str(std::vector<char> &out, const char *s);
+void wk_jprintf(std::vector<char> &out, const char *fmt, ...);
+
+/* The per-GPU lock of --gpu-lock FILE (wk_lock.cu): shared for correctness work, exclusive for
+ * timing (op LOCK_SH / LOCK_EX); a no-op when no lock was opened. */
+int wk_gpu_lock_open(const char *path); /* 0, or -1 with errno */
+void wk_gpu_lock(int op);
+int wk_gpu_lock_held(void);
+
 #endif

@@ -80,44 +80,6 @@ static struct {
     double t0, ph[5], lock_wait; /* phase ends since t0: setup, correctness, timing, post, profile */
 } W;
 
-/* The GPU lock (--gpu-lock FILE, one file per GPU, shared by every worker on it): correctness
- * work holds it shared, timing exclusive, so several candidates check their results on one
- * GPU at once while a timed run never has company. Without the flag the worker assumes it has
- * the GPU to itself (the parent runs one worker per GPU). */
-static int g_lock_fd = -1, g_gate_fd = -1, g_gate_held = 0;
-
-static void flock_retry(int fd, int op)
-{
-    while (fd >= 0 && flock(fd, op) != 0 && errno == EINTR) {
-    }
-}
-
-/* flock lets new shared holders in while an exclusive request waits, so with workers starting
- * all the time a timed run could wait for a moment with none in their correctness phase.
- * FILE.gate is the turnstile: a worker enters the shared lock through it (briefly, shared), and
- * one that wants to time holds it exclusively from before it asks for the exclusive lock until
- * it is back to shared: newcomers wait at the gate, the workers inside finish and the timed
- * run starts. The shared lock is dropped before queueing at the gate (a worker that waits for
- * the gate while holding it shared would deadlock with the one timing). */
-static void gpu_lock(int op)
-{
-    if (g_lock_fd < 0) return;
-    if (op == LOCK_EX) {
-        flock_retry(g_lock_fd, LOCK_UN);
-        flock_retry(g_gate_fd, LOCK_EX);
-        flock_retry(g_lock_fd, LOCK_EX);
-        g_gate_held = 1;
-    } else if (g_gate_held) { /* back from timing */
-        flock_retry(g_lock_fd, LOCK_SH);
-        flock_retry(g_gate_fd, LOCK_UN);
-        g_gate_held = 0;
-    } else {
-        flock_retry(g_gate_fd, LOCK_SH);
-        flock_retry(g_lock_fd, LOCK_SH);
-        flock_retry(g_gate_fd, LOCK_UN);
-    }
-}
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -125,80 +87,57 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void json_str(std::vector<char> &out, const char *s)
-{
-    out.push_back('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') { out.push_back('\\'); out.push_back((char)c); }
-        else if (c < 0x20) { char e[8]; snprintf(e, sizeof e, "\\u%04x", c); out.insert(out.end(), e, e + 6); }
-        else out.push_back((char)c);
-    }
-    out.push_back('"');
-}
-
-static void jprintf(std::vector<char> &out, const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (n > (int)sizeof buf - 1) n = (int)sizeof buf - 1;
-    out.insert(out.end(), buf, buf + n);
-}
-
 static void json_stats(std::vector<char> &out, const char *key, const stats *s)
 {
-    jprintf(out, ",\"%s\":{\"median\":%.6g,\"p10\":%.6g,\"p90\":%.6g,\"n\":%d}", key, s->median, s->p10, s->p90, s->n);
+    wk_jprintf(out, ",\"%s\":{\"median\":%.6g,\"p10\":%.6g,\"p90\":%.6g,\"n\":%d}", key, s->median, s->p10, s->p90, s->n);
 }
 
 /* The whole result; also called by the watchdog thread just before _exit, so it only reads. */
 static void print_result(void)
 {
     std::vector<char> out;
-    jprintf(out, "{\"nonce\":");
-    json_str(out, W.nonce);
-    jprintf(out, ",\"status\":");
-    json_str(out, W.status);
-    jprintf(out, ",\"failure\":");
-    if (W.failure[0]) json_str(out, W.failure);
-    else jprintf(out, "null");
-    jprintf(out, ",\"checks\":{");
+    wk_jprintf(out, "{\"nonce\":");
+    wk_json_str(out, W.nonce);
+    wk_jprintf(out, ",\"status\":");
+    wk_json_str(out, W.status);
+    wk_jprintf(out, ",\"failure\":");
+    if (W.failure[0]) wk_json_str(out, W.failure);
+    else wk_jprintf(out, "null");
+    wk_jprintf(out, ",\"checks\":{");
     for (int i = 0; i < CK_COUNT; i++)
-        jprintf(out, "%s\"%s\":\"%s\"", i ? "," : "", check_names[i],
+        wk_jprintf(out, "%s\"%s\":\"%s\"", i ? "," : "", check_names[i],
                 W.check[i] == 1 ? "pass" : W.check[i] == 2 ? "fail" : "skip");
-    jprintf(out, "},\"trials\":%d,\"max_err_ratio\":%.6g,\"max_abs_err\":%.6g", W.trial_no, W.max_ratio, W.max_abs);
+    wk_jprintf(out, "},\"trials\":%d,\"max_err_ratio\":%.6g,\"max_abs_err\":%.6g", W.trial_no, W.max_ratio, W.max_abs);
     if (W.timed_done) {
         json_stats(out, "ref_ms", &W.ref_ms);
         json_stats(out, "cand_ms", &W.cand_ms);
-        jprintf(out, ",\"speedup\":%.6g,\"noisy\":%s", W.ref_ms.median / W.cand_ms.median, W.noisy ? "true" : "false");
+        wk_jprintf(out, ",\"speedup\":%.6g,\"noisy\":%s", W.ref_ms.median / W.cand_ms.median, W.noisy ? "true" : "false");
     }
     if (W.prof_done) {
-        jprintf(out, ",\"profile\":{");
+        wk_jprintf(out, ",\"profile\":{");
         if (W.prof_err[0]) {
-            jprintf(out, "\"error\":");
-            json_str(out, W.prof_err);
+            wk_jprintf(out, "\"error\":");
+            wk_json_str(out, W.prof_err);
         }
         for (int side = 0; side < 2 && !W.prof_err[0]; side++) {
-            jprintf(out, "%s\"%s\":[", side ? "," : "", side ? "reference" : "candidate");
+            wk_jprintf(out, "%s\"%s\":[", side ? "," : "", side ? "reference" : "candidate");
             for (size_t i = 0; i < W.prof[side].size() && i < 64; i++) {
-                jprintf(out, "%s{\"name\":", i ? "," : "");
-                json_str(out, W.prof[side][i].name.substr(0, 300).c_str());
-                jprintf(out, ",\"calls\":%d,\"ms\":%.6g}", W.prof[side][i].calls, W.prof[side][i].ms);
+                wk_jprintf(out, "%s{\"name\":", i ? "," : "");
+                wk_json_str(out, W.prof[side][i].name.substr(0, 300).c_str());
+                wk_jprintf(out, ",\"calls\":%d,\"ms\":%.6g}", W.prof[side][i].calls, W.prof[side][i].ms);
             }
-            jprintf(out, "]");
+            wk_jprintf(out, "]");
         }
-        jprintf(out, "}");
+        wk_jprintf(out, "}");
     }
     static const char *const phase_names[5] = {"setup", "correctness", "timing", "post", "profile"};
-    jprintf(out, ",\"phases\":{\"lock_wait\":%.3f", W.lock_wait); /* where a worker's seconds went */
+    wk_jprintf(out, ",\"phases\":{\"lock_wait\":%.3f", W.lock_wait); /* where a worker's seconds went */
     for (int i = 0; i < 5; i++)
-        if (W.ph[i] > 0) jprintf(out, ",\"%s\":%.3f", phase_names[i], W.ph[i] - (i ? W.ph[i - 1] : W.t0));
-    jprintf(out, "}");
-    jprintf(out, ",\"device\":");
-    json_str(out, W.device);
-    jprintf(out, ",\"l2_bytes\":%zu}\n", W.l2_bytes);
+        if (W.ph[i] > 0) wk_jprintf(out, ",\"%s\":%.3f", phase_names[i], W.ph[i] - (i ? W.ph[i - 1] : W.t0));
+    wk_jprintf(out, "}");
+    wk_jprintf(out, ",\"device\":");
+    wk_json_str(out, W.device);
+    wk_jprintf(out, ",\"l2_bytes\":%zu}\n", W.l2_bytes);
     ssize_t off = 0;
     while (off < (ssize_t)out.size()) {
         ssize_t w = write(1, out.data() + off, out.size() - off);
@@ -401,7 +340,7 @@ static int run_trial(const int64_t *dims, int kind, int check)
     /* Free memory is device-wide: with other workers on the GPU (shared lock) the check moves
      * to the exclusive timing phase. */
     size_t free_before = 0, total = 0;
-    if (g_lock_fd < 0) cudaMemGetInfo(&free_before, &total);
+    if (!wk_gpu_lock_held()) cudaMemGetInfo(&free_before, &total);
 
     rl_kernel_args a;
     int rc;
@@ -541,15 +480,15 @@ static int timing_phase(void)
 {
     cudaDeviceSynchronize();
     double t = now_s();
-    gpu_lock(LOCK_EX);
+    wk_gpu_lock(LOCK_EX);
     W.lock_wait += now_s() - t;
     size_t free0 = 0, free1 = 0, total = 0;
     cudaMemGetInfo(&free0, &total);
     int rc = timing_phase_locked();
     cudaDeviceSynchronize();
     cudaMemGetInfo(&free1, &total);
-    gpu_lock(LOCK_SH);
-    if (rc == 0 && g_lock_fd >= 0 && free0 > free1 && free0 - free1 > W.mem_cap)
+    wk_gpu_lock(LOCK_SH);
+    if (rc == 0 && wk_gpu_lock_held() && free0 > free1 && free0 - free1 > W.mem_cap)
         return fail(CK_MEMORY, "incorrect", "timing: the candidate holds %zu MB more GPU memory after the timed runs (cap %zu MB)",
                     (free0 - free1) >> 20, W.mem_cap >> 20);
     return rc;
@@ -599,7 +538,7 @@ static void profile_phase(void)
     W.prof_done = 1;
     cudaDeviceSynchronize();
     double t = now_s();
-    gpu_lock(LOCK_EX);
+    wk_gpu_lock(LOCK_EX);
     W.lock_wait += now_s() - t;
     gen_inputs(W.cin, dims, TRIAL_RANDOM);
     for (int i = 0; i < W.plan.n_inputs; i++)
@@ -615,7 +554,7 @@ static void profile_phase(void)
         g_deadline.store(0.0);
     }
     cudaDeviceSynchronize();
-    gpu_lock(LOCK_SH);
+    wk_gpu_lock(LOCK_SH);
 }
 
 static int post_phase(void)
@@ -796,14 +735,7 @@ int main(int argc, char **argv)
         }
         if (!v) { fprintf(stderr, "rlc-kernel-worker: %s needs a value\n", argv[i]); return 2; }
         if (!strcmp(argv[i], "--gpu-lock")) {
-            g_lock_fd = open(v, O_RDONLY | O_CLOEXEC);
-            if (g_lock_fd < 0) { fprintf(stderr, "rlc-kernel-worker: --gpu-lock %s: %s\n", v, strerror(errno)); return 2; }
-            /* A high descriptor: the kernel closes a dying process's files in order, so the lock
-             * is dropped only after the GPU context's files are closed (teardown done). */
-            int high = fcntl(g_lock_fd, F_DUPFD_CLOEXEC, 900);
-            if (high >= 0) close(g_lock_fd), g_lock_fd = high;
-            std::string gate = std::string(v) + ".gate"; /* rlc creates it; without it: no turnstile */
-            g_gate_fd = open(gate.c_str(), O_RDONLY | O_CLOEXEC);
+            if (wk_gpu_lock_open(v)) { fprintf(stderr, "rlc-kernel-worker: --gpu-lock %s: %s\n", v, strerror(errno)); return 2; }
         }
         else if (!strcmp(argv[i], "--ref")) ref = v;
         else if (!strcmp(argv[i], "--cand")) cand = v;
@@ -843,7 +775,7 @@ int main(int argc, char **argv)
     pthread_t wd;
     pthread_create(&wd, NULL, watchdog_main, NULL);
     W.t0 = now_s();
-    gpu_lock(LOCK_SH);
+    wk_gpu_lock(LOCK_SH);
     int ok = setup(ref, cand) == 0;
     W.ph[0] = now_s();
     ok = ok && correctness_phase() == 0;
