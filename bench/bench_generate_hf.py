@@ -12,7 +12,9 @@ requests (transformers has no per-request length) with eos off, sampling at the 
 temperature (top-k off). Throughput counts the tokens the requests asked for (as the C side),
 so the padding to the batch's longest is transformers' cost. Workload "d" also prints the decode
 latency per token: (time for 256 tokens - time for 1) / 255. A workload whose first batch is
-estimated to exceed --max-seconds (default 600) in total is skipped with a note. Prints per
+estimated to exceed --max-seconds (default 600) in total is skipped with a note; one that runs
+out of GPU memory is run again in batches half as large (down to 1), and the batch that ran is
+printed. Prints per
 workload: "hf generate workload=<w> n=<N> output_tokens=<O> seconds=<s> tokens_per_s=<rate>
 [ms_per_token=<m>] batch=<b>" and a table. """
 import glob
@@ -50,8 +52,22 @@ def run_batch(model, reqs, max_new):
 
 
 def run_workload(model, name, reqs, batch, max_seconds):
-    reqs = sorted(reqs, key=lambda r: len(r["prompt_ids"]))
+    """The workload in batches of `batch`, halved after an out-of-memory until one fits."""
     batch = min(batch, len(reqs))
+    while True:
+        try:
+            return run_batches(model, name, reqs, batch, max_seconds)
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            if batch == 1:
+                print(f"\nhf generate workload={name} skipped: out of GPU memory at batch 1", file=sys.stderr)
+                return None
+            batch = (batch + 1) // 2
+            print(f"\n[{name}] out of GPU memory: batches of {batch}", file=sys.stderr)
+
+
+def run_batches(model, name, reqs, batch, max_seconds):
+    reqs = sorted(reqs, key=lambda r: len(r["prompt_ids"]))
     chunks = [reqs[i:i + batch] for i in range(0, len(reqs), batch)]
     asked = sum(r["max_tokens"] for r in reqs)
     run_batch(model, chunks[0][:1], 4)  # warm-up

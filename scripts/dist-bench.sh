@@ -14,16 +14,18 @@
 #   5. the same model on one GPU: refused with needed vs available memory (exit status 1)
 #   6. equivalence: 5 SFT steps on 2 ranks vs 1 rank on the same global batch, largest loss
 #      difference
+#   7. PPO samples/s (policy + value model + KL reference), Qwen3-0.6B, 8 x 8 per GPU, 256 new
+#      tokens, on 1 and 2 GPUs, and the memory in use per GPU
 #
 # usage: sh scripts/dist-bench.sh          Environment: BUILD (default build), OUT (default
 # build/dist-bench), KEEP_MODELS=1 keeps the random checkpoints between runs (8B: 16 GB),
-# SECTIONS (default "1 2 3 4 5 6": which of the above to run, e.g. "4 5" in a second call).
+# SECTIONS (default "1 2 3 4 5 6 7": which of the above to run, e.g. "4 5" in a second call).
 set -u
 # NVLink multicast stays off on the lent multi-GPU machines (it can take the host's GPUs down).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 BUILD=${BUILD:-build}
 OUT=${OUT:-build/dist-bench}
-SECTIONS=${SECTIONS:-1 2 3 4 5 6}
+SECTIONS=${SECTIONS:-1 2 3 4 5 6 7}
 want() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 RLC=$BUILD/rlc
 TOK=examples/demo/tokenizer.json
@@ -63,6 +65,7 @@ PY
 
 Q06=$OUT/qwen3-0.6b
 SFT="sft --tokenizer $TOK --data $OUT/sft.jsonl --max-tokens 16384 --max-len 4096 --lr 1e-5 --device cuda --no-save"
+PPO="ppo --tokenizer $TOK --data $OUT/prompts.jsonl --reward math --prompts-per-step 8 --n-samples-per-prompt 8 --max-new-tokens 256 --ppo-epochs 1 --lr 1e-6 --device cuda --no-save"
 GRPO="grpo --tokenizer $TOK --data $OUT/prompts.jsonl --reward math --prompts-per-step 8 --group-size 8 --max-new-tokens 256 --max-tokens 16384 --lr 1e-6 --device cuda --no-save"
 
 # mean of a metric over steps from..to of a metrics file
@@ -157,6 +160,21 @@ a = [json.loads(l)['loss'] for l in open('$OUT/eq-1gpu/metrics.jsonl')]
 b = [json.loads(l)['loss'] for l in open('$OUT/eq-2gpu/metrics.jsonl')]
 print('%.2e (losses %s vs %s)' % (max(abs(x - y) / x for x, y in zip(a, b)), ' '.join('%.4f' % x for x in a), ' '.join('%.4f' % y for y in b)))" 2>/dev/null)
 note "5 SFT steps, 2 ranks vs 1: largest relative loss difference" "${eq:-n/a}"
+fi
+
+# ---- 7. PPO throughput ------------------------------------------------------------------------
+if want 7; then
+echo "7. PPO samples/s, Qwen3-0.6B policy + value + reference, 8 x 8 per GPU, 256 new tokens"
+run ppo-1gpu $RLC $PPO --model "$Q06" --steps 4
+run ppo-2gpu $RLC $PPO --model "$Q06" --steps 4 --gpus 2
+p1=$(metric "$OUT/ppo-1gpu/metrics.jsonl" time 2 4)
+p2=$(metric "$OUT/ppo-2gpu/metrics.jsonl" time 2 4)
+q1=$(python3 -c "print('%.1f' % (64 / $p1))" 2>/dev/null || echo n/a)
+q2=$(python3 -c "print('%.1f' % (128 / $p2))" 2>/dev/null || echo n/a)
+m2=$(metric "$OUT/ppo-2gpu/metrics.jsonl" peak_mem_gib 1 4)
+note "PPO samples/s, 1 GPU (64 per step, step $p1 s)" "$q1"
+note "PPO samples/s, 2 GPUs (128 per step, step $p2 s), speed-up" "$q2 ($(python3 -c "print('%.2fx' % ($q2 / $q1))" 2>/dev/null))"
+note "PPO on 2 GPUs: mean peak memory per rank (GiB)" "$m2"
 fi
 
 [ "${KEEP_MODELS:-0}" = 1 ] || rm -rf "$OUT/qwen3-8b"
