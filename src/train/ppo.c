@@ -348,18 +348,24 @@ static int whiten(rl_ppo *t, rl_err *err)
     return 0;
 }
 
+/* KL-shaped token rewards, GAE and returns of sequence s from its old values. */
+static void seq_gae(rl_ppo *t, int s)
+{
+    float rew[t->max_seq_tokens];
+    int n = t->results[s].n_ids, at = t->cu[s + 1] - n;
+    rl_ppo_token_rewards(t->old_lp + at, t->ref ? t->ref_lp + at : NULL, n, t->scores[s], (float)t->kl.value, rew);
+    rl_ppo_gae(rew, t->old_v + at, n, t->cfg.gamma, t->cfg.lam, t->adv + at, t->ret + at);
+}
+
 /* Rewards, GAE, returns (per sequence), then whitened advantages; the step's mean sequence KL
  * (k1 summed over a completion, over every rank's completions) into *seq_kl. */
 static int advantages(rl_ppo *t, double *seq_kl, rl_err *err)
 {
-    float rew[t->max_seq_tokens];
     double kl_sum = 0;
     for (int s = 0; s < t->n_seqs; s++) {
         int n = t->results[s].n_ids, at = t->cu[s + 1] - n;
-        const float *ref = t->ref ? t->ref_lp + at : NULL;
-        rl_ppo_token_rewards(t->old_lp + at, ref, n, t->scores[s], (float)t->kl.value, rew);
-        rl_ppo_gae(rew, t->old_v + at, n, t->cfg.gamma, t->cfg.lam, t->adv + at, t->ret + at);
-        for (int k = 0; ref && k < n; k++) kl_sum += t->old_lp[at + k] - ref[k];
+        seq_gae(t, s);
+        for (int k = 0; t->ref && k < n; k++) kl_sum += t->old_lp[at + k] - t->ref_lp[at + k];
     }
     double st[2] = {kl_sum, t->n_seqs};
     if (rl_dp_sum(t->cfg.optim.dp, st, 2, err)) return -1;
@@ -435,14 +441,32 @@ static int policy_pass(rl_ppo *t, const int *mb, int n_mb, int first_epoch, acc 
     return 0;
 }
 
-/* The value model's part of one mini-batch: values, clipped loss (host), backward. */
-static int value_pass(rl_ppo *t, const int *mb, int n_mb, acc *a, rl_err *err)
+/* The values of the packed sequences [j0, j1) (host, from offset off of the mini-batch) are
+ * their old values: into old_v and p_oldv, then each sequence's GAE and returns (p_ret). */
+static void take_old_values(rl_ppo *t, const float *values, int j0, int j1, size_t off)
+{
+    for (int j = j0; j < j1; j++) {
+        int s = t->mine[j], len = t->cu[s + 1] - t->cu[s];
+        size_t at = (size_t)t->p_cu[j], bytes = (size_t)len * sizeof(float);
+        memcpy(t->old_v + t->cu[s], values + (at - off), bytes);
+        memcpy(t->p_oldv + at, values + (at - off), bytes);
+        seq_gae(t, s);
+        memcpy(t->p_ret + at, t->ret + t->cu[s], bytes);
+    }
+}
+
+/* The value model's part of one mini-batch: values, clipped loss (host), backward. fresh: the
+ * value model has not changed since the rollout (the first pass of a single mini-batch), so
+ * these values are the old values (take_old_values; the clip is then inactive, as in PPO's first
+ * pass) and no separate forward made them. */
+static int value_pass(rl_ppo *t, const int *mb, int n_mb, int fresh, acc *a, rl_err *err)
 {
     rl_ctx *ctx = t->value->ctx;
     for (int b = 0; b < n_mb; b++) {
         size_t off = (size_t)t->p_cu[mb[b]], n_tok = (size_t)(t->p_cu[mb[b + 1]] - t->p_cu[mb[b]]), bytes = n_tok * 4;
         if (forward(t, t->value, acts_for(t, t->value, err), t->p_tokens, t->p_cu, mb[b], mb[b + 1], 0, NULL, err)) return -1;
         if (rl_memcpy(ctx, t->h_buf, dev(t, D_LOGP), bytes, RL_D2H)) return ctx_fail(ctx, err);
+        if (fresh) take_old_values(t, t->h_buf, mb[b], mb[b + 1], off);
         double frac = 0, wsum = 0;
         double loss = rl_ppo_value_loss(t->h_buf, t->p_oldv + off, t->p_ret + off, t->p_w + off, (int)n_tok,
                                         t->cfg.cliprange_value, t->h_dv, &frac);
@@ -455,13 +479,44 @@ static int value_pass(rl_ppo *t, const int *mb, int n_mb, acc *a, rl_err *err)
     return 0;
 }
 
+static int policy_update(rl_ppo *t, int n_mb, int first_epoch, acc *a, rl_err *err)
+{
+    if (rl_dp_begin_update(t->cfg.optim.dp, n_mb, err) || policy_pass(t, t->mb_seqs, n_mb, first_epoch, a, err) ||
+        rl_optim_step(&t->optim, t->policy->master, rl_model_working_copy(t->policy), t->policy->grads, 1.0, &a->os,
+                      err))
+        return rl_err_prefix(err, "policy update: ");
+    return 0;
+}
+
+static int value_update(rl_ppo *t, int n_mb, int fresh, acc *a, rl_err *err)
+{
+    if (rl_dp_begin_update(t->cfg.value_optim.dp, n_mb, err) || value_pass(t, t->mb_seqs, n_mb, fresh, a, err) ||
+        rl_optim_step(&t->value_optim, t->value->master, rl_model_working_copy(t->value), t->value->grads, 1.0, &a->vos,
+                      err))
+        return rl_err_prefix(err, "value update: ");
+    return 0;
+}
+
+/* Packs this rank's members of a mini-batch, with the completion mask divided by comp (the
+ * mini-batch's completion tokens on every rank); returns the micro-batch count. */
+static int pack_scaled(rl_ppo *t, int n_mine, double comp)
+{
+    int n_comp, n_tok = pack(t, t->mine, n_mine, &n_comp);
+    for (int i = 0; i < n_tok && comp > 0; i++) t->p_w[i] /= (float)comp;
+    return n_mine > 0 ? cut(t, t->p_cu, n_mine, t->mb_seqs) : 0;
+}
+
 /* ppo_epochs passes of shuffled mini-batches, one update per model per mini-batch. The
  * permutation runs over every rank's sequences (rank r's s-th is r n + s, as one rank with the
  * whole step numbers them); each rank trains on the members of a mini-batch it holds, with the
  * loss normalised by the mini-batch's completion tokens on all ranks. Each model's backwards
  * and update come before the other's, so that every rank issues the same collectives in the
- * same order even when it holds none of a mini-batch. */
-static int updates(rl_ppo *t, int train_policy, acc *a, rl_err *err)
+ * same order even when it holds none of a mini-batch.
+ * fused (one mini-batch, no old values yet): the first pass trains the value model first, its
+ * forward giving the old values (value_pass fresh), then the advantages come from them
+ * (advantages: GAE, whitening, *seq_kl) before the policy's pass. The two models' updates are
+ * independent of each other, so this order gives what the separate forward would. */
+static int updates(rl_ppo *t, int train_policy, int fused, double *seq_kl, acc *a, rl_err *err)
 {
     rl_dp *dp = t->cfg.optim.dp;
     int n = t->n_seqs, M = t->cfg.num_mini_batches, rank = rl_dp_rank(dp), N = n * rl_dp_world(dp);
@@ -475,21 +530,19 @@ static int updates(rl_ppo *t, int train_policy, acc *a, rl_err *err)
             int lo = (int)((long)N * k / M), hi = (int)((long)N * (k + 1) / M), n_mine = 0, n_comp = 0;
             for (int j = lo; j < hi; j++)
                 if (t->perm[j] / n == rank) t->mine[n_mine++] = t->perm[j] - rank * n;
-            int n_tok = pack(t, t->mine, n_mine, &n_comp);
+            for (int j = 0; j < n_mine; j++) n_comp += t->results[t->mine[j]].n_ids;
             double comp = n_comp;
             if (rl_dp_sum(dp, &comp, 1, err)) return -1;
-            for (int i = 0; i < n_tok && comp > 0; i++) t->p_w[i] /= (float)comp;
-            int n_mb = n_mine > 0 ? cut(t, t->p_cu, n_mine, t->mb_seqs) : 0;
+            int n_mb = pack_scaled(t, n_mine, comp);
             a->mbs += 1; /* the stats are means over mini-batches */
-            if (train_policy &&
-                (rl_dp_begin_update(dp, n_mb, err) || policy_pass(t, t->mb_seqs, n_mb, e == 0, a, err) ||
-                 rl_optim_step(&t->optim, t->policy->master, rl_model_working_copy(t->policy), t->policy->grads, 1.0,
-                               &a->os, err)))
-                return rl_err_prefix(err, "policy update: ");
-            if (rl_dp_begin_update(t->cfg.value_optim.dp, n_mb, err) || value_pass(t, t->mb_seqs, n_mb, a, err) ||
-                rl_optim_step(&t->value_optim, t->value->master, rl_model_working_copy(t->value), t->value->grads, 1.0,
-                              &a->vos, err))
-                return rl_err_prefix(err, "value update: ");
+            if (fused && e == 0) {
+                if (value_update(t, n_mb, 1, a, err) || advantages(t, seq_kl, err)) return -1;
+                n_mb = pack_scaled(t, n_mine, comp); /* now with the advantages */
+                if (train_policy && policy_update(t, n_mb, 1, a, err)) return -1;
+                continue;
+            }
+            if ((train_policy && policy_update(t, n_mb, e == 0, a, err)) || value_update(t, n_mb, 0, a, err))
+                return -1;
         }
     }
     return 0;
@@ -593,9 +646,12 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
     rl_engine_release_pool(t->engine); /* the update's activations take its place */
     if (rc == 0) rc = make_acts(t, t->cu[n], err);
     int mb[n + 1], n_mb = rc == 0 ? cut(t, t->cu, n, mb) : 0;
+    /* one mini-batch: the value model's first training forward gives the old values (updates) */
+    int fused = t->cfg.num_mini_batches == 1 && !t->cfg.old_values_pass;
     for (int b = 0; rc == 0 && b < n_mb; b++) {
         if (t->ref) rc = forward(t, t->ref, acts_for(t, t->ref, err), t->tokens, t->cu, mb[b], mb[b + 1], 0, t->ref_lp, err);
-        if (rc == 0) rc = forward(t, t->value, acts_for(t, t->value, err), t->tokens, t->cu, mb[b], mb[b + 1], 0, t->old_v, err);
+        if (rc == 0 && !fused)
+            rc = forward(t, t->value, acts_for(t, t->value, err), t->tokens, t->cu, mb[b], mb[b + 1], 0, t->old_v, err);
         if (rc == 0 && t->cfg.recompute_old_logp)
             rc = forward(t, t->policy, acts_for(t, t->policy, err), t->tokens, t->cu, mb[b], mb[b + 1], 0, t->old_lp, err);
     }
@@ -604,8 +660,8 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
     int train_policy = t->state.step >= t->cfg.critic_warmup;
     double kl_coef_used = t->kl.value;
     if (rc == 0) {
-        rc = advantages(t, &seq_kl, err);
-        if (rc == 0) rc = updates(t, train_policy, &a, err);
+        if (!fused) rc = advantages(t, &seq_kl, err);
+        if (rc == 0) rc = updates(t, train_policy, fused, &seq_kl, &a, err);
         sample_memory(t->policy->ctx, &peak); /* the update's activations (the pool is released) */
     }
     step_sums sums = {0};

@@ -17,7 +17,13 @@
  *      A NaN or infinite score stops the step with an error naming the completion;
  *   3. forwards without gradients over packed micro-batches (at most max_tokens tokens): the
  *      reference's log-probs, the value model's values (the old values) and, with
- *      recompute_old_logp, the policy's log-probs (else the sampler's are the old ones);
+ *      recompute_old_logp, the policy's log-probs (else the sampler's are the old ones). With
+ *      one mini-batch (num_mini_batches 1, the default) and not old_values_pass, the value
+ *      model's forward is left out: it has not changed before its first training forward, whose
+ *      values are then the old ones, so the first pass runs the value model first (values,
+ *      GAE of those sequences, the clipped value loss with old = current, so the clip is
+ *      inactive as in any PPO's first pass, backward, update), then step 4, then the policy's
+ *      pass: the same result as the separate forward, one value forward less per step;
  *   4. per completion: KL-shaped token rewards with the current kl_coef, GAE (gamma, lam),
  *      returns; advantages whitened over every completion token of the batch;
  *   5. ppo_epochs passes, each over the completions in a fresh random order cut into
@@ -73,6 +79,8 @@ typedef struct rl_ppo_config {
     float missing_eos_penalty;  /* subtracted from completions without an end of sequence */
     int whiten_advantages;
     int recompute_old_logp;
+    int old_values_pass;        /* 1: the old values always from a forward of their own (step 3), also
+                                   where the first value pass gives them (one mini-batch) */
     int max_tokens;             /* token budget of one packed micro-batch (default 4096) */
     int shuffle;                /* data order */
     int recompute;              /* activation checkpointing (both models) */
