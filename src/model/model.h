@@ -109,6 +109,10 @@ int rl_model_save(const rl_model *m, const char *dir, rl_dtype dtype, rl_err *er
 /* The same from a host copy of all n_elems master weights (e.g. gathered from ranks). */
 int rl_model_save_host(const rl_model *m, const float *master, const char *dir, rl_dtype dtype, rl_err *err);
 
+/* Only the parameter table and offsets of a model of cfg, no buffers (ctx NULL): what
+ * rl_model_save_host needs to write a checkpoint from host copies. Freed by rl_model_free. */
+int rl_model_table(rl_model *m, const rl_model_config *cfg, rl_err *err);
+
 /* Safe on a model whose load or init failed (it is left zeroed). */
 void rl_model_free(rl_model *m);
 
