@@ -5,7 +5,7 @@
  *
  * usage: bench_ppo_step CONFIG_JSON TOKENIZER_JSON [STEPS] [--grpo] [--device cuda|cpu]
  *        [--max-new-tokens N] [--ppo-epochs N] [--gpu-memory-utilization X] [--max-tokens N]
- *        [--entropy-coef X]
+ *        [--entropy-coef X] [--critic separate|shared] [--old-values-pass]
  * Prompts, sampling and reward as bench_grpo_step (8 prompts of 120-140 random ids, 8 samples at
  * temperature 1, reward regex:^[a-m]). PPO: rlc ppo's defaults with kl_coef 0.05 (a frozen
  * reference, no fp32 masters), the value model the policy's architecture with a new head
@@ -20,7 +20,9 @@
  * peak sample (metrics' peak_mem_gib, taken after generation while the KV pool is held) is
  * included. The memory plan (train/mem_plan.h, what `rlc ppo` / `rlc grpo` check before loading)
  * is printed beside it: "rlc <label> plan_gib=<p> ...". --max-tokens: the micro-batch budget (each
- * trainer's default otherwise); --entropy-coef: PPO's entropy bonus (its gradient runs). */
+ * trainer's default otherwise); --entropy-coef: PPO's entropy bonus (its gradient runs); --critic
+ * shared: no value model, a value head on the policy (ppo.h "The shared critic"); --old-values-pass:
+ * the old values from a value forward of their own, as before the first value pass gave them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +51,7 @@ int main(int argc, char **argv)
     if (argc < 3) {
         fprintf(stderr, "usage: bench_ppo_step CONFIG_JSON TOKENIZER_JSON [STEPS] [--grpo] [--device cuda|cpu] "
                         "[--max-new-tokens N] [--ppo-epochs N] [--gpu-memory-utilization X] [--max-tokens N] "
-                        "[--entropy-coef X]\n");
+                        "[--entropy-coef X] [--critic separate|shared] [--old-values-pass]\n");
         return 2;
     }
     int steps = 3, cuda = 1, grpo = 0;
@@ -64,12 +66,17 @@ int main(int argc, char **argv)
     for (int i = 3; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--grpo")) grpo = 1;
+        else if (!strcmp(a, "--old-values-pass")) c.old_values_pass = 1;
         else if (a[0] == '-' && !v) return fail(a, "needs a value");
         else if (!strcmp(a, "--device") && ++i) cuda = strcmp(v, "cpu") != 0;
         else if (!strcmp(a, "--max-new-tokens") && ++i) c.gen.max_new_tokens = gc.gen.max_new_tokens = atoi(v);
         else if (!strcmp(a, "--ppo-epochs") && ++i) c.ppo_epochs = atoi(v);
         else if (!strcmp(a, "--max-tokens") && ++i) c.max_tokens = gc.max_tokens = atoi(v);
         else if (!strcmp(a, "--entropy-coef") && ++i) c.entropy_coef = (float)atof(v);
+        else if (!strcmp(a, "--critic") && ++i) {
+            if (strcmp(v, "shared") && strcmp(v, "separate")) return fail(a, "separate or shared");
+            c.critic = strcmp(v, "shared") ? RL_CRITIC_SEPARATE : RL_CRITIC_SHARED;
+        }
         else if (!strcmp(a, "--gpu-memory-utilization") && ++i)
             c.engine.gpu_memory_utilization = gc.engine.gpu_memory_utilization = atof(v);
         else if (a[0] == '-') return fail(a, "unknown option");
@@ -90,7 +97,8 @@ int main(int argc, char **argv)
     rl_model_freeze(&ref);
     vcfg = cfg;
     rl_config_as_value(&vcfg, RL_HEAD_TOKEN_CLS);
-    if (!grpo && rl_model_init_random(&value, &ctx, &vcfg, 2, &err)) return fail("value model", err.msg);
+    int separate = !grpo && c.critic == RL_CRITIC_SEPARATE;
+    if (separate && rl_model_init_random(&value, &ctx, &vcfg, 2, &err)) return fail("value model", err.msg);
     if (rl_reward_create(&reward, "regex:^[a-m]", NULL, &err)) return fail("reward", err.msg);
 
     rl_grpo_prompt prompts[PROMPTS];
@@ -106,7 +114,7 @@ int main(int argc, char **argv)
     c.shuffle = gc.shuffle = 0;
     rl_mem_plan plan;
     rl_mem_plan_make(&plan, &cfg, ctx.kind, ctx.act_dtype, 1, 0, grpo ? gc.max_tokens : c.max_tokens, RL_ACTS_TRAIN, 1);
-    if (!grpo) rl_mem_plan_add_value(&plan, &vcfg);
+    if (separate) rl_mem_plan_add_value(&plan, &vcfg);
     int longest = 0;
     for (int p = 0; p < PROMPTS; p++) longest = prompts[p].n_ids > longest ? prompts[p].n_ids : longest;
     rl_engine_options eng = rl_engine_options_for_training(grpo ? &gc.engine : &c.engine, PROMPTS * GROUP,
@@ -120,7 +128,7 @@ int main(int argc, char **argv)
     rl_ppo t;
     rl_grpo g;
     if (grpo ? rl_grpo_create(&g, &m, &ref, tok, reward, prompts, PROMPTS, &gc, &err)
-             : rl_ppo_create(&t, &m, &value, &ref, tok, reward, prompts, PROMPTS, &c, &err))
+             : rl_ppo_create(&t, &m, separate ? &value : NULL, &ref, tok, reward, prompts, PROMPTS, &c, &err))
         return fail("create", err.msg);
     const char *label = grpo ? "grpo_step" : "ppo_step";
     double secs[MAX_STEPS], gens[MAX_STEPS], upds[MAX_STEPS], peak = 0;
@@ -147,9 +155,10 @@ int main(int argc, char **argv)
            "(%s, %d x %d, %d new tokens%s)\n",
            label, bench_median(secs, steps), bench_median(gens, steps), bench_median(upds, steps), peak,
            (double)es.pool_bytes / (1 << 30), rl_backend_name(&ctx), PROMPTS, GROUP, c.gen.max_new_tokens,
-           grpo ? ", kl_beta 0.04" : ", kl_coef 0.05, value model");
+           grpo ? ", kl_beta 0.04" : separate ? ", kl_coef 0.05, value model" : ", kl_coef 0.05, shared critic");
     if (grpo) rl_grpo_free(&g);
-    else rl_ppo_free(&t), rl_model_free(&value);
+    else rl_ppo_free(&t);
+    if (separate) rl_model_free(&value);
     rl_reward_free(reward);
     rl_tok_free(tok);
     rl_model_free(&ref);

@@ -17,7 +17,9 @@ static const char usage[] =
     "mini-batches with the clipped policy loss and the clipped value loss, each model with its own\n"
     "AdamW (--lr, --vf-lr). The value model: --value-model DIR (a Qwen3ForTokenClassification or\n"
     "...ForSequenceClassification with one label, or a causal LM given a new head), else --model's\n"
-    "trunk with a new zero head. Writes OUT/model, OUT/model/value and OUT/metrics.jsonl; Ctrl-C\n"
+    "trunk with a new zero head. --critic shared: no value model, a value head on the policy's final\n"
+    "hidden state trained with it (one backward; the value loss then shapes the policy's features).\n"
+    "Writes OUT/model, OUT/model/value and OUT/metrics.jsonl; Ctrl-C\n"
     "saves after the current step; --resume OUT/model continues.\n"
     "--reward kernel: data lines {\"task\": DIR | PROBLEM.py}, prompts built each step from\n"
     "OUT/attempts.jsonl, as for rlc grpo (docs/kernel-env.md \"Training on the kernel reward\").\n"
@@ -26,7 +28,7 @@ static const char usage[] =
 typedef struct options {
     const char *model_dir, *data, *out, *resume, *tokenizer, *reward, *value_model, *eval_data, *env;
     int64_t steps;
-    int max_prompt, save_every, save, seed, schedule, eval_every, reward_errors, log_samples, thinking_off;
+    int max_prompt, save_every, save, seed, schedule, eval_every, reward_errors, log_samples, thinking_off, critic;
     rl_cli_ranks ranks;
     double temperature, top_p, cliprange, cliprange_value, vf_coef, vf_lr, gamma, lam, reward_clip, eos_penalty,
         reward_timeout, entropy_coef;
@@ -45,6 +47,7 @@ static void make_config(options *o)
     c->cliprange = (float)o->cliprange;
     c->cliprange_value = (float)o->cliprange_value;
     c->vf_coef = (float)o->vf_coef;
+    c->critic = (rl_critic_kind)o->critic;
     c->entropy_coef = (float)o->entropy_coef;
     c->gamma = (float)o->gamma;
     c->lam = (float)o->lam;
@@ -92,6 +95,8 @@ int rl_cmd_ppo(int argc, char **argv)
         RL_OPT_D("vf-coef", &o.vf_coef, 0, 1e6, "value-loss weight"),
         RL_OPT_D("entropy-coef", &o.entropy_coef, 0, 1e6, "entropy bonus: the policy loss minus X times its mean entropy"),
         RL_OPT_D("vf-lr", &o.vf_lr, 0, 10, "value model's learning rate"),
+        RL_OPT_C("critic", &o.critic, rl_critic_names,
+                 "separate: a value model of its own (default); shared: a value head on the policy's trunk"),
         RL_OPT_I("critic-warmup", &o.c.critic_warmup, 0, 1 << 30, "first steps that train the value model only"),
         RL_OPT_F("reward-norm", &o.c.reward_norm, "normalise scores by their running mean and std"),
         RL_OPT_D("reward-clip", &o.reward_clip, 0, 1e6, "clip scores to [-X, X] after normalisation (0 = off)"),

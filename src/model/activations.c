@@ -136,6 +136,7 @@ static void plan(planner *p, rl_acts *a)
     a->dact = act(p, T * I);
     a->dlogp_next = f32(p, T);
     a->dentropy_next = f32(p, T);
+    a->dvalues_next = f32(p, T);
 }
 
 /* The rows of qkv (as [T (H + 2 KV), head_dim]) that hold q, k and v of each token, in token

@@ -54,7 +54,7 @@ struct rl_acts {
 
     /* backward scratch (training modes only) */
     void *dres, *dxn, *dattn, *dq, *dk, *dv, *dq_raw, *dk_raw, *dgate, *dup, *dact;
-    float *dlogp_next, *dentropy_next;
+    float *dlogp_next, *dentropy_next, *dvalues_next;
 
     /* generation only (INFER mode) */
     void *gather;                        /* logit rows gathered for the lm_head [T, D] */

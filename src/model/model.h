@@ -109,6 +109,10 @@ int rl_model_save(const rl_model *m, const char *dir, rl_dtype dtype, rl_err *er
 /* The same from a host copy of all n_elems master weights (e.g. gathered from ranks). */
 int rl_model_save_host(const rl_model *m, const float *master, const char *dir, rl_dtype dtype, rl_err *err);
 
+/* Only the parameter table and offsets of a model of cfg, no buffers (ctx NULL): what
+ * rl_model_save_host needs to write a checkpoint from host copies. Freed by rl_model_free. */
+int rl_model_table(rl_model *m, const rl_model_config *cfg, rl_err *err);
+
 /* Safe on a model whose load or init failed (it is left zeroed). */
 void rl_model_free(rl_model *m);
 
@@ -191,6 +195,30 @@ int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err);
  * entropy_coef), dentropy (backend, [n_tokens], aligned as entropy; NULL: none). The forward
  * must have computed the entropies (entropy not NULL); a value model has none. */
 int rl_model_backward_entropy(rl_model *m, rl_acts *a, const float *dlogp, const float *dentropy, rl_err *err);
+
+/* ---- a value head on a causal LM (PPO's shared-trunk critic) ---------------------------------- */
+
+/* A one-label score head on a causal LM's final hidden state (the normed x_L its lm_head reads),
+ * kept outside the model's parameters (the trainer owns it): weight [hidden_size] and bias [1]
+ * (may be NULL) in ctx->act_dtype, as the forward reads them; dweight [hidden_size] and dbias [1]
+ * fp32 gradients the backward ADDS to. */
+typedef struct rl_value_head {
+    const void *weight, *bias;
+    float *dweight, *dbias;
+} rl_value_head;
+
+/* rl_model_forward of a causal LM that also writes values (backend, [n_tokens], aligned as a
+ * value model's: values[t] = head(hidden state of token t - 1), 0 at each sequence's first
+ * token) when head is not NULL. logp NULL (with a head, no entropy): the lm_head is not run and
+ * the acts keep no batch to differentiate (old values without log-probs). */
+int rl_model_forward_value(rl_model *m, rl_acts *a, const int32_t *tokens, const int32_t *cu_seqlens, int n_seqs,
+                           float inv_temperature, float *logp, float *entropy, const rl_value_head *head,
+                           float *values, rl_err *err);
+/* rl_model_backward_entropy plus sum_t dvalues[t] values[t] through head (NULL or dvalues NULL:
+ * none): the head's gradients into head->dweight / dbias, its gradient wrt the hidden state
+ * added to the lm_head's, so the trunk gets both in one backward. */
+int rl_model_backward_value(rl_model *m, rl_acts *a, const float *dlogp, const float *dentropy,
+                            const rl_value_head *head, const float *dvalues, rl_err *err);
 
 /* ---- gradient hooks ---------------------------------------------------------------------- */
 

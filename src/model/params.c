@@ -96,12 +96,10 @@ static int resolve_offsets(rl_model *m, rl_err *err)
     return 0;
 }
 
-/* Table, buffers and RoPE frequencies for cfg; parameter values are left for the caller. */
-static int model_create(rl_model *m, rl_ctx *ctx, const rl_model_config *cfg, rl_err *err)
+int rl_model_table(rl_model *m, const rl_model_config *cfg, rl_err *err)
 {
     memset(m, 0, sizeof *m);
     m->config = *cfg;
-    m->ctx = ctx;
     rl_tensor_spec *specs = NULL;
     int n = 0;
     if (rl_config_tensor_specs(cfg, &specs, &n, err)) return -1;
@@ -125,8 +123,18 @@ static int model_create(rl_model *m, rl_ctx *ctx, const rl_model_config *cfg, rl
     m->n_params = n;
     m->n_elems = offset;
     free(specs);
-    if (resolve_offsets(m, err)) goto fail;
+    if (resolve_offsets(m, err)) {
+        rl_model_free(m);
+        return -1;
+    }
+    return 0;
+}
 
+/* Table, buffers and RoPE frequencies for cfg; parameter values are left for the caller. */
+static int model_create(rl_model *m, rl_ctx *ctx, const rl_model_config *cfg, rl_err *err)
+{
+    if (rl_model_table(m, cfg, err)) return -1;
+    m->ctx = ctx;
     rl_ctx_pick_act_dtype(ctx, (size_t)rl_config_param_count(cfg));
     m->master_count = m->n_elems;
     m->master = rl_alloc(ctx, m->n_elems * sizeof(float));
@@ -161,11 +169,12 @@ fail:
 
 void rl_model_free(rl_model *m)
 {
-    if (!m->ctx) return;
-    if (m->working != (void *)m->master) rl_free(m->ctx, m->working);
-    rl_free(m->ctx, m->master);
-    if (!m->grads_borrowed) rl_free(m->ctx, m->grads);
-    rl_free(m->ctx, m->inv_freq);
+    if (m->ctx) {
+        if (m->working != (void *)m->master) rl_free(m->ctx, m->working);
+        rl_free(m->ctx, m->master);
+        if (!m->grads_borrowed) rl_free(m->ctx, m->grads);
+        rl_free(m->ctx, m->inv_freq);
+    }
     free(m->params);
     free(m->layers);
     memset(m, 0, sizeof *m);

@@ -8,7 +8,9 @@
  *   h = x + attn Wo^T ; xn2 = rmsnorm(h) ; x' = h + (silu(xn2 Wg^T) * xn2 Wu^T) Wd^T
  * then logits = rmsnorm(x_L) W_lm^T, log-softmax, picked at the next token. A value model
  * (config.h's head) scores rmsnorm(x_L) with its one-label head instead (rl_value_head_fwd),
- * through the same rows and the same shift: model.h's "values".
+ * through the same rows and the same shift: model.h's "values". A causal LM may carry such a head
+ * beside its lm_head (rl_value_head: PPO's shared-trunk critic): its values come from the same
+ * rmsnorm(x_L), and its backward adds the head's dhidden to the lm_head's before the final norm.
  *
  * The residual additions are matmuls that read the stream as their residual input
  * (rl_matmul_residual_fwd: out = stream + in W^T), so no separate add or copy runs. The backward walks the same steps in reverse with one gradient
@@ -322,6 +324,13 @@ static int shift_to_tokens(rl_model *m, float *dst, const float *src, const int3
 int rl_model_forward(rl_model *m, rl_acts *a, const int32_t *tokens, const int32_t *cu_seqlens,
                      int n_seqs, float inv_temperature, float *logp, float *entropy, rl_err *err)
 {
+    return rl_model_forward_value(m, a, tokens, cu_seqlens, n_seqs, inv_temperature, logp, entropy, NULL, NULL, err);
+}
+
+int rl_model_forward_value(rl_model *m, rl_acts *a, const int32_t *tokens, const int32_t *cu_seqlens, int n_seqs,
+                           float inv_temperature, float *logp, float *entropy, const rl_value_head *head,
+                           float *values, rl_err *err)
+{
     rl_ctx *ctx = m->ctx;
     const rl_model_config *c = &m->config;
     int max_len = 0;
@@ -346,6 +355,15 @@ int rl_model_forward(rl_model *m, rl_acts *a, const int32_t *tokens, const int32
         if (layer_fwd(m, a, l, &b, 1, err)) return rl_err_prefix(err, "layer %d: ", l);
     RL_TRY_OP(ctx, err, rl_rmsnorm_fwd(ctx, a->xf, a->rstd_f, a->x[c->n_layers], weight(m, m->final_norm), T, D,
                                        (float)c->rms_norm_eps));
+    if (head) { /* values[t + 1] = head(xf[t]): the shift of the log-probs, written in place */
+        if (c->head != RL_HEAD_LM) return rl_err_set(err, "model: a value head on a value model (%s)", c->architecture);
+        if (T > 1) RL_TRY_OP(ctx, err, rl_value_head_fwd(ctx, values + 1, a->xf, head->weight, head->bias, T - 1, D));
+        for (int s = 0; s < n_seqs; s++) RL_TRY_OP(ctx, err, rl_memzero(ctx, values + cu_seqlens[s], sizeof(float)));
+    }
+    if (!logp) { /* values only: the lm_head is not run, nothing to differentiate */
+        if (!head || entropy) return rl_err_set(err, "model: a forward without log-probs gives values only");
+        return 0;
+    }
     if (c->head != RL_HEAD_LM) {
         if (entropy) return rl_err_set(err, "model: a value model has no token distribution (entropy must be NULL)");
         RL_TRY_OP(ctx, err, rl_value_head_fwd(ctx, a->logp_next, a->xf, weight(m, m->score), weight(m, m->score_bias),
@@ -373,6 +391,12 @@ int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err)
 }
 
 int rl_model_backward_entropy(rl_model *m, rl_acts *a, const float *dlogp, const float *dentropy, rl_err *err)
+{
+    return rl_model_backward_value(m, a, dlogp, dentropy, NULL, NULL, err);
+}
+
+int rl_model_backward_value(rl_model *m, rl_acts *a, const float *dlogp, const float *dentropy,
+                            const rl_value_head *head, const float *dvalues, rl_err *err)
 {
     rl_ctx *ctx = m->ctx;
     const rl_model_config *c = &m->config;
@@ -407,6 +431,16 @@ int rl_model_backward_entropy(rl_model *m, rl_acts *a, const float *dlogp, const
                                                     dentropy ? a->dentropy_next : NULL, a->xf,
                                                     weight(m, m->lm_head), a->targets, a->head_lse, a->entropy_next,
                                                     T, D, c->vocab_size, a->inv_temperature));
+    if (head && dvalues) { /* the head's share of dxn, made in dres (free until the norm's backward) */
+        if (c->head != RL_HEAD_LM) return rl_err_set(err, "model backward: a value head on a value model");
+        if (T > 1)
+            RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->dvalues_next, dvalues + 1, (size_t)(T - 1) * sizeof(float), RL_D2D));
+        for (int s = 0; s < n_seqs; s++)
+            RL_TRY_OP(ctx, err, rl_memzero(ctx, a->dvalues_next + cu[s + 1] - 1, sizeof(float)));
+        RL_TRY_OP(ctx, err, rl_value_head_bwd(ctx, a->dres, head->dweight, head->dbias, a->dvalues_next, a->xf,
+                                              head->weight, T, D));
+        RL_TRY_OP(ctx, err, rl_add(ctx, a->dxn, a->dres, (size_t)T * D));
+    }
     RL_TRY_OP(ctx, err, rl_rmsnorm_bwd(ctx, a->dres, grad(m, m->final_norm), a->dxn, a->x[L],
                                        weight(m, m->final_norm), a->rstd_f, T, D, 0));
     if (region_hook(m, 0, 0, err)) return -1;

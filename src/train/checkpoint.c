@@ -112,7 +112,7 @@ static int save_into(const char *dir, const rl_model *m, const float *master, co
 }
 
 /* Writes the checkpoint from host copies, atomically (see checkpoint.h). */
-static int write_checkpoint(const char *dir, const rl_model *m, const float *master, const rl_optim *o,
+int rl_checkpoint_write(const char *dir, const rl_model *m, const float *master, const rl_optim *o,
                             const float *moments, const rl_train_state *st, const cJSON *options,
                             const char *tokenizer_dir, rl_err *err)
 {
@@ -144,7 +144,7 @@ int rl_checkpoint_save(const char *dir, const rl_model *m, const rl_optim *o,
     float *master, *moments;
     int rc = fetch_state(m, o, &master, &moments, err);
     if (rc == 0 && rl_dp_rank(dp) == 0)
-        rc = write_checkpoint(dir, m, master, o, moments, st, options, tokenizer_dir, err);
+        rc = rl_checkpoint_write(dir, m, master, o, moments, st, options, tokenizer_dir, err);
     free(master);
     free(moments);
     if (dp) { /* every rank learns whether the checkpoint was written */

@@ -40,6 +40,12 @@ int rl_checkpoint_save(const char *dir, const rl_model *m, const rl_optim *o,
                        const rl_train_state *st, const cJSON *options, const char *tokenizer_dir,
                        rl_err *err);
 
+/* The same from host copies, by this process alone: master [m->n_elems] and, with o, moments
+ * [2 o->n_elems] (m then v; o may hold another layout than m, e.g. a head trained beside m). */
+int rl_checkpoint_write(const char *dir, const rl_model *m, const float *master, const rl_optim *o,
+                        const float *moments, const rl_train_state *st, const cJSON *options,
+                        const char *tokenizer_dir, rl_err *err);
+
 /* Reads dir's trainer_state.json into *st and, when options is not NULL, a copy of its
  * options (caller frees with cJSON_Delete). */
 int rl_checkpoint_load_state(const char *dir, rl_train_state *st, cJSON **options, rl_err *err);

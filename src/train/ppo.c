@@ -18,6 +18,8 @@
 #include "train/dp.h"
 #include "train/runlog.h"
 
+const char *const rl_critic_names[] = {"separate", "shared", NULL};
+
 enum { D_LOGP, D_OLD, D_ADV, D_W, D_DLOGP, D_VAL, D_DV, D_ENT, D_DENT, N_DEV };
 
 rl_ppo_config rl_ppo_defaults(void)
@@ -63,11 +65,12 @@ void rl_ppo_free(rl_ppo *t)
     free_acts(t);
     if (t->grads) { /* the models' gradients were this buffer */
         rl_model_use_grads(t->policy, NULL);
-        rl_model_use_grads(t->value, NULL);
+        if (t->value) rl_model_use_grads(t->value, NULL);
         rl_free(t->policy->ctx, t->grads);
     }
     rl_optim_free(&t->optim);
     rl_optim_free(&t->value_optim);
+    rl_shared_critic_free(&t->critic);
     rl_order_free(&t->order);
     if (t->dev) rl_free(t->policy->ctx, t->dev);
     void *bufs[] = {t->results, t->gen_prompts, t->items, t->prompt_of, t->perm, t->mine, t->mb_seqs, t->scores,
@@ -99,9 +102,15 @@ static int check_config(const rl_ppo_config *c, const rl_model *policy, const rl
     if (ref && ref->config.vocab_size != policy->config.vocab_size)
         return rl_err_set(err, "ppo: the reference's vocabulary (%d) differs from the policy's (%d)",
                           ref->config.vocab_size, policy->config.vocab_size);
-    if (value->config.head == RL_HEAD_LM)
+    if (c->critic == RL_CRITIC_SHARED) {
+        if (value) return rl_err_set(err, "ppo: a shared critic (--critic shared) is a head on the policy: no value model");
+        if (c->optim.dp || c->value_optim.dp)
+            return rl_err_set(err, "ppo: --critic shared does not run data parallel (use --critic separate)");
+    } else if (!value) {
+        return rl_err_set(err, "ppo: a separate critic needs a value model");
+    } else if (value->config.head == RL_HEAD_LM)
         return rl_err_set(err, "ppo: the value model is a causal LM (%s), not a value model", value->config.architecture);
-    if (value->config.vocab_size != policy->config.vocab_size)
+    else if (value->config.vocab_size != policy->config.vocab_size)
         return rl_err_set(err, "ppo: the value model's vocab_size (%d) differs from the policy's (%d): it must read "
                                "the policy's tokens (same tokenizer)", value->config.vocab_size, policy->config.vocab_size);
     if (policy->config.head != RL_HEAD_LM)
@@ -122,7 +131,7 @@ static int make_acts(rl_ppo *t, int n_tokens, rl_err *err)
     rl_err ignored;
     if (n_tokens > t->cfg.max_tokens) n_tokens = t->cfg.max_tokens;
     if (rl_acts_create(&t->acts, t->policy, n_tokens, mode, err)) return -1;
-    if (rl_acts_share(t->acts, t->value, &ignored) && rl_acts_create(&t->value_acts, t->value, n_tokens, mode, err))
+    if (t->value && rl_acts_share(t->acts, t->value, &ignored) && rl_acts_create(&t->value_acts, t->value, n_tokens, mode, err))
         return -1;
     if (t->ref && rl_acts_share(t->acts, t->ref, &ignored) &&
         rl_acts_create(&t->ref_acts, t->ref, n_tokens, RL_ACTS_INFER, err))
@@ -147,7 +156,7 @@ static rl_acts *acts_held(rl_ppo *t, rl_model *m) { return m == t->value && t->v
 static int share_grads(rl_ppo *t, rl_err *err)
 {
     if (t->cfg.optim.dp) return 0;
-    size_t n = t->policy->n_elems > t->value->n_elems ? t->policy->n_elems : t->value->n_elems;
+    size_t n = t->value && t->value->n_elems > t->policy->n_elems ? t->value->n_elems : t->policy->n_elems;
     rl_ctx *ctx = t->policy->ctx;
     t->grads = rl_alloc(ctx, n * sizeof(float));
     if (!t->grads || rl_memzero(ctx, t->grads, n * sizeof(float))) {
@@ -155,7 +164,7 @@ static int share_grads(rl_ppo *t, rl_err *err)
         return rl_err_prefix(err, "ppo: the gradient buffer: ");
     }
     rl_model_use_grads(t->policy, t->grads);
-    rl_model_use_grads(t->value, t->grads);
+    if (t->value) rl_model_use_grads(t->value, t->grads);
     return 0;
 }
 
@@ -220,10 +229,11 @@ int rl_ppo_create(rl_ppo *t, rl_model *policy, rl_model *value, rl_model *ref, c
     rl_engine_options eng = rl_engine_options_for_training(&cfg->engine, n, t->max_seq_tokens);
     if (rl_order_create(&t->order, n_data, cfg->seed, cfg->shuffle, err) ||
         rl_engine_create(&t->engine, policy, tok, &eng, err) || share_grads(t, err) ||
-        rl_dp_prepare(cfg->optim.dp, policy, err) || rl_dp_prepare(cfg->value_optim.dp, value, err) ||
+        rl_dp_prepare(cfg->optim.dp, policy, err) || (value && rl_dp_prepare(cfg->value_optim.dp, value, err)) ||
         rl_optim_create(&t->optim, policy->ctx, policy->params, policy->n_params, policy->n_elems, &cfg->optim, err) ||
-        rl_optim_create(&t->value_optim, value->ctx, value->params, value->n_params, value->n_elems,
-                        &cfg->value_optim, err)) {
+        (value ? rl_optim_create(&t->value_optim, value->ctx, value->params, value->n_params, value->n_elems,
+                                 &cfg->value_optim, err)
+               : rl_shared_critic_create(&t->critic, policy, &cfg->value_optim, err))) {
         rl_ppo_free(t);
         return -1;
     }
@@ -238,22 +248,38 @@ static int ctx_fail(rl_ctx *ctx, rl_err *err)
     return rl_err_prefix(err, "ppo: ");
 }
 
+/* The shared critic's head when m is the policy and the critic is shared, else a zeroed head. */
+static rl_value_head shared_head(const rl_ppo *t, const rl_model *m)
+{
+    rl_value_head none = {0};
+    return m == t->policy && t->cfg.critic == RL_CRITIC_SHARED ? rl_shared_critic_head(&t->critic) : none;
+}
+
 /* Forward of model over the packed sequences [s0, s1) of (tokens, cu) into dev(D_LOGP) (and
- * the entropies into dev(D_ENT) when entropy), then to host_out at the batch offsets when not
- * NULL. */
-static int forward(rl_ppo *t, rl_model *m, rl_acts *a, const int32_t *tokens, const int32_t *cu, int s0, int s1,
-                   int entropy, float *host_out, rl_err *err)
+ * the entropies into dev(D_ENT) when entropy; with a shared critic, the policy's values into
+ * dev(D_VAL)), then to host_out at the batch offsets when not NULL. */
+static int forward_to(rl_ppo *t, rl_model *m, rl_acts *a, const int32_t *tokens, const int32_t *cu, int s0, int s1,
+                      int logp, int entropy, float *host_out, float *host_values, rl_err *err)
 {
     if (!a) return -1; /* acts_for failed: err is set */
     int32_t local[s1 - s0 + 1];
     for (int s = s0; s <= s1; s++) local[s - s0] = cu[s] - cu[s0];
     float inv_t = 1.0f / t->cfg.gen.sample.temperature;
-    if (rl_model_forward(m, a, tokens + cu[s0], local, s1 - s0, inv_t, dev(t, D_LOGP), entropy ? dev(t, D_ENT) : NULL,
-                         err))
+    rl_value_head vh = shared_head(t, m);
+    if (rl_model_forward_value(m, a, tokens + cu[s0], local, s1 - s0, inv_t, logp ? dev(t, D_LOGP) : NULL,
+                               entropy ? dev(t, D_ENT) : NULL, vh.weight ? &vh : NULL, dev(t, D_VAL), err))
         return -1;
-    if (host_out && rl_memcpy(m->ctx, host_out + cu[s0], dev(t, D_LOGP), (size_t)local[s1 - s0] * sizeof(float), RL_D2H))
+    size_t bytes = (size_t)local[s1 - s0] * sizeof(float);
+    if ((host_out && rl_memcpy(m->ctx, host_out + cu[s0], dev(t, D_LOGP), bytes, RL_D2H)) ||
+        (host_values && rl_memcpy(m->ctx, host_values + cu[s0], dev(t, D_VAL), bytes, RL_D2H)))
         return ctx_fail(m->ctx, err);
     return 0;
+}
+
+static int forward(rl_ppo *t, rl_model *m, rl_acts *a, const int32_t *tokens, const int32_t *cu, int s0, int s1,
+                   int entropy, float *host_out, rl_err *err)
+{
+    return forward_to(t, m, a, tokens, cu, s0, s1, 1, entropy, host_out, NULL, err);
 }
 
 /* Micro-batch boundaries (sequence indices into cu) of at most max_tokens tokens. */
@@ -348,18 +374,24 @@ static int whiten(rl_ppo *t, rl_err *err)
     return 0;
 }
 
+/* KL-shaped token rewards, GAE and returns of sequence s from its old values. */
+static void seq_gae(rl_ppo *t, int s)
+{
+    float rew[t->max_seq_tokens];
+    int n = t->results[s].n_ids, at = t->cu[s + 1] - n;
+    rl_ppo_token_rewards(t->old_lp + at, t->ref ? t->ref_lp + at : NULL, n, t->scores[s], (float)t->kl.value, rew);
+    rl_ppo_gae(rew, t->old_v + at, n, t->cfg.gamma, t->cfg.lam, t->adv + at, t->ret + at);
+}
+
 /* Rewards, GAE, returns (per sequence), then whitened advantages; the step's mean sequence KL
  * (k1 summed over a completion, over every rank's completions) into *seq_kl. */
 static int advantages(rl_ppo *t, double *seq_kl, rl_err *err)
 {
-    float rew[t->max_seq_tokens];
     double kl_sum = 0;
     for (int s = 0; s < t->n_seqs; s++) {
         int n = t->results[s].n_ids, at = t->cu[s + 1] - n;
-        const float *ref = t->ref ? t->ref_lp + at : NULL;
-        rl_ppo_token_rewards(t->old_lp + at, ref, n, t->scores[s], (float)t->kl.value, rew);
-        rl_ppo_gae(rew, t->old_v + at, n, t->cfg.gamma, t->cfg.lam, t->adv + at, t->ret + at);
-        for (int k = 0; ref && k < n; k++) kl_sum += t->old_lp[at + k] - ref[k];
+        seq_gae(t, s);
+        for (int k = 0; t->ref && k < n; k++) kl_sum += t->old_lp[at + k] - t->ref_lp[at + k];
     }
     double st[2] = {kl_sum, t->n_seqs};
     if (rl_dp_sum(t->cfg.optim.dp, st, 2, err)) return -1;
@@ -397,7 +429,23 @@ static int pack(rl_ppo *t, const int *seqs, int n, int *n_comp)
     return pos;
 }
 
-/* The policy's part of one mini-batch (its micro-batches mb[0 .. n_mb]): loss, backward. */
+/* The clipped value loss of the values in h_buf (the packed tokens [off, off + n_tok) of the
+ * mini-batch) on the host, its gradient times vf_coef to dev(D_DV). */
+static int value_loss_grad(rl_ppo *t, size_t off, size_t n_tok, acc *a, rl_err *err)
+{
+    rl_ctx *ctx = t->policy->ctx;
+    double frac = 0, wsum = 0;
+    double loss = rl_ppo_value_loss(t->h_buf, t->p_oldv + off, t->p_ret + off, t->p_w + off, (int)n_tok,
+                                    t->cfg.cliprange_value, t->h_dv, &frac);
+    for (size_t i = 0; i < n_tok; i++) wsum += t->p_w[off + i], t->h_dv[i] *= t->cfg.vf_coef;
+    a->vf_loss += loss;
+    a->vf_clip += frac * wsum;
+    if (rl_memcpy(ctx, dev(t, D_DV), t->h_dv, n_tok * sizeof(float), RL_H2D)) return ctx_fail(ctx, err);
+    return 0;
+}
+
+/* The policy's part of one mini-batch (its micro-batches mb[0 .. n_mb]): loss, backward (with a
+ * shared critic, the value loss's too). */
 static int policy_pass(rl_ppo *t, const int *mb, int n_mb, int first_epoch, acc *a, rl_err *err)
 {
     rl_ctx *ctx = t->policy->ctx;
@@ -430,29 +478,75 @@ static int policy_pass(rl_ppo *t, const int *mb, int n_mb, int first_epoch, acc 
             if (rl_memcpy(ctx, dev(t, D_DENT), t->h_dv, bytes, RL_H2D)) return ctx_fail(ctx, err);
             dent = dev(t, D_DENT);
         }
-        if (rl_model_backward_entropy(t->policy, acts_held(t, t->policy), dev(t, D_DLOGP), dent, err)) return -1;
+        rl_value_head vh = shared_head(t, t->policy);
+        if (vh.weight) { /* the shared critic's values and their loss: one backward for both */
+            if (rl_memcpy(ctx, t->h_buf, dev(t, D_VAL), bytes, RL_D2H)) return ctx_fail(ctx, err);
+            if (value_loss_grad(t, off, n_tok, a, err)) return -1;
+        }
+        if (rl_model_backward_value(t->policy, acts_held(t, t->policy), dev(t, D_DLOGP), dent, vh.weight ? &vh : NULL,
+                                    dev(t, D_DV), err))
+            return -1;
     }
     return 0;
 }
 
-/* The value model's part of one mini-batch: values, clipped loss (host), backward. */
-static int value_pass(rl_ppo *t, const int *mb, int n_mb, acc *a, rl_err *err)
+/* The values of the packed sequences [j0, j1) (host, from offset off of the mini-batch) are
+ * their old values: into old_v and p_oldv, then each sequence's GAE and returns (p_ret). */
+static void take_old_values(rl_ppo *t, const float *values, int j0, int j1, size_t off)
+{
+    for (int j = j0; j < j1; j++) {
+        int s = t->mine[j], len = t->cu[s + 1] - t->cu[s];
+        size_t at = (size_t)t->p_cu[j], bytes = (size_t)len * sizeof(float);
+        memcpy(t->old_v + t->cu[s], values + (at - off), bytes);
+        memcpy(t->p_oldv + at, values + (at - off), bytes);
+        seq_gae(t, s);
+        memcpy(t->p_ret + at, t->ret + t->cu[s], bytes);
+    }
+}
+
+/* The value model's part of one mini-batch: values, clipped loss (host), backward. fresh: the
+ * value model has not changed since the rollout (the first pass of a single mini-batch), so
+ * these values are the old values (take_old_values; the clip is then inactive, as in PPO's first
+ * pass) and no separate forward made them. */
+static int value_pass(rl_ppo *t, const int *mb, int n_mb, int fresh, acc *a, rl_err *err)
 {
     rl_ctx *ctx = t->value->ctx;
     for (int b = 0; b < n_mb; b++) {
         size_t off = (size_t)t->p_cu[mb[b]], n_tok = (size_t)(t->p_cu[mb[b + 1]] - t->p_cu[mb[b]]), bytes = n_tok * 4;
         if (forward(t, t->value, acts_for(t, t->value, err), t->p_tokens, t->p_cu, mb[b], mb[b + 1], 0, NULL, err)) return -1;
         if (rl_memcpy(ctx, t->h_buf, dev(t, D_LOGP), bytes, RL_D2H)) return ctx_fail(ctx, err);
-        double frac = 0, wsum = 0;
-        double loss = rl_ppo_value_loss(t->h_buf, t->p_oldv + off, t->p_ret + off, t->p_w + off, (int)n_tok,
-                                        t->cfg.cliprange_value, t->h_dv, &frac);
-        for (size_t i = 0; i < n_tok; i++) wsum += t->p_w[off + i], t->h_dv[i] *= t->cfg.vf_coef;
-        a->vf_loss += loss;
-        a->vf_clip += frac * wsum;
-        if (rl_memcpy(ctx, dev(t, D_DV), t->h_dv, bytes, RL_H2D)) return ctx_fail(ctx, err);
+        if (fresh) take_old_values(t, t->h_buf, mb[b], mb[b + 1], off);
+        if (value_loss_grad(t, off, n_tok, a, err)) return -1;
         if (rl_model_backward(t->value, acts_held(t, t->value), dev(t, D_DV), err)) return -1;
     }
     return 0;
+}
+
+static int policy_update(rl_ppo *t, int n_mb, int first_epoch, acc *a, rl_err *err)
+{
+    if (rl_dp_begin_update(t->cfg.optim.dp, n_mb, err) || policy_pass(t, t->mb_seqs, n_mb, first_epoch, a, err) ||
+        rl_optim_step(&t->optim, t->policy->master, rl_model_working_copy(t->policy), t->policy->grads, 1.0, &a->os,
+                      err))
+        return rl_err_prefix(err, "policy update: ");
+    return 0;
+}
+
+static int value_update(rl_ppo *t, int n_mb, int fresh, acc *a, rl_err *err)
+{
+    if (rl_dp_begin_update(t->cfg.value_optim.dp, n_mb, err) || value_pass(t, t->mb_seqs, n_mb, fresh, a, err) ||
+        rl_optim_step(&t->value_optim, t->value->master, rl_model_working_copy(t->value), t->value->grads, 1.0, &a->vos,
+                      err))
+        return rl_err_prefix(err, "value update: ");
+    return 0;
+}
+
+/* Packs this rank's members of a mini-batch, with the completion mask divided by comp (the
+ * mini-batch's completion tokens on every rank); returns the micro-batch count. */
+static int pack_scaled(rl_ppo *t, int n_mine, double comp)
+{
+    int n_comp, n_tok = pack(t, t->mine, n_mine, &n_comp);
+    for (int i = 0; i < n_tok && comp > 0; i++) t->p_w[i] /= (float)comp;
+    return n_mine > 0 ? cut(t, t->p_cu, n_mine, t->mb_seqs) : 0;
 }
 
 /* ppo_epochs passes of shuffled mini-batches, one update per model per mini-batch. The
@@ -460,8 +554,12 @@ static int value_pass(rl_ppo *t, const int *mb, int n_mb, acc *a, rl_err *err)
  * whole step numbers them); each rank trains on the members of a mini-batch it holds, with the
  * loss normalised by the mini-batch's completion tokens on all ranks. Each model's backwards
  * and update come before the other's, so that every rank issues the same collectives in the
- * same order even when it holds none of a mini-batch. */
-static int updates(rl_ppo *t, int train_policy, acc *a, rl_err *err)
+ * same order even when it holds none of a mini-batch.
+ * fused (one mini-batch, no old values yet): the first pass trains the value model first, its
+ * forward giving the old values (value_pass fresh), then the advantages come from them
+ * (advantages: GAE, whitening, *seq_kl) before the policy's pass. The two models' updates are
+ * independent of each other, so this order gives what the separate forward would. */
+static int updates(rl_ppo *t, int train_policy, int fused, double *seq_kl, acc *a, rl_err *err)
 {
     rl_dp *dp = t->cfg.optim.dp;
     int n = t->n_seqs, M = t->cfg.num_mini_batches, rank = rl_dp_rank(dp), N = n * rl_dp_world(dp);
@@ -475,21 +573,28 @@ static int updates(rl_ppo *t, int train_policy, acc *a, rl_err *err)
             int lo = (int)((long)N * k / M), hi = (int)((long)N * (k + 1) / M), n_mine = 0, n_comp = 0;
             for (int j = lo; j < hi; j++)
                 if (t->perm[j] / n == rank) t->mine[n_mine++] = t->perm[j] - rank * n;
-            int n_tok = pack(t, t->mine, n_mine, &n_comp);
+            for (int j = 0; j < n_mine; j++) n_comp += t->results[t->mine[j]].n_ids;
             double comp = n_comp;
             if (rl_dp_sum(dp, &comp, 1, err)) return -1;
-            for (int i = 0; i < n_tok && comp > 0; i++) t->p_w[i] /= (float)comp;
-            int n_mb = n_mine > 0 ? cut(t, t->p_cu, n_mine, t->mb_seqs) : 0;
+            int n_mb = pack_scaled(t, n_mine, comp);
             a->mbs += 1; /* the stats are means over mini-batches */
-            if (train_policy &&
-                (rl_dp_begin_update(dp, n_mb, err) || policy_pass(t, t->mb_seqs, n_mb, e == 0, a, err) ||
-                 rl_optim_step(&t->optim, t->policy->master, rl_model_working_copy(t->policy), t->policy->grads, 1.0,
-                               &a->os, err)))
-                return rl_err_prefix(err, "policy update: ");
-            if (rl_dp_begin_update(t->cfg.value_optim.dp, n_mb, err) || value_pass(t, t->mb_seqs, n_mb, a, err) ||
-                rl_optim_step(&t->value_optim, t->value->master, rl_model_working_copy(t->value), t->value->grads, 1.0,
-                              &a->vos, err))
-                return rl_err_prefix(err, "value update: ");
+            if (t->cfg.critic == RL_CRITIC_SHARED) { /* one pass trains both; the warmup drops the trunk's share */
+                if (policy_pass(t, t->mb_seqs, n_mb, e == 0, a, err) ||
+                    (train_policy ? rl_optim_step(&t->optim, t->policy->master, rl_model_working_copy(t->policy),
+                                                  t->policy->grads, 1.0, &a->os, err)
+                                  : rl_model_zero_grads(t->policy, err)))
+                    return rl_err_prefix(err, "policy update: ");
+                if (rl_shared_critic_step(&t->critic, &a->vos, err)) return rl_err_prefix(err, "value head update: ");
+                continue;
+            }
+            if (fused && e == 0) {
+                if (value_update(t, n_mb, 1, a, err) || advantages(t, seq_kl, err)) return -1;
+                n_mb = pack_scaled(t, n_mine, comp); /* now with the advantages */
+                if (train_policy && policy_update(t, n_mb, 1, a, err)) return -1;
+                continue;
+            }
+            if ((train_policy && policy_update(t, n_mb, e == 0, a, err)) || value_update(t, n_mb, 0, a, err))
+                return -1;
         }
     }
     return 0;
@@ -547,9 +652,15 @@ static int reduce_step(rl_ppo *t, acc *a, step_sums *s, rl_err *err)
     return 0;
 }
 
+/* The critic's optimizer: the value model's or the shared head's. */
+static rl_optim *value_optim(rl_ppo *t)
+{
+    return t->cfg.critic == RL_CRITIC_SHARED ? &t->critic.optim : &t->value_optim;
+}
+
 int rl_ppo_rescue(rl_ppo *t)
 {
-    if (t->optim.begun > t->optim_before || t->value_optim.begun > t->value_optim_before) return -1;
+    if (t->optim.begun > t->optim_before || value_optim(t)->begun > t->value_optim_before) return -1;
     t->state = t->before;
     t->reward_stats = t->reward_stats_before;
     return 0;
@@ -562,7 +673,7 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
     t->before = t->state;
     t->reward_stats_before = t->reward_stats;
     t->optim_before = t->optim.begun;
-    t->value_optim_before = t->value_optim.begun;
+    t->value_optim_before = value_optim(t)->begun;
     /* every rank walks the step's prompts for all ranks and keeps its block; its completions
      * take the Philox rows one rank with the whole step would give them */
     rl_dp *dp = t->cfg.optim.dp;
@@ -593,10 +704,17 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
     rl_engine_release_pool(t->engine); /* the update's activations take its place */
     if (rc == 0) rc = make_acts(t, t->cu[n], err);
     int mb[n + 1], n_mb = rc == 0 ? cut(t, t->cu, n, mb) : 0;
+    /* one mini-batch: the value model's first training forward gives the old values (updates) */
+    int shared = t->cfg.critic == RL_CRITIC_SHARED;
+    int fused = !shared && t->cfg.num_mini_batches == 1 && !t->cfg.old_values_pass;
     for (int b = 0; rc == 0 && b < n_mb; b++) {
         if (t->ref) rc = forward(t, t->ref, acts_for(t, t->ref, err), t->tokens, t->cu, mb[b], mb[b + 1], 0, t->ref_lp, err);
-        if (rc == 0) rc = forward(t, t->value, acts_for(t, t->value, err), t->tokens, t->cu, mb[b], mb[b + 1], 0, t->old_v, err);
-        if (rc == 0 && t->cfg.recompute_old_logp)
+        if (rc == 0 && shared) /* the trunk without the lm_head, unless the old log-probs are wanted too */
+            rc = forward_to(t, t->policy, acts_for(t, t->policy, err), t->tokens, t->cu, mb[b], mb[b + 1],
+                            t->cfg.recompute_old_logp, 0, t->cfg.recompute_old_logp ? t->old_lp : NULL, t->old_v, err);
+        else if (rc == 0 && !fused)
+            rc = forward(t, t->value, acts_for(t, t->value, err), t->tokens, t->cu, mb[b], mb[b + 1], 0, t->old_v, err);
+        if (rc == 0 && t->cfg.recompute_old_logp && !shared)
             rc = forward(t, t->policy, acts_for(t, t->policy, err), t->tokens, t->cu, mb[b], mb[b + 1], 0, t->old_lp, err);
     }
     double t_prep = rl_time_now();
@@ -604,8 +722,8 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
     int train_policy = t->state.step >= t->cfg.critic_warmup;
     double kl_coef_used = t->kl.value;
     if (rc == 0) {
-        rc = advantages(t, &seq_kl, err);
-        if (rc == 0) rc = updates(t, train_policy, &a, err);
+        if (!fused) rc = advantages(t, &seq_kl, err);
+        if (rc == 0) rc = updates(t, train_policy, fused, &seq_kl, &a, err);
         sample_memory(t->policy->ctx, &peak); /* the update's activations (the pool is released) */
     }
     step_sums sums = {0};
@@ -626,7 +744,7 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
         t->before = t->state;
         t->reward_stats_before = t->reward_stats;
         t->optim_before = t->optim.begun;
-        t->value_optim_before = t->value_optim.begun;
+        t->value_optim_before = value_optim(t)->begun;
         return rl_err_prefix(err, "ppo step %lld: ", (long long)t->state.step);
     }
     double dt = rl_time_now() - t0, upd = a.mbs > 0 ? a.mbs : 1, n_seqs = sums.seqs, comp = sums.comp;
@@ -665,65 +783,5 @@ int rl_ppo_step(rl_ppo *t, rl_step_stats *stats, rl_err *err)
     stats->reward_used_mean = used_mean;
     stats->update_seconds = rl_time_now() - t_prep;
     stats->peak_mem_gib = peak;
-    return 0;
-}
-
-/* DIR/value/ppo_state.json. */
-static int write_state(const rl_ppo *t, const char *vdir, rl_err *err)
-{
-    char path[4200];
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddNumberToObject(j, "reward_count", t->reward_stats.count);
-    cJSON_AddNumberToObject(j, "reward_mean", t->reward_stats.mean);
-    cJSON_AddNumberToObject(j, "reward_m2", t->reward_stats.m2);
-    cJSON_AddNumberToObject(j, "kl_coef", t->kl.value);
-    char *text = cJSON_Print(j);
-    cJSON_Delete(j);
-    if (!text) return rl_err_oom(err, "ppo_state.json", 256);
-    snprintf(path, sizeof path, "%s/ppo_state.json", vdir);
-    int rc = rl_file_write_atomic(path, text, strlen(text), err);
-    free(text);
-    return rc;
-}
-
-int rl_ppo_save(const rl_ppo *t, const char *dir, const cJSON *options, const char *tokenizer_dir, rl_err *err)
-{
-    char vdir[4096];
-    if (rl_path_join(vdir, sizeof vdir, dir, "value")) return rl_err_set(err, "%s: path too long", dir);
-    if (rl_checkpoint_save(dir, t->policy, &t->optim, &t->state, options, tokenizer_dir, err) ||
-        rl_checkpoint_save(vdir, t->value, &t->value_optim, &t->state, NULL, tokenizer_dir, err))
-        return -1;
-    rl_dp *dp = t->cfg.optim.dp;
-    int rc = rl_dp_rank(dp) == 0 ? write_state(t, vdir, err) : 0; /* rank 0 writes the checkpoint */
-    if (dp) { /* every rank learns whether it was written */
-        int any_failed;
-        rl_err agree;
-        if (rl_dp_any(dp, rc != 0, &any_failed, &agree)) return rc ? rc : (*err = agree, -1);
-        if (any_failed && rc == 0) return rl_err_set(err, "checkpoint %s: not written (see rank 0's message)", dir);
-    }
-    return rc;
-}
-
-int rl_ppo_resume(rl_ppo *t, const char *dir, rl_err *err)
-{
-    char vdir[4096], path[4200];
-    if (rl_path_join(vdir, sizeof vdir, dir, "value")) return rl_err_set(err, "%s: path too long", dir);
-    if (rl_checkpoint_load_state(dir, &t->state, NULL, err) || rl_checkpoint_load_optim(dir, &t->optim, err) ||
-        rl_checkpoint_load_optim(vdir, &t->value_optim, err))
-        return rl_err_prefix(err, "resume: ");
-    snprintf(path, sizeof path, "%s/ppo_state.json", vdir);
-    cJSON *j = rl_json_parse_file(path, err);
-    if (!j) return rl_err_prefix(err, "resume: ");
-    const char *keys[] = {"reward_count", "reward_mean", "reward_m2", "kl_coef"};
-    double *to[] = {&t->reward_stats.count, &t->reward_stats.mean, &t->reward_stats.m2, &t->kl.value};
-    for (int i = 0; i < 4; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, keys[i]);
-        if (!cJSON_IsNumber(v)) {
-            cJSON_Delete(j);
-            return rl_err_set(err, "resume: %s: '%s' missing or not a number", path, keys[i]);
-        }
-        *to[i] = v->valuedouble;
-    }
-    cJSON_Delete(j);
     return 0;
 }

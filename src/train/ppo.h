@@ -17,7 +17,13 @@
  *      A NaN or infinite score stops the step with an error naming the completion;
  *   3. forwards without gradients over packed micro-batches (at most max_tokens tokens): the
  *      reference's log-probs, the value model's values (the old values) and, with
- *      recompute_old_logp, the policy's log-probs (else the sampler's are the old ones);
+ *      recompute_old_logp, the policy's log-probs (else the sampler's are the old ones). With
+ *      one mini-batch (num_mini_batches 1, the default) and not old_values_pass, the value
+ *      model's forward is left out: it has not changed before its first training forward, whose
+ *      values are then the old ones, so the first pass runs the value model first (values,
+ *      GAE of those sequences, the clipped value loss with old = current, so the clip is
+ *      inactive as in any PPO's first pass, backward, update), then step 4, then the policy's
+ *      pass: the same result as the separate forward, one value forward less per step;
  *   4. per completion: KL-shaped token rewards with the current kl_coef, GAE (gamma, lam),
  *      returns; advantages whitened over every completion token of the batch;
  *   5. ppo_epochs passes, each over the completions in a fresh random order cut into
@@ -29,6 +35,18 @@
  *      critic_warmup steps only the value model is updated;
  *   6. the adaptive KL controller (target_kl > 0) moves kl_coef with the step's mean KL.
  * The engine and its KV pool are made once and kept, reading the policy's working weights.
+ *
+ * The shared critic (cfg.critic RL_CRITIC_SHARED, TRL's older AutoModelForCausalLMWithValueHead):
+ * no value model; a scalar head on the policy's final hidden state (shared_critic.h) gives the
+ * values. The old values come from a forward of the policy's trunk without its lm_head (with
+ * recompute_old_logp, the one forward that gives the old log-probs), and each mini-batch is one
+ * forward and one backward of the policy: the head's gradient (vf_coef x the value loss's) joins
+ * the policy loss's in the trunk (rl_model_backward_value), the policy's AdamW (lr, clipping)
+ * applies both to the trunk and the head has its own (value_optim: vf_lr). The update then
+ * costs about GRPO's plus the head, and no value model's weights, gradients, moments or
+ * activations are held; but the value loss now moves the features the policy acts on (vf_coef
+ * weighs it against the policy loss), which a separate critic never does. During the critic
+ * warmup the head alone trains (the trunk's gradient is dropped). Not data parallel.
  *
  * Data parallel (train/dp.h): cfg.optim.dp and cfg.value_optim.dp, two rl_dp of one
  * communicator (both set or both NULL). prompts_per_step is per rank: a step walks the prompts of
@@ -54,6 +72,12 @@
 #include "train/optim.h"
 #include "train/order.h"
 #include "train/ppo_math.h"
+#include "train/shared_critic.h"
+
+/* The critic: a value model of its own (OpenRLHF's and TRL's PPOTrainer) or a head on the
+ * policy's trunk (shared_critic.h). */
+typedef enum { RL_CRITIC_SEPARATE, RL_CRITIC_SHARED } rl_critic_kind;
+extern const char *const rl_critic_names[]; /* "separate", "shared", NULL */
 
 typedef struct rl_ppo_config {
     int prompts_per_step, samples_per_prompt;
@@ -73,6 +97,9 @@ typedef struct rl_ppo_config {
     float missing_eos_penalty;  /* subtracted from completions without an end of sequence */
     int whiten_advantages;
     int recompute_old_logp;
+    rl_critic_kind critic;      /* separate (default) or shared: see "The shared critic" above */
+    int old_values_pass;        /* 1: the old values always from a forward of their own (step 3), also
+                                   where the first value pass gives them (one mini-batch) */
     int max_tokens;             /* token budget of one packed micro-batch (default 4096) */
     int shuffle;                /* data order */
     int recompute;              /* activation checkpointing (both models) */
@@ -86,7 +113,8 @@ typedef struct rl_ppo_config {
 } rl_ppo_config;
 
 typedef struct rl_ppo {
-    rl_model *policy, *value, *ref; /* not owned; ref only when kl_coef > 0 */
+    rl_model *policy, *value, *ref; /* not owned; ref only when kl_coef > 0; value NULL with a shared critic */
+    rl_shared_critic critic;        /* the shared critic's head (cfg.critic shared) */
     rl_reward *reward;              /* not owned */
     const rl_grpo_prompt *data;
     int n_data;
@@ -122,7 +150,8 @@ typedef struct rl_ppo {
 
 rl_ppo_config rl_ppo_defaults(void);
 
-/* value: a value model (config head != RL_HEAD_LM) with the policy's vocabulary; ref: a
+/* value: a value model (config head != RL_HEAD_LM) with the policy's vocabulary, NULL with a
+ * shared critic; ref: a
  * separate model when kl_coef > 0, else NULL. tok: the engine decodes completions with it. */
 int rl_ppo_create(rl_ppo *t, rl_model *policy, rl_model *value, rl_model *ref, const rl_tokenizer *tok,
                   rl_reward *reward, const rl_grpo_prompt *data, int n_data, const rl_ppo_config *cfg, rl_err *err);

@@ -124,7 +124,7 @@ static int check_memory(run *r, rl_ctx *ctx, const char *load_dir, rl_err *err)
     rl_mem_plan_make(&plan, &cfg, ctx->kind, ctx->act_dtype, rl_dp_world(r->dp), c->zero, max_tokens,
                      recompute ? RL_ACTS_TRAIN_CHECKPOINT : RL_ACTS_TRAIN,
                      (c->kind == RL_RUN_GRPO && c->grpo.kl_beta > 0) || (ppo && c->ppo.kl_coef > 0));
-    if (ppo) { /* the value model: RESUME/value, --value-model or the policy's shape */
+    if (ppo && c->ppo.critic == RL_CRITIC_SEPARATE) { /* the value model: RESUME/value, --value-model or the policy's shape */
         char vpath[4200];
         rl_model_config vcfg = cfg;
         if (c->resume || c->value_model) {
@@ -205,7 +205,10 @@ static int make_ppo(run *r, int64_t *steps, rl_err *err)
     /* kernel tasks: the rollout set-up GRPO uses, its prepare hook handed to PPO */
     rl_reward_options ro = c->reward_options;
     rl_grpo_config gc = {.gen = pc.gen};
-    int custom = load_value(r, err) ? -1 : rl_rollout_setup_make(&r->rollout, c, r->tok, &ro, &gc, err);
+    int shared = pc.critic == RL_CRITIC_SHARED;
+    if (shared && c->value_model)
+        return rl_err_set(err, "--value-model: a shared critic (--critic shared) is a head on the policy, not a model");
+    int custom = !shared && load_value(r, err) ? -1 : rl_rollout_setup_make(&r->rollout, c, r->tok, &ro, &gc, err);
     if (custom < 0 || (!custom && rl_train_data_rl_chat(&r->data, c->data, r->tok, c->max_len, !c->thinking_off, err)) ||
         (c->eval_data && rl_train_data_rl_chat(&r->eval, c->eval_data, r->tok, c->max_len, !c->thinking_off, err)) ||
         rl_reward_create(&r->reward, c->reward, &ro, err))
@@ -214,15 +217,17 @@ static int make_ppo(run *r, int64_t *steps, rl_err *err)
     pc.max_prompt_tokens = gc.max_prompt_tokens;
     const rl_grpo_prompt *prompts = custom ? r->rollout.prompts : r->data.prompts;
     int n_prompts = custom ? r->rollout.n : r->data.n;
-    if (rl_ppo_create(&r->t.ppo, &r->model, &r->value, r->have_ref ? &r->ref : NULL, r->tok, r->reward, prompts,
+    if (rl_ppo_create(&r->t.ppo, &r->model, shared ? NULL : &r->value, r->have_ref ? &r->ref : NULL, r->tok, r->reward, prompts,
                       n_prompts, &pc, err))
         return -1;
     r->have_trainer = 1;
     if (c->resume && rl_ppo_resume(&r->t.ppo, c->resume, err)) return -1;
-    char ranks[64];
-    rl_loop_note(r->lead,
-                 "%s, %d prompts, reward %s, value model %s (%.1fM parameters), %lld steps from step %lld (%s %s%s)",
-                 c->data, n_prompts, c->reward, r->value.config.architecture, (double)r->value.n_elems / 1e6,
+    char ranks[64], critic[160];
+    if (shared) snprintf(critic, sizeof critic, "critic: a value head on the policy (--critic shared)");
+    else snprintf(critic, sizeof critic, "value model %s (%.1fM parameters)", r->value.config.architecture,
+                  (double)r->value.n_elems / 1e6);
+    rl_loop_note(r->lead, "%s, %d prompts, reward %s, %s, %lld steps from step %lld (%s %s%s)",
+                 c->data, n_prompts, c->reward, critic,
                  (long long)*steps, (long long)r->t.ppo.state.step, rl_backend_name(r->model.ctx),
                  rl_ctx_precision_name(r->model.ctx), ranks_text(r, ranks));
     return 0;

@@ -2,8 +2,8 @@
  * writes the policy, the value model (transformers' Qwen3ForTokenClassification layout, its own
  * optimizer and ppo_state.json) and a metrics line per step with the PPO fields (and the greedy
  * accuracy on --eval-data every --eval-every steps); --resume
- * continues; a value model with another vocabulary, a reward program answering NaN and bad
- * options are refused with messages naming them. */
+ * continues; the same with --critic shared; a value model with another vocabulary, a reward
+ * program answering NaN and bad options are refused with messages naming them. */
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -66,6 +66,50 @@ Test(cli_ppo, run_resume_and_metrics)
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "from step 2"), "%s", out);
     cr_assert_eq(count_lines(path), 3);
+}
+
+/* --critic shared: no value model loaded; OUT/model/value is still a value model transformers
+ * reads (the policy's trunk + the head), ppo_state.json names the critic, and --resume continues
+ * with it (the saved options bring --critic back). */
+Test(cli_ppo, shared_critic_run_and_resume)
+{
+    char out[8192], path[300];
+    int rc = sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/sh --steps 2 --critic shared " PPO_ARGS, rlc, model,
+                rl_data, tmp);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "a value head on the policy (--critic shared)"), "%s", out);
+    const char *files[] = {"model/value/config.json", "model/value/model.safetensors",
+                           "model/value/optimizer.safetensors", "model/value/ppo_state.json"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/sh/%s", tmp, files[i]);
+        cr_assert(rl_file_exists(path), "missing %s", path);
+    }
+    char *text;
+    size_t len;
+    rl_err err;
+    snprintf(path, sizeof path, "%s/sh/model/value/config.json", tmp);
+    cr_assert_eq(rl_file_read_all(path, &text, &len, &err), 0);
+    cr_assert(strstr(text, "Qwen3ForTokenClassification"), "%s", text);
+    free(text);
+    snprintf(path, sizeof path, "%s/sh/model/value/ppo_state.json", tmp);
+    cr_assert_eq(rl_file_read_all(path, &text, &len, &err), 0);
+    cr_assert(strstr(text, "\"critic\":\t\"shared\"") || strstr(text, "\"critic\": \"shared\""), "%s", text);
+    free(text);
+    rc = sh(out, sizeof out, "%s ppo --resume %s/sh/model --out %s/sh --steps 3", rlc, tmp, tmp);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "from step 2") && strstr(out, "--critic shared"), "%s", out);
+    snprintf(path, sizeof path, "%s/sh/metrics.jsonl", tmp);
+    cr_assert_eq(count_lines(path), 3);
+    /* refused: an unknown critic, and a value model for a shared one */
+    cr_assert_eq(sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/x --reward math --critic both", rlc, model,
+                    rl_data, tmp), 2);
+    cr_assert(strstr(out, "--critic"), "%s", out);
+    rc = sh(out, sizeof out, "%s ppo --model %s --data %s --out %s/x --critic shared --value-model %s --steps 1 " PPO_ARGS,
+            rlc, model, rl_data, tmp, model);
+    cr_assert_eq(rc, 1, "%s", out);
+    cr_assert(strstr(out, "--value-model") && strstr(out, "shared critic"), "%s", out);
+    snprintf(path, sizeof path, "%s/x", tmp);
+    cr_assert(access(path, F_OK) != 0, "a refused run wrote %s", path);
 }
 
 Test(cli_ppo, bad_input)

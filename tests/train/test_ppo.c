@@ -173,6 +173,61 @@ Test(ppo, resume_is_bit_exact)
     cr_assert_eq(rl_remove_tree(dir, &err), 0, "%s", err.msg);
 }
 
+/* Issue 11's "old values from the first value pass": with one mini-batch the old values come
+ * from the value model's first training forward (no forward of their own). On the CPU the
+ * forward of a sequence does not depend on the micro-batch it is packed in, so this must equal
+ * the separate forward (old_values_pass) bit for bit: the same weights of both models after 3
+ * steps of 2 epochs over several micro-batches, and the same statistics each step, the critic
+ * warmup's step included. */
+static void run_values(int separate, float **w, float **v, double *stats)
+{
+    fixture f;
+    setup(&f, NULL, "regex:^[a-m]");
+    rl_ppo_config c = config();
+    c.num_mini_batches = 1;
+    c.critic_warmup = 1;
+    c.old_values_pass = separate;
+    rl_ppo t;
+    rl_err err;
+    cr_assert_eq(rl_ppo_create(&t, &f.model, &f.value, &f.ref, f.tok, f.reward, f.prompts, 4, &c, &err), 0, "%s",
+                 err.msg);
+    for (int s = 0; s < 3; s++) {
+        rl_step_stats st;
+        cr_assert_eq(rl_ppo_step(&t, &st, &err), 0, "%s", err.msg);
+        double x[] = {st.loss, st.value_loss, st.vf_clip_frac, st.explained_var, st.value_mean, st.return_mean,
+                      st.adv_mean, st.kl_coef, st.clip_frac};
+        memcpy(stats + 9 * s, x, sizeof x);
+    }
+    *w = malloc(f.model.n_elems * sizeof(float)), *v = malloc(f.value.n_elems * sizeof(float));
+    memcpy(*w, f.model.master, f.model.n_elems * sizeof(float));
+    memcpy(*v, f.value.master, f.value.n_elems * sizeof(float));
+    rl_ppo_free(&t);
+    teardown(&f);
+}
+
+Test(ppo, old_values_from_the_first_value_pass_equal_a_separate_forward)
+{
+    fixture f;
+    setup(&f, NULL, "regex:^[a-m]");
+    size_t n = f.model.n_elems, nv = f.value.n_elems;
+    float *w0 = malloc(n * sizeof(float));
+    memcpy(w0, f.model.master, n * sizeof(float));
+    teardown(&f);
+    float *w_sep, *v_sep, *w_fused, *v_fused;
+    double s_sep[27], s_fused[27];
+    run_values(1, &w_sep, &v_sep, s_sep);
+    run_values(0, &w_fused, &v_fused, s_fused);
+    cr_assert(n_diff(w0, w_sep, n) > 0, "the policy did not train");
+    cr_assert(s_sep[1] > 0 && s_sep[9 + 2] > 0, "value loss %g, clipped fraction in step 2 %g: the clip is never "
+              "reached, the test would not see the old values", s_sep[1], s_sep[9 + 2]);
+    for (int i = 0; i < 27; i++)
+        cr_assert(memcmp(&s_sep[i], &s_fused[i], sizeof(double)) == 0, "step %d statistic %d: %.9g (separate) vs "
+                  "%.9g (first value pass)", i / 9 + 1, i % 9, s_sep[i], s_fused[i]);
+    cr_assert_eq(n_diff(w_sep, w_fused, n), 0, "%zu policy weights differ", n_diff(w_sep, w_fused, n));
+    cr_assert_eq(n_diff(v_sep, v_fused, nv), 0, "%zu value weights differ", n_diff(v_sep, v_fused, nv));
+    free(w0), free(w_sep), free(v_sep), free(w_fused), free(v_fused);
+}
+
 Test(ppo, critic_warmup_trains_the_value_model_only)
 {
     float *w, *v;
