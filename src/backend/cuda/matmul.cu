@@ -11,16 +11,6 @@
  * stream as cuBLASLt's C (D = A B + C, C and D apart), so the stream is never copied first.
  * dbias is a column-sum kernel.
  *
- * Few-row products (at most TUNE_MAX_ROWS rows: decode steps of many sequences) are timed, not
- * guessed: the heuristic's first algorithm for a 64-row product runs on 44-88 of 132 SMs at
- * about a third of the bandwidth. When such a plan is built outside graph capture (the engine
- * runs every decode bucket once un-captured before capturing it), the heuristic's first
- * TUNE_CANDIDATES algorithms run on the call's own operands, each after the L2 is flushed (in
- * a decode step the weight comes from HBM: the rest of the model has passed since its last
- * use), and the fastest is kept. Only where a rerun cannot change the result: the output is
- * not accumulated in place (beta 0, or C and D apart). Never with ctx->deterministic: that
- * mode keeps the heuristic's first algorithm, what the batch-invariant runs were proven with.
- *
  * Forward products of at most 8 rows (a decode step of a few sequences) are matrix-vector
  * products bound by reading the weight: they run our own kernel (gemv.cu: the whole weight in
  * flight at once, bias and residual added in the same pass); cuBLASLt's kernels for such shapes
@@ -28,16 +18,11 @@
  * That kernel is bf16's; the fp32 mode (tiny models, where the weight read costs nothing) takes
  * cuBLASLt at every m. */
 #include "backend/cuda/common.cuh"
-#include "core/log.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_PLANS 128
-#define TUNE_MAX_ROWS 256 /* products of at most this many rows (cols of D) are timed */
-#define TUNE_CANDIDATES 16
-#define TUNE_REPS 5
 
 struct rl_cuda_matmul_plan {
     int trans_a, trans_b, rows, cols, inner, lda, ldb, ldd, has_bias, beta_zero;
@@ -64,81 +49,7 @@ void rl_cuda_gemm_plans_free(rl_cuda_state *st)
     st->n_plans = 0;
 }
 
-/* The operands of the call that builds a plan, for timing its candidates on them. */
-typedef struct tune_call {
-    const float *alpha, *beta;
-    const void *a, *b, *c, *bias;
-    void *d;
-} tune_call;
-
-/* Runs algo on the call's operands; 0 when cuBLASLt ran it. */
-static int tune_run(rl_cuda_state *st, rl_cuda_matmul_plan *p, const tune_call *t, const cublasLtMatmulAlgo_t *algo)
-{
-    cublasStatus_t s = cublasLtMatmul(st->lt, p->desc, t->alpha, t->a, p->la, t->b, p->lb, t->beta, t->c, p->ld, t->d,
-                                      p->ld, algo, st->workspace, st->workspace_bytes, st->stream);
-    return s == CUBLAS_STATUS_SUCCESS && cudaPeekAtLastError() == cudaSuccess ? 0 : -1;
-}
-
-/* Times the heuristic's n candidates (TUNE_REPS runs each, the L2 flushed before each run by
- * overwriting a buffer twice its size) and keeps the fastest in p->algo. A candidate that
- * fails to run is passed over; without a flush buffer (no memory to spare) the runs are timed
- * back to back. */
-static int plan_tune(rl_ctx *ctx, rl_cuda_matmul_plan *p, const cublasLtMatmulHeuristicResult_t *cand, int n,
-                     const tune_call *t)
-{
-    rl_cuda_state *st = rl_cuda_st(ctx);
-    if (p->has_bias)
-        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &t->bias,
-                                                    sizeof t->bias));
-    int l2 = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, ctx->device));
-    size_t flush_bytes = 2 * (size_t)l2;
-    void *flush = NULL;
-    if (cudaMalloc(&flush, flush_bytes) != cudaSuccess) {
-        (void)cudaGetLastError();
-        flush = NULL;
-    }
-    cudaEvent_t ev[2 * TUNE_REPS];
-    int n_ev = 0;
-    cudaError_t e = cudaSuccess;
-    for (; n_ev < 2 * TUNE_REPS && e == cudaSuccess; n_ev++) e = cudaEventCreate(&ev[n_ev]);
-    if (e != cudaSuccess) n_ev--;
-    float best = INFINITY, first = INFINITY;
-    int best_i = 0;
-    for (int i = 0; i < n && e == cudaSuccess; i++) {
-        if (tune_run(st, p, t, &cand[i].algo)) { /* not runnable here: not a candidate */
-            (void)cudaGetLastError();
-            continue;
-        }
-        for (int r = 0; r < TUNE_REPS && e == cudaSuccess; r++) {
-            if (flush) e = cudaMemsetAsync(flush, r & 1, flush_bytes, st->stream);
-            if (e == cudaSuccess) e = cudaEventRecord(ev[2 * r], st->stream);
-            if (e == cudaSuccess && tune_run(st, p, t, &cand[i].algo)) e = cudaErrorLaunchFailure;
-            if (e == cudaSuccess) e = cudaEventRecord(ev[2 * r + 1], st->stream);
-        }
-        if (e == cudaSuccess) e = cudaEventSynchronize(ev[2 * TUNE_REPS - 1]);
-        float total = 0.0f;
-        for (int r = 0; r < TUNE_REPS && e == cudaSuccess; r++) {
-            float ms = 0.0f;
-            e = cudaEventElapsedTime(&ms, ev[2 * r], ev[2 * r + 1]);
-            total += ms;
-        }
-        if (e == cudaSuccess && i == 0) first = total;
-        if (e == cudaSuccess && total < best) {
-            best = total;
-            best_i = i;
-        }
-    }
-    for (int k = 0; k < n_ev; k++) cudaEventDestroy(ev[k]);
-    if (flush) cudaFree(flush);
-    CUDA_CHECK(e);
-    p->algo = cand[best_i].algo;
-    rl_log_debug("cuBLASLt %dx%dx%d: candidate %d of %d, %.2f us (the heuristic's first: %.2f us)", p->rows, p->cols,
-                 p->inner, best_i, n, 1000.0f * best / TUNE_REPS, 1000.0f * first / TUNE_REPS);
-    return 0;
-}
-
-static int plan_build(rl_ctx *ctx, rl_cuda_matmul_plan *p, const tune_call *tune)
+static int plan_build(rl_ctx *ctx, rl_cuda_matmul_plan *p)
 {
     rl_cuda_state *st = rl_cuda_st(ctx);
     cublasOperation_t ta = p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -180,23 +91,21 @@ static int plan_build(rl_ctx *ctx, rl_cuda_matmul_plan *p, const tune_call *tune
     };
     for (int i = 0; i < 5 && s == CUBLAS_STATUS_SUCCESS; i++)
         s = cublasLtMatmulPreferenceSetAttribute(pref, aligns[i].attr, &aligns[i].value, sizeof aligns[i].value);
-    cublasLtMatmulHeuristicResult_t results[TUNE_CANDIDATES];
+    cublasLtMatmulHeuristicResult_t result;
     int n_results = 0;
-    int want = tune ? TUNE_CANDIDATES : 1;
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulAlgoGetHeuristic(st->lt, p->desc, p->la, p->lb, p->ld, p->ld, pref, want, results,
+        s = cublasLtMatmulAlgoGetHeuristic(st->lt, p->desc, p->la, p->lb, p->ld, p->ld, pref, 1, &result,
                                            &n_results);
     cublasLtMatmulPreferenceDestroy(pref);
     CUBLAS_CHECK(s);
     if (n_results == 0)
         return rl_err_set(&ctx->err, "cuBLASLt: no algorithm for %dx%dx%d (transa %d transb %d)", p->rows,
                           p->cols, p->inner, p->trans_a, p->trans_b);
-    p->algo = results[0].algo;
-    if (tune && n_results > 1) return plan_tune(ctx, p, results, n_results, tune);
+    p->algo = result.algo;
     return 0;
 }
 
-static rl_cuda_matmul_plan *plan_get(rl_ctx *ctx, const rl_cuda_matmul_plan *key, const tune_call *tune)
+static rl_cuda_matmul_plan *plan_get(rl_ctx *ctx, const rl_cuda_matmul_plan *key)
 {
     rl_cuda_state *st = rl_cuda_st(ctx);
     for (int i = 0; i < st->n_plans; i++) {
@@ -224,7 +133,7 @@ static rl_cuda_matmul_plan *plan_get(rl_ctx *ctx, const rl_cuda_matmul_plan *key
     *p = *key;
     p->desc = NULL;
     p->la = p->lb = p->ld = NULL;
-    if (plan_build(ctx, p, tune) != 0) {
+    if (plan_build(ctx, p) != 0) {
         plan_destroy(p);
         memset(p, 0, sizeof *p);
         return NULL;
@@ -266,14 +175,7 @@ int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int 
     if (!c) c = d;
     key.align_d = ptr_align(d) < ptr_align(c) ? ptr_align(d) : ptr_align(c);
     key.align_bias = bias ? ptr_align(bias) : 0;
-    /* timed candidates only where rerunning the product leaves the result as one run does,
-     * outside graph capture and outside the deterministic mode */
-    tune_call call = {&alpha, &beta, a, b, c, bias, d};
-    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-    CUDA_CHECK(cudaStreamIsCapturing(st->stream, &capturing));
-    int tune = !ctx->deterministic && cols <= TUNE_MAX_ROWS && key.ab_type == CUDA_R_16BF &&
-               (beta == 0.0f || c != d) && capturing == cudaStreamCaptureStatusNone;
-    rl_cuda_matmul_plan *p = plan_get(ctx, &key, tune ? &call : NULL);
+    rl_cuda_matmul_plan *p = plan_get(ctx, &key);
     if (!p) return -1;
     if (bias)
         CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
