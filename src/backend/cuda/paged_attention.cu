@@ -281,7 +281,10 @@ static int run_split(rl_ctx *ctx, pa_args_t<T> a, int n_seqs, int rows_bound, in
     a.row_tile = rt;
     a.n_qtiles = (rows_bound + rt - 1) / rt;
     long base = (long)n_seqs * a.n_qtiles * a.n_kv_heads;
-    long target = 4L * rl_cuda_st(ctx)->n_sms;
+    /* two blocks of work per multiprocessor: a decode step of 64 sequences (512 groups) runs
+     * unsplit, one wave of the tensor-core kernel's small blocks (at 4 per SM the splits and
+     * their merge cost more than they spread) */
+    long target = 2L * rl_cuda_st(ctx)->n_sms;
     long by_len = ((long)(max_seqlen_k + PA_TK - 1) / PA_TK + PA_MIN_TILES - 1) / PA_MIN_TILES;
     long splits = base >= target ? 1 : (target + base - 1) / base;
     if (splits > by_len) splits = by_len;
