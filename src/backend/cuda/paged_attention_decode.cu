@@ -3,9 +3,9 @@
  * (paged_attention.cuh has the rows, the splits and the partial layout).
  *
  * Decode reads each cached key and value once and does almost no arithmetic per byte, so what
- * matters is keeping enough loads in flight with few instructions. A block (W warps: 4 for a
- * grid of fewer blocks than SMs, as at batch 1; else 2, so that 4 blocks fit an SM and a
- * 64-sequence decode step runs in one wave) owns one (sequence, row tile, kv head, split); each
+ * matters is keeping enough loads in flight with few instructions. A block (W warps: 2 where
+ * the groups fill the GPU, pa_many_groups, so that 4 blocks fit an SM and a 64-sequence decode
+ * step runs in one wave; else 4, as at batch 1) owns one (sequence, row tile, kv head, split); each
  * warp is an independent flash-decoding worker over its share of the split's keys (keys
  * 16w .. 16w + 15 of every 16W keys): it gathers its 16 keys and values through the block
  * table into its own shared-memory stages with cp.async, S deep (3), and runs S = Q K^T and
@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(W * 32) paged_decode_mma_kernel(pa_args a)
         return;
     }
     int n_sp, tps;
-    split_range(len_k, a.max_splits, &n_sp, &tps);
+    split_range(len_k, a.max_splits, a.min_tiles, &n_sp, &tps);
     if (sp >= n_sp) return;
     int shift = len_k - len_q;
     int k_begin = sp * tps * PA_TK;
@@ -255,9 +255,9 @@ static int launch_dec(rl_ctx *ctx, const pa_args *a, dim3 grid)
 int rl_cuda_paged_decode_mma(rl_ctx *ctx, const pa_args *a, int n_seqs)
 {
     dim3 grid((unsigned)(n_seqs * a->n_qtiles), (unsigned)a->n_kv_heads, (unsigned)a->max_splits);
-    /* a grid of at least one block per SM: 2-warp blocks (52 KB at head_dim 128, 4 per SM:
-     * 64 sequences x 8 kv heads in one wave); fewer blocks (batch 1): 4 warps each */
-    int many = (long)grid.x * grid.y * grid.z >= rl_cuda_st(ctx)->n_sms;
+    /* many groups: 2-warp blocks (52 KB at head_dim 128, 4 per SM: 64 sequences x 8 kv heads
+     * in one wave); fewer (batch 1): 4 warps each */
+    int many = pa_many_groups(ctx, (long)grid.x * grid.y);
     if (a->head_dim == 64) return many ? launch_dec<64, 2, 3>(ctx, a, grid) : launch_dec<64, 4, 3>(ctx, a, grid);
     return many ? launch_dec<128, 2, 3>(ctx, a, grid) : launch_dec<128, 4, 3>(ctx, a, grid);
 }
