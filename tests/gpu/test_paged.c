@@ -4,7 +4,7 @@
  * lengths that are not multiples of them, GQA groups 1 to 4, head_dim 16 to 128, decode rows,
  * chunked prefill against cached blocks, inactive rows, one long sequence split across many
  * blocks, max_seqlen_k far above the longest as a captured step passes it, shared-prefix runs
- * of decode rows),
+ * of decode rows, enough sequences to fill the GPU: 2-warp blocks, only long rows split),
  * rl_qk_norm_rope_cache_fwd (from one fused q|k|v row and from separate rows, with and without
  * the head norms, padding slots; q and the written keys bf16, tolerance 2e-2 against the CPU's
  * fp32; values exact), rl_gather_rows and rl_decode_advance (exact).
@@ -182,6 +182,19 @@ Test(gpu_paged, decode_full_batch_no_split)
     pcase pc = decode_case(64, 300, 0, 2);
     pc.n_heads = 16, pc.n_kv_heads = 8, pc.head_dim = 128, pc.block_size = 32;
     run_case(&pc, 104);
+}
+
+Test(gpu_paged, decode_many_sequences_two_warp_blocks_hd64)
+{
+    /* 64 x 8 groups fill the GPU (pa_many_groups): 2-warp blocks (steps of 32 keys), splits of
+     * at least 8 tiles, so only the rows longer than 512 keys split (cap far above the longest);
+     * head_dim 64, awkward block size, inactive rows; then the same without a cap (no splits) */
+    pcase pc = decode_case(64, 1500, 7, 6);
+    pc.n_heads = 16, pc.n_kv_heads = 8, pc.head_dim = 64, pc.block_size = 5, pc.cap_k = 4096;
+    run_case(&pc, 116);
+    pcase b = decode_case(64, 200, 0, 7);
+    b.n_heads = 16, b.n_kv_heads = 8, b.head_dim = 64, b.block_size = 16;
+    run_case(&b, 117);
 }
 
 Test(gpu_paged, decode_group_of_three_hd64)

@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(PA_THREADS) paged_attn_split_kernel(pa_args_t<
         return;
     }
     int n_sp, tps;
-    split_range(len_k, a.max_splits, &n_sp, &tps);
+    split_range(len_k, a.max_splits, a.min_tiles, &n_sp, &tps);
     if (sp >= n_sp) return;
 
     float *qs = (float *)smem_raw;                      /* [RT][D] */
@@ -282,7 +282,10 @@ static int run_split(rl_ctx *ctx, pa_args_t<T> a, int n_seqs, int rows_bound, in
     a.n_qtiles = (rows_bound + rt - 1) / rt;
     long base = (long)n_seqs * a.n_qtiles * a.n_kv_heads;
     long target = 4L * rl_cuda_st(ctx)->n_sms;
-    long by_len = ((long)(max_seqlen_k + PA_TK - 1) / PA_TK + PA_MIN_TILES - 1) / PA_MIN_TILES;
+    /* many groups (pa_many_groups): only long sequences use the splits (a 64-sequence step of
+     * a few hundred keys runs unsplit) */
+    a.min_tiles = pa_many_groups(ctx, base) ? PA_LONG_TILES : PA_MIN_TILES;
+    long by_len = ((long)(max_seqlen_k + PA_TK - 1) / PA_TK + a.min_tiles - 1) / a.min_tiles;
     long splits = base >= target ? 1 : (target + base - 1) / base;
     if (splits > by_len) splits = by_len;
     if (base > RL_CUDA_SPLIT_COUNTERS) splits = 1; /* no counter for every group: one split */

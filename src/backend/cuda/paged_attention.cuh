@@ -18,6 +18,7 @@
 
 #define PA_TK 64          /* keys per tile: the unit splits are made of */
 #define PA_MIN_TILES 2    /* a split takes at least this many tiles */
+#define PA_LONG_TILES 8   /* ... and this many where the groups fill the GPU (pa_many_groups) */
 #define PA_MAX_SPLITS 64
 #define PA_SMALL_ROWS 16  /* rows a split-KV block holds; longer chunks go to the prefill kernel */
 
@@ -31,6 +32,7 @@ struct pa_args_t {
     const int32_t *tables, *cu_q, *seqlens_k;
     int n_heads, n_kv_heads, head_dim, group;
     int n_qtiles, row_tile, max_splits, max_rows; /* sequences with more packed rows are not these kernels' */
+    int min_tiles; /* tiles a split takes at least (PA_MIN_TILES or PA_LONG_TILES) */
     float scale_log2;
     float *part_o, *part_ml; /* [max_splits][n_slots][head_dim], [max_splits][n_slots][2]; NULL: no splits */
     int n_slots;
@@ -38,8 +40,17 @@ struct pa_args_t {
 };
 typedef pa_args_t<bf16> pa_args;
 
-/* The splits of a sequence with len_k keys: n_splits ranges of tiles_per_split tiles. */
-__device__ __forceinline__ void split_range(int len_k, int max_splits, int *n_splits, int *tiles_per_split)
+/* Two or more (sequence, row tile, kv head) groups per SM (a decode step of 33+ sequences of
+ * Qwen3-0.6B's 8 kv heads): the groups fill the GPU without splits, so only long sequences are
+ * split (PA_LONG_TILES tiles a split at least: the splits' merge costs more than it spreads at
+ * a few hundred keys), and the tensor-core kernel runs 2-warp blocks (4 per SM: one wave for 64
+ * sequences). Fewer groups (batch 1): splits of PA_MIN_TILES tiles, 4-warp blocks. */
+static inline int pa_many_groups(rl_ctx *ctx, long groups) { return groups >= 2L * rl_cuda_st(ctx)->n_sms; }
+
+/* The splits of a sequence with len_k keys: n_splits ranges of tiles_per_split tiles (each at
+ * least min_tiles, as far as max_splits allows). */
+__device__ __forceinline__ void split_range(int len_k, int max_splits, int min_tiles, int *n_splits,
+                                            int *tiles_per_split)
 {
     int n_tiles = (len_k + PA_TK - 1) / PA_TK;
     if (n_tiles <= 0) {
@@ -47,7 +58,7 @@ __device__ __forceinline__ void split_range(int len_k, int max_splits, int *n_sp
         *tiles_per_split = 0;
         return;
     }
-    int want = min(max_splits, (n_tiles + PA_MIN_TILES - 1) / PA_MIN_TILES);
+    int want = min(max_splits, (n_tiles + min_tiles - 1) / min_tiles);
     int tps = (n_tiles + want - 1) / want;
     *n_splits = (n_tiles + tps - 1) / tps;
     *tiles_per_split = tps;

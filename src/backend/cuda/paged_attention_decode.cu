@@ -3,13 +3,15 @@
  * (paged_attention.cuh has the rows, the splits and the partial layout).
  *
  * Decode reads each cached key and value once and does almost no arithmetic per byte, so what
- * matters is keeping enough loads in flight with few instructions. A block (4 warps) owns one
- * (sequence, row tile, kv head, split); each warp is an independent flash-decoding worker over
- * its share of the split's keys (keys 16w .. 16w + 15 of every 64-key tile): it gathers its 16
- * keys and values through the block table into its own shared-memory stages with cp.async,
- * STAGES deep, and runs S = Q K^T and O += P V on tensor cores (mma.sync m16n8k16, the 16 rows
- * of the tile as M; Q fragments stay in registers), with its own online softmax in the exp2
- * domain. No barrier between warps until the end, where the four (m, l, O) are merged in shared
+ * matters is keeping enough loads in flight with few instructions. A block (W warps: 2 where
+ * the groups fill the GPU, pa_many_groups, so that 4 blocks fit an SM and a 64-sequence decode
+ * step runs in one wave; else 4, as at batch 1) owns one (sequence, row tile, kv head, split); each
+ * warp is an independent flash-decoding worker over its share of the split's keys (keys
+ * 16w .. 16w + 15 of every 16W keys): it gathers its 16 keys and values through the block
+ * table into its own shared-memory stages with cp.async, S deep (3), and runs S = Q K^T and
+ * O += P V on tensor cores (mma.sync m16n8k16, the 16 rows of the tile as M; Q fragments stay
+ * in registers), with its own online softmax in the exp2 domain. No barrier between warps until
+ * the end, where the W (m, l, O) are merged in shared
  * memory (out = sum_w 2^(m_w - m) O_w / sum_w 2^(m_w - m) l_w) and written (or written as the
  * split's partial, merged by the group's last block: pa_finish_split). Lane l of a warp looks up the block of key l (l < 16), and the row bases
  * are passed around by shuffles, so each tile costs one table read per key. The lengths and
@@ -18,15 +20,13 @@
 #include "backend/cuda/mma.cuh"
 #include "backend/cuda/paged_attention.cuh"
 
-#define DEC_WARPS 4
-#define DEC_THREADS (DEC_WARPS * 32)
-#define DEC_KEYS 16 /* keys per warp per tile */
-#define DEC_STAGES 3
+#define DEC_KEYS 16 /* keys per warp per step */
 
-template <int D>
+/* W warps, S stages per warp */
+template <int D, int W, int S>
 struct dec_smem {
     bf16 q[16 * D];
-    bf16 kv[DEC_WARPS][DEC_STAGES][2][DEC_KEYS * D]; /* per warp, per stage: K then V */
+    bf16 kv[W][S][2][DEC_KEYS * D]; /* per warp, per stage: K then V */
 };
 
 /* Where lane l < 16's key key0 + l starts in the pool (-1: at or past key_end, zero-filled). */
@@ -67,11 +67,12 @@ __device__ __forceinline__ void dec_load(bf16 *ks, bf16 *vs, const pa_args &a, c
     dec_copy<D>(ks, vs, a, dec_offset<D>(a, table, g, key0, key_end, lane), lane);
 }
 
-template <int D>
-__global__ void __launch_bounds__(DEC_THREADS) paged_decode_mma_kernel(pa_args a)
+template <int D, int W, int S>
+__global__ void __launch_bounds__(W * 32) paged_decode_mma_kernel(pa_args a)
 {
+    constexpr int DEC_WARPS = W, DEC_THREADS = W * 32, DEC_STAGES = S, STEP = W * DEC_KEYS;
     extern __shared__ __align__(128) unsigned char smem_raw[];
-    dec_smem<D> &sm = *(dec_smem<D> *)smem_raw;
+    dec_smem<D, W, S> &sm = *(dec_smem<D, W, S> *)smem_raw;
     int s = blockIdx.x / a.n_qtiles, qt = blockIdx.x % a.n_qtiles, g = blockIdx.y, sp = blockIdx.z;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     /* Before the wait on the previous kernel (which writes q and this step's keys and values):
@@ -91,17 +92,17 @@ __global__ void __launch_bounds__(DEC_THREADS) paged_decode_mma_kernel(pa_args a
         return;
     }
     int n_sp, tps;
-    split_range(len_k, a.max_splits, &n_sp, &tps);
+    split_range(len_k, a.max_splits, a.min_tiles, &n_sp, &tps);
     if (sp >= n_sp) return;
     int shift = len_k - len_q;
     int k_begin = sp * tps * PA_TK;
     int k_end = min(min(len_k, (sp + 1) * tps * PA_TK), shift + (r0 + nr - 1) / a.group + 1);
-    int n_tiles = k_end > k_begin ? (k_end - k_begin + PA_TK - 1) / PA_TK : 0;
+    int n_tiles = k_end > k_begin ? (k_end - k_begin + STEP - 1) / STEP : 0; /* steps of W x 16 keys */
     const int32_t *table = a.tables + (size_t)s * a.max_blocks;
     long long first_off[DEC_STAGES - 1];
 #pragma unroll
     for (int st = 0; st < DEC_STAGES - 1; st++)
-        first_off[st] = st < n_tiles ? dec_offset<D>(a, table, g, k_begin + st * PA_TK + warp * DEC_KEYS, k_end, lane)
+        first_off[st] = st < n_tiles ? dec_offset<D>(a, table, g, k_begin + st * STEP + warp * DEC_KEYS, k_end, lane)
                                      : -1;
     rl_pdl_begin();
 
@@ -145,7 +146,7 @@ __global__ void __launch_bounds__(DEC_THREADS) paged_decode_mma_kernel(pa_args a
         int next = t + DEC_STAGES - 1;
         if (next < n_tiles) {
             int st = next % DEC_STAGES;
-            dec_load<D>(sm.kv[warp][st][0], sm.kv[warp][st][1], a, table, g, k_begin + next * PA_TK + warp * DEC_KEYS,
+            dec_load<D>(sm.kv[warp][st][0], sm.kv[warp][st][1], a, table, g, k_begin + next * STEP + warp * DEC_KEYS,
                         k_end, lane);
         }
         cp_async_commit();
@@ -154,7 +155,7 @@ __global__ void __launch_bounds__(DEC_THREADS) paged_decode_mma_kernel(pa_args a
 #pragma unroll
         for (int nt = 0; nt < 2; nt++) sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
         mma_a_regs_tile_t<D, 2>(sc, qf, kt);
-        int key0 = k_begin + t * PA_TK + warp * DEC_KEYS;
+        int key0 = k_begin + t * STEP + warp * DEC_KEYS;
 #pragma unroll
         for (int half = 0; half < 2; half++) {
             float mx = m_r[half];
@@ -240,21 +241,23 @@ __global__ void __launch_bounds__(DEC_THREADS) paged_decode_mma_kernel(pa_args a
     if (!direct) pa_finish_split(a, qb, g, r0, nr, n_sp);
 }
 
+template <int D, int W, int S>
+static int launch_dec(rl_ctx *ctx, const pa_args *a, dim3 grid)
+{
+    size_t smem = sizeof(dec_smem<D, W, S>);
+    CUDA_CHECK(cudaFuncSetAttribute(paged_decode_mma_kernel<D, W, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)smem));
+    CUDA_CHECK(rl_launch_pdl(paged_decode_mma_kernel<D, W, S>, grid, dim3(W * 32), smem, rl_cuda_st(ctx)->stream, *a));
+    LAUNCH_CHECK();
+    return 0;
+}
+
 int rl_cuda_paged_decode_mma(rl_ctx *ctx, const pa_args *a, int n_seqs)
 {
     dim3 grid((unsigned)(n_seqs * a->n_qtiles), (unsigned)a->n_kv_heads, (unsigned)a->max_splits);
-    cudaStream_t st = rl_cuda_st(ctx)->stream;
-    if (a->head_dim == 64) {
-        size_t smem = sizeof(dec_smem<64>);
-        CUDA_CHECK(cudaFuncSetAttribute(paged_decode_mma_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)smem));
-        CUDA_CHECK(rl_launch_pdl(paged_decode_mma_kernel<64>, grid, dim3(DEC_THREADS), smem, st, *a));
-    } else {
-        size_t smem = sizeof(dec_smem<128>);
-        CUDA_CHECK(cudaFuncSetAttribute(paged_decode_mma_kernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)smem));
-        CUDA_CHECK(rl_launch_pdl(paged_decode_mma_kernel<128>, grid, dim3(DEC_THREADS), smem, st, *a));
-    }
-    LAUNCH_CHECK();
-    return 0;
+    /* many groups: 2-warp blocks (52 KB at head_dim 128, 4 per SM: 64 sequences x 8 kv heads
+     * in one wave); fewer (batch 1): 4 warps each */
+    int many = pa_many_groups(ctx, (long)grid.x * grid.y);
+    if (a->head_dim == 64) return many ? launch_dec<64, 2, 3>(ctx, a, grid) : launch_dec<64, 4, 3>(ctx, a, grid);
+    return many ? launch_dec<128, 2, 3>(ctx, a, grid) : launch_dec<128, 4, 3>(ctx, a, grid);
 }

@@ -4,7 +4,8 @@
  *   dx = r * g - x * r^3 * mean(g * x)      dweight += sum over rows of dout * x * r
  * Fast path (dim a multiple of 8, at most VEC_MAX_DIM, 16-byte aligned tensors: every hidden
  * and head-dim norm of the models): one warp per row with 16-byte loads, so that the many short
- * rows of the q/k head norms (T * heads rows of head_dim) keep every lane busy. The backward
+ * rows of the q/k head norms (T * heads rows of head_dim) keep every lane busy; the forward
+ * loads the row and the weight together, in blocks of 2 warps when there are few rows. The backward
  * runs a grid of a few blocks per multiprocessor; each warp strides over rows keeping its
  * dweight partial sums in registers (columns lane*8.. + 256 k), the block adds its warps' sums
  * in shared memory and then to dweight with one atomicAdd per column.
@@ -16,6 +17,7 @@
 #define THREADS 256
 #define ROWS_PER_BLOCK 32
 #define VEC_WARPS 8                 /* warps per block on the fast path */
+#define VEC_FEW_WARPS 2             /* forward with fewer than VEC_WARPS rows per multiprocessor */
 #define VEC_MAX_CHUNKS 8            /* 8-element chunks per lane */
 #define VEC_MAX_DIM (32 * 8 * VEC_MAX_CHUNKS)
 #define VEC_BLOCKS_PER_SM 2         /* backward grid */
@@ -37,19 +39,27 @@ __global__ void rmsnorm_fwd_vec_kernel(bf16 *out, float *rstd, const bf16 *x, co
                                        int dim, float eps)
 {
     rl_pdl_begin();
-    int row = blockIdx.x * VEC_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= n_rows) return;
     int n_chunks = dim >> 3;
     const uint4 *xr = (const uint4 *)(x + (size_t)row * dim);
     const uint4 *wr = (const uint4 *)weight;
-    uint4 xu[C];
+    uint4 xu[C], wu[C];
+    /* the row and the weight requested together: one memory round trip before the sum */
+#pragma unroll
+    for (int k = 0; k < C; k++) {
+        int c = lane + 32 * k;
+        if (c < n_chunks) {
+            xu[k] = xr[c];
+            wu[k] = wr[c];
+        }
+    }
     float ss = 0.0f;
 #pragma unroll
     for (int k = 0; k < C; k++) {
         int c = lane + 32 * k;
         if (c < n_chunks) {
             float v[8];
-            xu[k] = xr[c];
             rl_unpack_bf16x8(xu[k], v);
 #pragma unroll
             for (int j = 0; j < 8; j++) ss += v[j] * v[j];
@@ -65,7 +75,7 @@ __global__ void rmsnorm_fwd_vec_kernel(bf16 *out, float *rstd, const bf16 *x, co
         if (c < n_chunks) {
             float v[8], w[8];
             rl_unpack_bf16x8(xu[k], v);
-            rl_unpack_bf16x8(wr[c], w);
+            rl_unpack_bf16x8(wu[k], w);
 #pragma unroll
             for (int j = 0; j < 8; j++) v[j] = v[j] * r * w[j];
             o[c] = pack8(v);
@@ -220,15 +230,19 @@ extern "C" int rl_cuda_rmsnorm_fwd(rl_ctx *ctx, void *out, float *rstd, const vo
         return 0;
     }
     int chunks = vec_chunks(dim, out, x, weight, x);
-    unsigned blocks = (unsigned)((n_rows + VEC_WARPS - 1) / VEC_WARPS);
+    /* few rows (a decode step's hidden norms: 64 rows made 8 blocks): small blocks, so the rows
+     * spread over as many multiprocessors as there are rows */
+    int warps = n_rows >= VEC_WARPS * rl_cuda_st(ctx)->n_sms ? VEC_WARPS : VEC_FEW_WARPS;
+    unsigned blocks = (unsigned)((n_rows + warps - 1) / warps);
+    dim3 tpb(32 * warps);
     bf16 *o = (bf16 *)out;
     const bf16 *xi = (const bf16 *)x, *w = (const bf16 *)weight;
     cudaError_t e = cudaSuccess;
     switch (chunks) {
-    case 1: e = rl_launch_pdl(rmsnorm_fwd_vec_kernel<1>, dim3(blocks), dim3(32 * VEC_WARPS), 0, st, o, rstd, xi, w, n_rows, dim, eps); break;
-    case 2: e = rl_launch_pdl(rmsnorm_fwd_vec_kernel<2>, dim3(blocks), dim3(32 * VEC_WARPS), 0, st, o, rstd, xi, w, n_rows, dim, eps); break;
-    case 4: e = rl_launch_pdl(rmsnorm_fwd_vec_kernel<4>, dim3(blocks), dim3(32 * VEC_WARPS), 0, st, o, rstd, xi, w, n_rows, dim, eps); break;
-    case 8: e = rl_launch_pdl(rmsnorm_fwd_vec_kernel<8>, dim3(blocks), dim3(32 * VEC_WARPS), 0, st, o, rstd, xi, w, n_rows, dim, eps); break;
+    case 1: e = rl_launch_pdl(rmsnorm_fwd_vec_kernel<1>, dim3(blocks), tpb, 0, st, o, rstd, xi, w, n_rows, dim, eps); break;
+    case 2: e = rl_launch_pdl(rmsnorm_fwd_vec_kernel<2>, dim3(blocks), tpb, 0, st, o, rstd, xi, w, n_rows, dim, eps); break;
+    case 4: e = rl_launch_pdl(rmsnorm_fwd_vec_kernel<4>, dim3(blocks), tpb, 0, st, o, rstd, xi, w, n_rows, dim, eps); break;
+    case 8: e = rl_launch_pdl(rmsnorm_fwd_vec_kernel<8>, dim3(blocks), tpb, 0, st, o, rstd, xi, w, n_rows, dim, eps); break;
     default: rmsnorm_fwd_kernel<bf16><<<n_rows, THREADS, 0, st>>>(o, rstd, xi, w, dim, eps);
     }
     CUDA_CHECK(e);

@@ -7,7 +7,9 @@
  * double:
  *  1. stats (every row): the vocabulary is cut into chunks of SAMPLE_CHUNK ids, one block
  *     each, so that even one row reads at the whole GPU's bandwidth. A block keeps its chunk
- *     in registers and writes the chunk's max, its first argmax and sum exp(z - chunk max).
+ *     in registers and writes the chunk's max, its first argmax and sum exp(z - chunk max)
+ *     (each exp in fp32, within 2 ulp, the sum in double: a chunk's mass to ~1e-7, which moves
+ *     a draw only at a knife edge, like the rounding below).
  *  2. pick (one block per row): the chunk stats give zmax, argmax and the total
  *     sum_c sum_c * exp(zmax_c - zmax), so logsumexp without another pass (warp 0 reads the
  *     stats and takes the exps one chunk per lane, then adds them in chunk order). Greedy takes the
@@ -29,9 +31,9 @@
  *     scans the warp totals, and the warp whose range holds the crossing walks it 32 ids at a
  *     time with a warp prefix sum.
  * logp = z[token] - logsumexp(z) over the whole vocabulary (greedy: temperature 1).
- * e is computed by exp_nonpos (a branch-free double exp within 2 ulp, several times cheaper
- * than the library's; the stats pass is bound by it): the CPU's glibc exp and it differ in the
- * last bits only, which moves a draw only at a knife edge. */
+ * In the pick, e is computed by exp_nonpos (a branch-free double exp within 2 ulp, several
+ * times cheaper than the library's): the CPU's glibc exp and it differ in the last bits only,
+ * which moves a draw only at a knife edge. */
 #include "backend/cuda/common.cuh"
 
 #include <limits.h>
@@ -153,11 +155,15 @@ __global__ void __launch_bounds__(STATS_THREADS) sample_stats_kernel(chunk_stat 
     bz = sh_z[0];
     bi = sh_i[0];
     for (int w = 1; w < STATS_THREADS / 32; w++) better(bz, bi, sh_z[w], sh_i[w]);
+    /* fp32 exps (expf: within 2 ulp) summed in double: this pass reads every logit, and its
+     * double exps made it compute-bound (65 us of a 64-row decode step, 39 MB read) */
     double sum = 0.0;
     if (bz != -INFINITY) {
 #pragma unroll
-        for (int k = 0; k < STATS_PER_THREAD; k++)
-            if (lo + tid + k * STATS_THREADS < hi) sum += exp_nonpos((double)z[k] - bz);
+        for (int k = 0; k < STATS_PER_THREAD; k++) {
+            float d = z[k] - bz;
+            if (lo + tid + k * STATS_THREADS < hi && d >= -708.0f) sum += (double)expf(d);
+        }
     }
     sum = rl_block_sum_d(sum);
     if (tid == 0) stats[(size_t)row * n_chunks + c] = chunk_stat{bz, bi, sum};
