@@ -34,6 +34,7 @@
  * 8; n_heads / n_kv_heads <= 8. seqlens_k 0 marks an inactive (padding) sequence: its rows are
  * zeros, its q_out rows are still written (as the two ops write them). */
 #include <cooperative_groups.h>
+#include <stdlib.h>
 
 #include "backend/cuda/common.cuh"
 
@@ -326,11 +327,20 @@ static int b1_launch(rl_ctx *ctx, const b1_args &a, int n_seqs)
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     attr[1].id = cudaLaunchAttributeClusterDimension;
-    attr[1].val.clusterDim.x = B1_CLUSTER;
+    /* MEASUREMENT ONLY (removed before merge): RLC_B1_CLUSTER picks the cluster size */
+    static int cl = 0;
+    if (!cl) {
+        const char *e = getenv("RLC_B1_CLUSTER");
+        cl = e ? atoi(e) : B1_CLUSTER;
+        if (cl < 1 || cl > 16) cl = B1_CLUSTER;
+    }
+    if (cl > 8)
+        CUDA_CHECK(cudaFuncSetAttribute(qk_rope_attn_b1_kernel<D, GM>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    attr[1].val.clusterDim.x = cl;
     attr[1].val.clusterDim.y = 1;
     attr[1].val.clusterDim.z = 1;
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(B1_CLUSTER, (unsigned)a.n_kv_heads, (unsigned)n_seqs);
+    cfg.gridDim = dim3(cl, (unsigned)a.n_kv_heads, (unsigned)n_seqs);
     cfg.blockDim = dim3(B1_THREADS);
     cfg.dynamicSmemBytes = 0;
     cfg.stream = rl_cuda_st(ctx)->stream;
