@@ -426,30 +426,6 @@ static int check_qk_norm_rope_attention_fwd(rl_ctx *ctx, void *out, void *q_out,
     return 0;
 }
 
-static int check_rmsnorm_qkv_attention_fwd(rl_ctx *ctx, void *out, void *q_out, void *qkv, void *xn, float *rstd,
-                                           const rl_paged_kv *kv, const void *x, const void *norm_weight,
-                                           const void *weight, const void *bias, int hidden, const void *q_norm,
-                                           const void *k_norm, float eps, const int32_t *positions,
-                                           const float *inv_freq, const int32_t *slots, int n_tokens,
-                                           const int32_t *cu_seqlens_q, const int32_t *seqlens_k, int n_seqs,
-                                           int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads,
-                                           int head_dim, float scale)
-{
-    AT_LEAST(n_heads, 1);
-    AT_LEAST(n_kv_heads, 1);
-    AT_LEAST(head_dim, 1);
-    size_t row = (size_t)(n_heads + 2 * n_kv_heads) * head_dim;
-    if (check_rmsnorm_matmul_fwd(ctx, qkv, xn, rstd, x, norm_weight, eps, weight, bias, n_tokens, (int)row, hidden))
-        return -1;
-    const char *q = qkv;
-    size_t esize = rl_dtype_size(ctx->act_dtype);
-    return check_qk_norm_rope_attention_fwd(ctx, out, q_out, kv, q, q ? q + (size_t)n_heads * head_dim * esize : NULL,
-                                            q ? q + (size_t)(n_heads + n_kv_heads) * head_dim * esize : NULL, row, row,
-                                            q_norm, k_norm, eps, positions, inv_freq, slots, n_tokens, cu_seqlens_q,
-                                            seqlens_k, n_seqs, max_seqlen_q, max_seqlen_k, n_heads, n_kv_heads,
-                                            head_dim, scale);
-}
-
 static int check_gather_rows(rl_ctx *ctx, void *out, const void *in, const int32_t *rows, int n_rows, int dim)
 {
     AT_LEAST(n_rows, 0);

@@ -322,22 +322,6 @@ RL_OPDEF(qk_norm_rope_attention_fwd, (rl_ctx *ctx, void *out, void *q_out, const
          (ctx, out, q_out, kv, q, k, v, q_stride, kv_stride, q_norm, k_norm, eps, positions, inv_freq, slots,
           n_tokens, cu_seqlens_q, seqlens_k, n_seqs, max_seqlen_q, max_seqlen_k, n_heads, n_kv_heads, head_dim,
           scale))
-/* The whole attention half of a layer's generation step before o_proj: rl_rmsnorm_matmul_fwd
- * (qkv [n_tokens, (n_heads + 2 n_kv_heads) * head_dim] = rmsnorm(x) weight^T (+ bias), xn
- * [n_tokens, hidden], rstd) then rl_qk_norm_rope_attention_fwd on the q|k|v rows of qkv, with
- * eps for both norms. The CPU op runs the two and writes qkv, xn and rstd; the CUDA backend runs
- * one kernel for a decode step of ONE sequence (the qkv rows computed inside it, so qkv, xn and
- * rstd are then not written: pass scratch), else the two. */
-RL_OPDEF(rmsnorm_qkv_attention_fwd, (rl_ctx *ctx, void *out, void *q_out, void *qkv, void *xn, float *rstd,
-                                     const rl_paged_kv *kv, const void *x, const void *norm_weight, const void *weight,
-                                     const void *bias, int hidden, const void *q_norm, const void *k_norm, float eps,
-                                     const int32_t *positions, const float *inv_freq, const int32_t *slots,
-                                     int n_tokens, const int32_t *cu_seqlens_q, const int32_t *seqlens_k, int n_seqs,
-                                     int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads, int head_dim,
-                                     float scale),
-         (ctx, out, q_out, qkv, xn, rstd, kv, x, norm_weight, weight, bias, hidden, q_norm, k_norm, eps, positions,
-          inv_freq, slots, n_tokens, cu_seqlens_q, seqlens_k, n_seqs, max_seqlen_q, max_seqlen_k, n_heads,
-          n_kv_heads, head_dim, scale))
 /* out[i] = in[rows[i]] for i < n_rows (rows of dim act-dtype elements; rows may repeat). */
 RL_OPDEF(gather_rows, (rl_ctx *ctx, void *out, const void *in, const int32_t *rows, int n_rows, int dim),
          (ctx, out, in, rows, n_rows, dim))

@@ -152,10 +152,9 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
     void *q = c->qk_norm ? s->q_raw : s->q;
     void *k = c->qk_norm ? s->k_raw : s->k;
     int fused = a->qkv && !ctx->deterministic;
-    int one_op = fused && fold && b->pool; /* norm, q|k|v product and attention: one op (paged step) */
     if (fused) {
-        if (!one_op && norm_product(m, fold, a->qkv, s->xn1, s->rstd1, x, W->attn_norm, W->q, SIZE_MAX, T,
-                                    (H + 2 * KV) * hd, err))
+        if (norm_product(m, fold, a->qkv, s->xn1, s->rstd1, x, W->attn_norm, W->q, SIZE_MAX, T, (H + 2 * KV) * hd,
+                         err))
             return -1;
     } else {
         if (norm_product(m, fold, q, s->xn1, s->rstd1, x, W->attn_norm, W->q, W->q_bias, T, H * hd, err)) return -1;
@@ -178,13 +177,6 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
             RL_TRY_OP(ctx, err, rl_kv_cache_write(ctx, &kv, s->k, s->v, pb->slots, T, KV, hd));
             RL_TRY_OP(ctx, err, rl_paged_attention_fwd(ctx, s->attn, s->q, &kv, pb->cu_seqlens_q, pb->seqlens_k,
                                                        pb->n_seqs, pb->max_seqlen_q, pb->max_seqlen_k, H, KV, hd, scale));
-        } else if (one_op) { /* CUDA: one kernel in a decode step of one sequence */
-            RL_TRY_OP(ctx, err, rl_rmsnorm_qkv_attention_fwd(ctx, s->attn, s->q, a->qkv, s->xn1, s->rstd1, &kv, x,
-                                         weight(m, W->attn_norm), weight(m, W->q), NULL, D,
-                                         c->qk_norm ? weight(m, W->q_norm) : NULL,
-                                         c->qk_norm ? weight(m, W->k_norm) : NULL, (float)c->rms_norm_eps,
-                                         b->positions, m->inv_freq, pb->slots, T, pb->cu_seqlens_q, pb->seqlens_k,
-                                         pb->n_seqs, pb->max_seqlen_q, pb->max_seqlen_k, H, KV, hd, scale));
         } else { /* q/k norm + RoPE + cache write, then the attention: one kernel in a small decode step */
             size_t row = fused ? (size_t)(H + 2 * KV) * hd : 0;
             const char *qs = fused ? a->qkv : q;

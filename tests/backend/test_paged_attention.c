@@ -6,8 +6,7 @@
  * several queries against cached blocks (chunked prefill) and single-query decode rows; an
  * inactive row (seqlens_k 0) gives zeros; padding slots (< 0) are not written; bad tables and
  * lengths are refused; rl_qk_norm_rope_attention_fwd is rl_qk_norm_rope_cache_fwd and the paged
- * attention in a row, bit for bit, and rl_rmsnorm_qkv_attention_fwd that op after
- * rl_rmsnorm_matmul_fwd. */
+ * attention in a row, bit for bit. */
 #include "op_fixture.h"
 
 enum { L = 2, LAYER = 1, H = 6, KV = 2, HD = 20, BS = 5 };
@@ -209,53 +208,6 @@ Test(paged_attention, qk_norm_rope_attention_is_the_two_ops)
                                                     H, KV, HD, 0.3f),
                       "rl_qk_norm_rope_attention_fwd: n_tokens 3 is more than n_seqs 2 x max_seqlen_q 1");
     for (int r = 0; r < 2; r++) free(pool[r]), free(out[r]), free(q_out[r]);
-}
-
-/* rl_rmsnorm_qkv_attention_fwd is rl_rmsnorm_matmul_fwd, then the op above on its rows: the
- * same qkv, xn, rstd, q_out, pool and output, bit for bit. */
-Test(paged_attention, rmsnorm_qkv_attention_is_the_ops_in_a_row)
-{
-    rl_ctx ctx = fx_cpu();
-    enum { HID = 24, NB = 6 };
-    size_t qd = (size_t)H * HD, kd = (size_t)KV * HD, row = qd + 2 * kd, floats = NB * 2 * (size_t)L * BS * kd;
-    float x[2 * HID], nw[HID], w[(H + 2 * KV) * HD * HID], bias[(H + 2 * KV) * HD], qn[HD], kn[HD], inv_freq[HD / 2];
-    tu_fill_uniform(x, 2 * HID, -2, 2, 40);
-    tu_fill_uniform(nw, HID, 0.5f, 1.5f, 41);
-    tu_fill_uniform(w, row * HID, -0.3f, 0.3f, 42);
-    tu_fill_uniform(bias, row, -0.5f, 0.5f, 43);
-    tu_fill_uniform(qn, HD, 0.5f, 1.5f, 44);
-    tu_fill_uniform(kn, HD, 0.5f, 1.5f, 45);
-    for (int i = 0; i < HD / 2; i++) inv_freq[i] = powf(10000.0f, -2.0f * i / HD);
-    int32_t tables[4] = {3, 5, 2, -1}, cu[3] = {0, 1, 2}, seqlens[2] = {9, 2}, positions[2] = {8, 1};
-    int32_t slots[2] = {5 * BS + 3, 2 * BS + 1};
-    float *pool[2], *out[2], *q_out[2], *qkv[2], *xn[2], rstd[2][2];
-    for (int r = 0; r < 2; r++) {
-        pool[r] = malloc(floats * sizeof(float)), out[r] = fx_alloc_poisoned(2 * qd), q_out[r] = fx_alloc_poisoned(2 * qd);
-        qkv[r] = fx_alloc_poisoned(2 * row), xn[r] = fx_alloc_poisoned(2 * HID);
-        tu_fill_uniform(pool[r], floats, -1, 1, 46);
-        rl_paged_kv kv = layer_view(pool[r], NB);
-        kv.block_tables = tables, kv.max_blocks = 2;
-        if (r == 0) {
-            cr_assert_eq(rl_rmsnorm_qkv_attention_fwd(&ctx, out[r], q_out[r], qkv[r], xn[r], rstd[r], &kv, x, nw, w,
-                                                      bias, HID, qn, kn, 1e-6f, positions, inv_freq, slots, 2, cu,
-                                                      seqlens, 2, 1, 10, H, KV, HD, 0.3f),
-                         0, "%s", ctx.err.msg);
-            continue;
-        }
-        cr_assert_eq(rl_rmsnorm_matmul_fwd(&ctx, qkv[r], xn[r], rstd[r], x, nw, 1e-6f, w, bias, 2, (int)row, HID), 0, "%s",
-                     ctx.err.msg);
-        cr_assert_eq(rl_qk_norm_rope_attention_fwd(&ctx, out[r], q_out[r], &kv, qkv[r], qkv[r] + qd, qkv[r] + qd + kd,
-                                                   row, row, qn, kn, 1e-6f, positions, inv_freq, slots, 2, cu, seqlens,
-                                                   2, 1, 10, H, KV, HD, 0.3f),
-                     0, "%s", ctx.err.msg);
-    }
-    cr_assert(!memcmp(qkv[0], qkv[1], 2 * row * sizeof(float)) && !memcmp(xn[0], xn[1], 2 * HID * sizeof(float)) &&
-                  !memcmp(rstd[0], rstd[1], sizeof rstd[0]),
-              "qkv, xn or rstd differ from rl_rmsnorm_matmul_fwd's");
-    cr_assert(!memcmp(q_out[0], q_out[1], 2 * qd * sizeof(float)), "q_out differs");
-    cr_assert(!memcmp(out[0], out[1], 2 * qd * sizeof(float)), "the output differs");
-    cr_assert(!memcmp(pool[0], pool[1], floats * sizeof(float)), "the pool differs");
-    for (int r = 0; r < 2; r++) free(pool[r]), free(out[r]), free(q_out[r]), free(qkv[r]), free(xn[r]);
 }
 
 Test(paged_attention, bad_tables_and_lengths)

@@ -45,7 +45,6 @@ namespace cg = cooperative_groups;
 #define B1_CLUSTER 8  /* blocks per (sequence, kv head); the portable cluster size */
 #define B1_MAX_SEQS 8 /* decode batches up to this many sequences take the kernel */
 #define B1_MAX_GROUP 8
-#define B1_QKV_SMEM (160 * 1024) /* the product's weight rows, xn and outputs, bytes */
 
 typedef struct b1_args {
     bf16 *out, *q_out, *k_pool, *v_pool;
@@ -56,82 +55,7 @@ typedef struct b1_args {
     const float *inv_freq;
     float eps, scale_log2;
     int n_heads, n_kv_heads, group;
-    /* the q|k|v product inside (QKV): input row x [hidden], its RMSNorm weight, the q|k|v
-     * weight [(n_heads + 2 n_kv_heads) * D, hidden] and bias (may be NULL); each block of a
-     * cluster computes rows_per_block of its kv head's (group + 2) * D rows */
-    const bf16 *x, *norm_w, *w_qkv, *bias;
-    int hidden, rows_per_block;
 } b1_args;
-
-/* Row j of kv head g's q|k|v rows (its group's query rows, its key rows, its value rows) in the
- * q|k|v weight. */
-template <int D>
-__device__ __forceinline__ int b1_qkv_row(const b1_args &a, int g, int j)
-{
-    int G = a.group;
-    if (j < G * D) return g * G * D + j;
-    if (j < (G + 1) * D) return a.n_heads * D + g * D + (j - G * D);
-    return (a.n_heads + a.n_kv_heads) * D + g * D + (j - (G + 1) * D);
-}
-
-__device__ __forceinline__ void b1_cp_async16(void *dst, const void *src)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((uint32_t)__cvta_generic_to_shared(dst)),
-                 "l"(src));
-}
-
-/* QKV, after the wait: xn = rmsnorm(x) in shared memory (gemv.cu's lane order and roundings, so
- * the bf16 xn of rl_rmsnorm_fwd), then this block's rows of the product from the weight rows
- * its cp.async copies brought (one warp per row), rounded to bf16 as the product writes them,
- * into prod. */
-__device__ __forceinline__ void b1_qkv_product(const b1_args &a, const bf16 *ws, float *xn, float *prod, int g,
-                                               int j0, int n_rows, int (*row_of)(const b1_args &, int, int))
-{
-    __shared__ float rstd_s;
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, chunks = a.hidden / 8;
-    for (int c = threadIdx.x; c < chunks; c += B1_THREADS) {
-        float v[8];
-        rl_unpack_bf16x8(((const uint4 *)a.x)[c], v);
-#pragma unroll
-        for (int e = 0; e < 8; e++) xn[c * 8 + e] = v[e];
-    }
-    __syncthreads();
-    if (warp == 0) {
-        float ss = 0.0f;
-        for (int c = lane; c < chunks; c += 32)
-#pragma unroll
-            for (int e = 0; e < 8; e++) ss += xn[c * 8 + e] * xn[c * 8 + e];
-        ss = rl_warp_sum(ss);
-        if (lane == 0) rstd_s = rsqrtf(ss / a.hidden + a.eps);
-    }
-    __syncthreads();
-    float rr = rstd_s;
-    for (int c = threadIdx.x; c < chunks; c += B1_THREADS) {
-        float w[8];
-        rl_unpack_bf16x8(((const uint4 *)a.norm_w)[c], w);
-#pragma unroll
-        for (int e = 0; e < 8; e++) xn[c * 8 + e] = rl_b2f(rl_f2b(xn[c * 8 + e] * rr * w[e]));
-    }
-    asm volatile("cp.async.wait_all;\n" ::);
-    __syncthreads();
-    for (int r = warp; r < n_rows; r += B1_WARPS) {
-        const uint4 *wr = (const uint4 *)(ws + (size_t)r * a.hidden);
-        float sum = 0.0f;
-        for (int c = lane; c < chunks; c += 32) {
-            float w[8];
-            rl_unpack_bf16x8(wr[c], w);
-            const float4 *xp = (const float4 *)(xn + c * 8);
-            float4 x0 = xp[0], x1 = xp[1];
-            sum += x0.x * w[0] + x0.y * w[1] + x0.z * w[2] + x0.w * w[3] + x1.x * w[4] + x1.y * w[5] + x1.z * w[6] +
-                   x1.w * w[7];
-        }
-        sum = rl_warp_sum(sum);
-        if (lane == 0) {
-            int row = row_of(a, g, j0 + r);
-            prod[r] = rl_b2f(rl_f2b(sum + (a.bias ? rl_b2f(a.bias[row]) : 0.0f)));
-        }
-    }
-}
 
 /* Keys per lane group per chunk: fewer when more query rows take registers. */
 template <int GM> __host__ __device__ constexpr int b1_u() { return GM <= 2 ? 4 : 2; }
@@ -155,12 +79,6 @@ __device__ __forceinline__ void b1_load(uint4 kr[U], uint4 vr[U], const b1_args 
             vr[u] = __ldcg((const uint4 *)(a.v_pool + off));
         }
     }
-}
-
-/* QKV: element j of the kv head's q|k|v rows, from the prod array of the block that made it. */
-__device__ __forceinline__ float b1_remote(cg::cluster_group &cluster, float *prod, int rows_per_block, int j)
-{
-    return *cluster.map_shared_rank(prod + j % rows_per_block, j / rows_per_block);
 }
 
 /* Online softmax of this lane's group over one chunk (keys key0 + u * KPS + its slot, valid
@@ -226,10 +144,9 @@ __device__ __forceinline__ void b1_chunk(const uint4 kr[U], const uint4 vr[U], c
     }
 }
 
-template <int D, int GM, bool QKV>
+template <int D, int GM>
 __global__ void __launch_bounds__(B1_THREADS) qk_rope_attn_b1_kernel(b1_args a)
 {
-    extern __shared__ __align__(16) unsigned char b1_dyn[]; /* QKV: weight rows, xn, prod */
     constexpr int LPK = D / 8, KPW = 32 / LPK, KPS = B1_WARPS * KPW, U = b1_u<GM>(), CHUNK = KPS * U;
     constexpr int NJ = (D + 31) / 32, NA = (D / 2 + 31) / 32; /* a lane's elements, rotation pairs */
     __shared__ float rows[B1_WARPS][D];                /* a warp's row being normalised */
@@ -252,17 +169,6 @@ __global__ void __launch_bounds__(B1_THREADS) qk_rope_attn_b1_kernel(b1_args a)
     uint4 k0[U], v0[U], k1[U], v1[U];
     b1_load<D, U>(k0, v0, a, table, g, kb, pool_end);
     b1_load<D, U>(k1, v1, a, table, g, kb + CHUNK, pool_end);
-    /* QKV: this block's weight rows j0 .. j0 + n_rows of the kv head's list, copied to shared
-     * memory (the weights are not written during a step) */
-    bf16 *ws = (bf16 *)b1_dyn;
-    float *xn = (float *)(ws + (size_t)a.rows_per_block * a.hidden), *prod = xn + a.hidden;
-    int j0 = rank * a.rows_per_block, n_rows = QKV ? max(0, min(a.rows_per_block, (G + 2) * D - j0)) : 0;
-    for (int idx = threadIdx.x, chunks = a.hidden / 8; idx < n_rows * chunks; idx += B1_THREADS) {
-        int r = idx / chunks, cc = idx - r * chunks;
-        b1_cp_async16(ws + (size_t)r * a.hidden + cc * 8,
-                      a.w_qkv + (size_t)b1_qkv_row<D>(a, g, j0 + r) * a.hidden + cc * 8);
-    }
-    asm volatile("cp.async.commit_group;\n" ::);
 
     /* warp items: query rows 0 .. G-1, then (owner) the new key and the new value */
     int n_items = G + (owner ? 2 : 0);
@@ -276,23 +182,18 @@ __global__ void __launch_bounds__(B1_THREADS) qk_rope_attn_b1_kernel(b1_args a)
         if (i < D / 2) sincosf(pos * a.inv_freq[i], &sn[j], &cs[j]);
     }
     rl_pdl_begin();
-    if (QKV) { /* the q|k|v rows of this kv head, spread over the cluster's prod arrays */
-        b1_qkv_product(a, ws, xn, prod, g, j0, n_rows, b1_qkv_row<D>);
-        cluster.sync();
-    }
 
     for (int item = warp; item < n_items; item += B1_WARPS) {
         int kind = item < G ? 0 : item == G ? 1 : 2; /* q, k, v */
         const bf16 *src = kind == 0   ? a.q + (size_t)t * a.q_stride + (size_t)(g * G + item) * D
                           : kind == 1 ? a.k + (size_t)t * a.kv_stride + (size_t)g * D
                                       : a.v + (size_t)t * a.kv_stride + (size_t)g * D;
-        int jb = kind == 0 ? item * D : kind == 1 ? G * D : (G + 1) * D; /* QKV: where the row starts */
         size_t at = slot >= 0 ? (size_t)(slot / a.block_size) * a.block_stride +
                                     ((size_t)(slot % a.block_size) * a.n_kv_heads + g) * D
                               : 0;
         if (kind == 2) {
             for (int d = lane; d < D; d += 32) {
-                bf16 x = QKV ? rl_f2b(b1_remote(cluster, prod, a.rows_per_block, jb + d)) : src[d];
+                bf16 x = src[d];
                 new_v[d] = rl_b2f(x);
                 if (slot >= 0) a.v_pool[at + d] = x;
             }
@@ -301,7 +202,7 @@ __global__ void __launch_bounds__(B1_THREADS) qk_rope_attn_b1_kernel(b1_args a)
         const bf16 *w = kind == 0 ? a.q_norm : a.k_norm;
         float *r = rows[warp], ss = 0.0f;
         for (int d = lane; d < D; d += 32) {
-            float x = QKV ? b1_remote(cluster, prod, a.rows_per_block, jb + d) : rl_b2f(src[d]);
+            float x = rl_b2f(src[d]);
             r[d] = x;
             ss += x * x;
         }
@@ -334,11 +235,10 @@ __global__ void __launch_bounds__(B1_THREADS) qk_rope_attn_b1_kernel(b1_args a)
         }
         __syncwarp();
     }
-    if (len_k <= 0) { /* padding: the whole cluster leaves here (QKV: once its prod is read) */
+    if (len_k <= 0) { /* padding: the whole cluster leaves here, before any cluster barrier */
         if (rank == 0)
             for (int idx = threadIdx.x; idx < G * D; idx += B1_THREADS)
                 a.out[((size_t)t * a.n_heads + g * G) * D + idx] = rl_f2b(0.0f);
-        if (QKV) cluster.sync();
         return;
     }
     __syncthreads();
@@ -420,77 +320,78 @@ __global__ void __launch_bounds__(B1_THREADS) qk_rope_attn_b1_kernel(b1_args a)
     cluster.sync();
 }
 
-/* MEASUREMENT ONLY (removed before merge): RLC_B1_CLUSTER picks the cluster size, RLC_B1_QKV=0
- * turns the product inside off */
-static int b1_cluster_size(void)
+template <int D, int GM>
+static int b1_launch(rl_ctx *ctx, const b1_args &a, int n_seqs)
 {
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    attr[1].id = cudaLaunchAttributeClusterDimension;
+    /* MEASUREMENT ONLY (removed before merge): RLC_B1_CLUSTER picks the cluster size */
     static int cl = 0;
     if (!cl) {
         const char *e = getenv("RLC_B1_CLUSTER");
         cl = e ? atoi(e) : B1_CLUSTER;
         if (cl < 1 || cl > 16) cl = B1_CLUSTER;
     }
-    return cl;
-}
-
-template <int D, int GM, bool QKV>
-static int b1_launch(rl_ctx *ctx, const b1_args &a, int n_seqs, int cl, size_t smem)
-{
-    auto kernel = qk_rope_attn_b1_kernel<D, GM, QKV>;
-    if (cl > 8) CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    if (QKV) CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    attr[1].id = cudaLaunchAttributeClusterDimension;
+    if (cl > 8)
+        CUDA_CHECK(cudaFuncSetAttribute(qk_rope_attn_b1_kernel<D, GM>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     attr[1].val.clusterDim.x = cl;
     attr[1].val.clusterDim.y = 1;
     attr[1].val.clusterDim.z = 1;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(cl, (unsigned)a.n_kv_heads, (unsigned)n_seqs);
     cfg.blockDim = dim3(B1_THREADS);
-    cfg.dynamicSmemBytes = smem;
+    cfg.dynamicSmemBytes = 0;
     cfg.stream = rl_cuda_st(ctx)->stream;
     cfg.attrs = attr;
     cfg.numAttrs = 2;
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a));
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, qk_rope_attn_b1_kernel<D, GM>, a));
     LAUNCH_CHECK();
     return 0;
 }
 
-template <bool QKV>
-static int b1_launch_any(rl_ctx *ctx, const b1_args &a, int head_dim, int n_seqs, int cl, size_t smem)
+template <int D>
+static int b1_launch_d(rl_ctx *ctx, const b1_args &a, int n_seqs)
 {
-    int gm = a.group <= 2 ? 2 : a.group <= 4 ? 4 : 8;
-#define B1_CASE(D, GM) \
-    if (head_dim == D && gm == GM) return b1_launch<D, GM, QKV>(ctx, a, n_seqs, cl, smem);
-    B1_CASE(16, 2) B1_CASE(16, 4) B1_CASE(16, 8) B1_CASE(32, 2) B1_CASE(32, 4) B1_CASE(32, 8)
-    B1_CASE(64, 2) B1_CASE(64, 4) B1_CASE(64, 8) B1_CASE(128, 2) B1_CASE(128, 4) B1_CASE(128, 8)
-#undef B1_CASE
-    return rl_err_set(&ctx->err, "head_dim %d: no batch-1 attention kernel", head_dim);
+    return a.group <= 2 ? b1_launch<D, 2>(ctx, a, n_seqs)
+           : a.group <= 4 ? b1_launch<D, 4>(ctx, a, n_seqs)
+                          : b1_launch<D, 8>(ctx, a, n_seqs);
 }
 
-/* Whether the one-kernel step takes this batch (else the two ops run). */
-static bool b1_takes(rl_ctx *ctx, const void *out, const void *q_out, const void *q, const rl_paged_kv *kv,
-                     int n_tokens, int n_seqs, int max_seqlen_q, int n_heads, int n_kv_heads, int d)
+extern "C" int rl_cuda_qk_norm_rope_attention_fwd(rl_ctx *ctx, void *out, void *q_out, const rl_paged_kv *kv,
+                                                  const void *q, const void *k, const void *v, size_t q_stride,
+                                                  size_t kv_stride, const void *q_norm, const void *k_norm, float eps,
+                                                  const int32_t *positions, const float *inv_freq,
+                                                  const int32_t *slots, int n_tokens, const int32_t *cu_seqlens_q,
+                                                  const int32_t *seqlens_k, int n_seqs, int max_seqlen_q,
+                                                  int max_seqlen_k, int n_heads, int n_kv_heads, int head_dim,
+                                                  float scale)
 {
+    int group = n_heads / n_kv_heads, d = head_dim;
     uintptr_t align = (uintptr_t)kv->k | (uintptr_t)kv->v;
-    return !rl_cuda_f32(ctx) && n_seqs > 0 && n_seqs <= B1_MAX_SEQS && max_seqlen_q == 1 && n_tokens == n_seqs &&
-           (d == 16 || d == 32 || d == 64 || d == 128) && n_heads / n_kv_heads <= B1_MAX_GROUP && (align & 15) == 0 &&
-           kv->block_stride % 8 == 0 && q_out != q && out != q_out;
-}
-
-static b1_args b1_fill(void *out, void *q_out, const rl_paged_kv *kv, const void *q_norm, const void *k_norm,
-                       float eps, const int32_t *positions, const float *inv_freq, const int32_t *slots,
-                       const int32_t *cu_seqlens_q, const int32_t *seqlens_k, int n_heads, int n_kv_heads, float scale)
-{
-    b1_args a = {};
+    bool one_kernel = !rl_cuda_f32(ctx) && n_seqs > 0 && n_seqs <= B1_MAX_SEQS && max_seqlen_q == 1 &&
+                      n_tokens == n_seqs && (d == 16 || d == 32 || d == 64 || d == 128) && group <= B1_MAX_GROUP &&
+                      (align & 15) == 0 && kv->block_stride % 8 == 0 && (q_out != q);
+    if (!one_kernel) {
+        if (rl_cuda_qk_norm_rope_cache_fwd(ctx, q_out, kv, q, k, v, q_stride, kv_stride, q_norm, k_norm, eps,
+                                           positions, inv_freq, slots, n_tokens, n_heads, n_kv_heads, head_dim))
+            return -1;
+        return rl_cuda_paged_attention_fwd(ctx, out, q_out, kv, cu_seqlens_q, seqlens_k, n_seqs, max_seqlen_q,
+                                           max_seqlen_k, n_heads, n_kv_heads, head_dim, scale);
+    }
+    b1_args a;
     a.out = (bf16 *)out;
     a.q_out = (bf16 *)q_out;
     a.k_pool = (bf16 *)kv->k;
     a.v_pool = (bf16 *)kv->v;
+    a.q = (const bf16 *)q;
+    a.k = (const bf16 *)k;
+    a.v = (const bf16 *)v;
     a.q_norm = (const bf16 *)q_norm;
     a.k_norm = (const bf16 *)k_norm;
+    a.q_stride = q_stride;
+    a.kv_stride = kv_stride;
     a.block_stride = kv->block_stride;
     a.block_size = kv->block_size;
     a.max_blocks = kv->max_blocks;
@@ -504,73 +405,11 @@ static b1_args b1_fill(void *out, void *q_out, const rl_paged_kv *kv, const void
     a.scale_log2 = scale * 1.4426950408889634f;
     a.n_heads = n_heads;
     a.n_kv_heads = n_kv_heads;
-    a.group = n_heads / n_kv_heads;
-    return a;
-}
-
-extern "C" int rl_cuda_qk_norm_rope_attention_fwd(rl_ctx *ctx, void *out, void *q_out, const rl_paged_kv *kv,
-                                                  const void *q, const void *k, const void *v, size_t q_stride,
-                                                  size_t kv_stride, const void *q_norm, const void *k_norm, float eps,
-                                                  const int32_t *positions, const float *inv_freq,
-                                                  const int32_t *slots, int n_tokens, const int32_t *cu_seqlens_q,
-                                                  const int32_t *seqlens_k, int n_seqs, int max_seqlen_q,
-                                                  int max_seqlen_k, int n_heads, int n_kv_heads, int head_dim,
-                                                  float scale)
-{
-    if (!b1_takes(ctx, out, q_out, q, kv, n_tokens, n_seqs, max_seqlen_q, n_heads, n_kv_heads, head_dim)) {
-        if (rl_cuda_qk_norm_rope_cache_fwd(ctx, q_out, kv, q, k, v, q_stride, kv_stride, q_norm, k_norm, eps,
-                                           positions, inv_freq, slots, n_tokens, n_heads, n_kv_heads, head_dim))
-            return -1;
-        return rl_cuda_paged_attention_fwd(ctx, out, q_out, kv, cu_seqlens_q, seqlens_k, n_seqs, max_seqlen_q,
-                                           max_seqlen_k, n_heads, n_kv_heads, head_dim, scale);
+    a.group = group;
+    switch (d) {
+    case 16: return b1_launch_d<16>(ctx, a, n_seqs);
+    case 32: return b1_launch_d<32>(ctx, a, n_seqs);
+    case 64: return b1_launch_d<64>(ctx, a, n_seqs);
+    default: return b1_launch_d<128>(ctx, a, n_seqs);
     }
-    b1_args a = b1_fill(out, q_out, kv, q_norm, k_norm, eps, positions, inv_freq, slots, cu_seqlens_q, seqlens_k,
-                        n_heads, n_kv_heads, scale);
-    a.q = (const bf16 *)q;
-    a.k = (const bf16 *)k;
-    a.v = (const bf16 *)v;
-    a.q_stride = q_stride;
-    a.kv_stride = kv_stride;
-    return b1_launch_any<false>(ctx, a, head_dim, n_seqs, b1_cluster_size(), 0);
-}
-
-extern "C" int rl_cuda_rmsnorm_qkv_attention_fwd(rl_ctx *ctx, void *out, void *q_out, void *qkv, void *xn,
-                                                 float *rstd, const rl_paged_kv *kv, const void *x,
-                                                 const void *norm_weight, const void *weight, const void *bias,
-                                                 int hidden, const void *q_norm, const void *k_norm, float eps,
-                                                 const int32_t *positions, const float *inv_freq,
-                                                 const int32_t *slots, int n_tokens, const int32_t *cu_seqlens_q,
-                                                 const int32_t *seqlens_k, int n_seqs, int max_seqlen_q,
-                                                 int max_seqlen_k, int n_heads, int n_kv_heads, int head_dim,
-                                                 float scale)
-{
-    int cl = b1_cluster_size(), group = n_heads / n_kv_heads;
-    int rows_per_block = ((group + 2) * head_dim + cl - 1) / cl;
-    size_t smem = (size_t)rows_per_block * hidden * 2 + (size_t)hidden * 4 + (size_t)rows_per_block * 4;
-    uintptr_t align = (uintptr_t)x | (uintptr_t)norm_weight | (uintptr_t)weight;
-    const char *no_qkv = getenv("RLC_B1_QKV");
-    bool one = (!no_qkv || atoi(no_qkv) != 0) && n_seqs == 1 && hidden % 8 == 0 && (align & 15) == 0 &&
-               smem <= B1_QKV_SMEM &&
-               b1_takes(ctx, out, q_out, qkv, kv, n_tokens, n_seqs, max_seqlen_q, n_heads, n_kv_heads, head_dim);
-    if (!one) {
-        size_t row = (size_t)(n_heads + 2 * n_kv_heads) * head_dim;
-        if (rl_cuda_rmsnorm_matmul_fwd(ctx, qkv, xn, rstd, x, norm_weight, eps, weight, bias, n_tokens, (int)row,
-                                       hidden))
-            return -1;
-        const bf16 *q = (const bf16 *)qkv;
-        return rl_cuda_qk_norm_rope_attention_fwd(ctx, out, q_out, kv, q, q + (size_t)n_heads * head_dim,
-                                                  q + (size_t)(n_heads + n_kv_heads) * head_dim, row, row, q_norm,
-                                                  k_norm, eps, positions, inv_freq, slots, n_tokens, cu_seqlens_q,
-                                                  seqlens_k, n_seqs, max_seqlen_q, max_seqlen_k, n_heads, n_kv_heads,
-                                                  head_dim, scale);
-    }
-    b1_args a = b1_fill(out, q_out, kv, q_norm, k_norm, eps, positions, inv_freq, slots, cu_seqlens_q, seqlens_k,
-                        n_heads, n_kv_heads, scale);
-    a.x = (const bf16 *)x;
-    a.norm_w = (const bf16 *)norm_weight;
-    a.w_qkv = (const bf16 *)weight;
-    a.bias = (const bf16 *)bias;
-    a.hidden = hidden;
-    a.rows_per_block = rows_per_block;
-    return b1_launch_any<true>(ctx, a, head_dim, n_seqs, cl, smem);
 }
