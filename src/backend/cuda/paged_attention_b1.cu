@@ -7,10 +7,11 @@
  * nothing to compute, so its time was set-up, latency and the split merge (11.6 us per layer in
  * the split-KV kernel, 64 split slots of which 2-3 work, a counter round trip to merge them),
  * plus 5.7 us per layer for the q/k kernel before it. Here:
- *  - A cluster of B1_CLUSTER blocks (4 warps each) owns one (sequence, kv head); block r of the
- *    cluster takes the r-th contiguous share of the sequence's keys, so every block works at
- *    every length, and the blocks' partial softmax states are merged through distributed shared
- *    memory (cluster.map_shared_rank) after one cluster barrier: no global partials, no counter.
+ *  - A cluster of B1_CLUSTER blocks (4 warps each; clusters of 4, 8 and 16 measured the same)
+ *    owns one (sequence, kv head); block r of the cluster takes the r-th contiguous share of the
+ *    sequence's keys, so every block works at every length, and the blocks' partial softmax
+ *    states are merged through distributed shared memory (cluster.map_shared_rank) after one
+ *    cluster barrier: no global partials, no counter.
  *  - The cached keys and values (all but the new token's) are not written by the q|k|v product
  *    that runs before this kernel, nor by anything else in a step, so each lane issues the loads
  *    of its first two chunks of keys and values into registers BEFORE the programmatic-launch
@@ -34,7 +35,6 @@
  * 8; n_heads / n_kv_heads <= 8. seqlens_k 0 marks an inactive (padding) sequence: its rows are
  * zeros, its q_out rows are still written (as the two ops write them). */
 #include <cooperative_groups.h>
-#include <stdlib.h>
 
 #include "backend/cuda/common.cuh"
 
@@ -327,20 +327,11 @@ static int b1_launch(rl_ctx *ctx, const b1_args &a, int n_seqs)
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     attr[1].id = cudaLaunchAttributeClusterDimension;
-    /* MEASUREMENT ONLY (removed before merge): RLC_B1_CLUSTER picks the cluster size */
-    static int cl = 0;
-    if (!cl) {
-        const char *e = getenv("RLC_B1_CLUSTER");
-        cl = e ? atoi(e) : B1_CLUSTER;
-        if (cl < 1 || cl > 16) cl = B1_CLUSTER;
-    }
-    if (cl > 8)
-        CUDA_CHECK(cudaFuncSetAttribute(qk_rope_attn_b1_kernel<D, GM>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    attr[1].val.clusterDim.x = cl;
+    attr[1].val.clusterDim.x = B1_CLUSTER;
     attr[1].val.clusterDim.y = 1;
     attr[1].val.clusterDim.z = 1;
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(cl, (unsigned)a.n_kv_heads, (unsigned)n_seqs);
+    cfg.gridDim = dim3(B1_CLUSTER, (unsigned)a.n_kv_heads, (unsigned)n_seqs);
     cfg.blockDim = dim3(B1_THREADS);
     cfg.dynamicSmemBytes = 0;
     cfg.stream = rl_cuda_st(ctx)->stream;
