@@ -407,6 +407,25 @@ static int check_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q, cons
     return 0;
 }
 
+static int check_qk_norm_rope_attention_fwd(rl_ctx *ctx, void *out, void *q_out, const rl_paged_kv *kv,
+                                            const void *q, const void *k, const void *v, size_t q_stride,
+                                            size_t kv_stride, const void *q_norm, const void *k_norm, float eps,
+                                            const int32_t *positions, const float *inv_freq, const int32_t *slots,
+                                            int n_tokens, const int32_t *cu_seqlens_q, const int32_t *seqlens_k,
+                                            int n_seqs, int max_seqlen_q, int max_seqlen_k, int n_heads,
+                                            int n_kv_heads, int head_dim, float scale)
+{
+    if (check_qk_norm_rope_cache_fwd(ctx, q_out, kv, q, k, v, q_stride, kv_stride, q_norm, k_norm, eps, positions,
+                                     inv_freq, slots, n_tokens, n_heads, n_kv_heads, head_dim))
+        return -1;
+    if (check_paged_attention_fwd(ctx, out, q_out, kv, cu_seqlens_q, seqlens_k, n_seqs, max_seqlen_q, max_seqlen_k,
+                                  n_heads, n_kv_heads, head_dim, scale))
+        return -1;
+    RULE(n_tokens <= (long long)n_seqs * max_seqlen_q, "n_tokens %d is more than n_seqs %d x max_seqlen_q %d",
+         n_tokens, n_seqs, max_seqlen_q);
+    return 0;
+}
+
 static int check_gather_rows(rl_ctx *ctx, void *out, const void *in, const int32_t *rows, int n_rows, int dim)
 {
     AT_LEAST(n_rows, 0);

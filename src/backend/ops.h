@@ -306,6 +306,22 @@ RL_OPDEF(qk_norm_rope_cache_fwd, (rl_ctx *ctx, void *q_out, const rl_paged_kv *k
                                   const int32_t *slots, int n_tokens, int n_heads, int n_kv_heads, int head_dim),
          (ctx, q_out, kv, q, k, v, q_stride, kv_stride, q_norm, k_norm, eps, positions, inv_freq, slots, n_tokens,
           n_heads, n_kv_heads, head_dim))
+/* A generation step's attention with its q/k preparation folded in: rl_qk_norm_rope_cache_fwd
+ * (q_out, the pool at slots) then rl_paged_attention_fwd(out, q_out, ...), the same values
+ * (the CPU op runs the two). The CUDA backend runs one kernel for decode batches of a few
+ * sequences (max_seqlen_q 1, n_tokens == n_seqs, token s the last key of sequence s: its slot is
+ * key seqlens_k[s] - 1), else the two ops. Token rows t of q/k/v belong to the sequences as
+ * cu_seqlens_q says (n_tokens = cu_seqlens_q[n_seqs]). */
+RL_OPDEF(qk_norm_rope_attention_fwd, (rl_ctx *ctx, void *out, void *q_out, const rl_paged_kv *kv, const void *q,
+                                      const void *k, const void *v, size_t q_stride, size_t kv_stride,
+                                      const void *q_norm, const void *k_norm, float eps, const int32_t *positions,
+                                      const float *inv_freq, const int32_t *slots, int n_tokens,
+                                      const int32_t *cu_seqlens_q, const int32_t *seqlens_k, int n_seqs,
+                                      int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads, int head_dim,
+                                      float scale),
+         (ctx, out, q_out, kv, q, k, v, q_stride, kv_stride, q_norm, k_norm, eps, positions, inv_freq, slots,
+          n_tokens, cu_seqlens_q, seqlens_k, n_seqs, max_seqlen_q, max_seqlen_k, n_heads, n_kv_heads, head_dim,
+          scale))
 /* out[i] = in[rows[i]] for i < n_rows (rows of dim act-dtype elements; rows may repeat). */
 RL_OPDEF(gather_rows, (rl_ctx *ctx, void *out, const void *in, const int32_t *rows, int n_rows, int dim),
          (ctx, out, in, rows, n_rows, dim))

@@ -177,18 +177,20 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
         if (ctx->deterministic) {
             if (qk_fwd(m, a, l, b, err)) return -1;
             RL_TRY_OP(ctx, err, rl_kv_cache_write(ctx, &kv, s->k, s->v, pb->slots, T, KV, hd));
-        } else {
+            RL_TRY_OP(ctx, err, rl_paged_attention_fwd(ctx, s->attn, s->q, &kv, pb->cu_seqlens_q, pb->seqlens_k,
+                                                       pb->n_seqs, pb->max_seqlen_q, pb->max_seqlen_k, H, KV, hd, scale));
+        } else { /* q/k norm + RoPE + cache write, then the attention: one kernel in a small decode step */
             size_t row = fused ? (size_t)(H + 2 * KV) * hd : 0;
             const char *qs = fused ? a->qkv : q;
-            RL_TRY_OP(ctx, err, rl_qk_norm_rope_cache_fwd(ctx, s->q, &kv, qs, fused ? qs + (size_t)H * hd * esize : k,
+            RL_TRY_OP(ctx, err, rl_qk_norm_rope_attention_fwd(ctx, s->attn, s->q, &kv, qs,
+                                         fused ? qs + (size_t)H * hd * esize : k,
                                          fused ? qs + (size_t)(H + KV) * hd * esize : s->v,
                                          fused ? row : (size_t)H * hd, fused ? row : (size_t)KV * hd,
                                          c->qk_norm ? weight(m, W->q_norm) : NULL,
                                          c->qk_norm ? weight(m, W->k_norm) : NULL, (float)c->rms_norm_eps,
-                                         b->positions, m->inv_freq, pb->slots, T, H, KV, hd));
+                                         b->positions, m->inv_freq, pb->slots, T, pb->cu_seqlens_q, pb->seqlens_k,
+                                         pb->n_seqs, pb->max_seqlen_q, pb->max_seqlen_k, H, KV, hd, scale));
         }
-        RL_TRY_OP(ctx, err, rl_paged_attention_fwd(ctx, s->attn, s->q, &kv, pb->cu_seqlens_q, pb->seqlens_k, pb->n_seqs,
-                                  pb->max_seqlen_q, pb->max_seqlen_k, H, KV, hd, scale));
     } else {
         if (fused) {
             RL_TRY_OP(ctx, err, rl_gather_rows(ctx, q, a->qkv, a->split_q, T * H, hd));

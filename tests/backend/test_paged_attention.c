@@ -5,7 +5,8 @@
  * awkward sizes (head_dim 20, block size 5, sequences of 1 to 131 keys), with GQA, with
  * several queries against cached blocks (chunked prefill) and single-query decode rows; an
  * inactive row (seqlens_k 0) gives zeros; padding slots (< 0) are not written; bad tables and
- * lengths are refused. */
+ * lengths are refused; rl_qk_norm_rope_attention_fwd is rl_qk_norm_rope_cache_fwd and the paged
+ * attention in a row, bit for bit. */
 #include "op_fixture.h"
 
 enum { L = 2, LAYER = 1, H = 6, KV = 2, HD = 20, BS = 5 };
@@ -159,6 +160,54 @@ Test(paged_attention, padding_slots_are_not_written)
     cr_assert(!memcmp((float *)kv.k + at, k + kv_row, kv_row * sizeof(float)));
     cr_assert(!memcmp((float *)kv.v + at, v + kv_row, kv_row * sizeof(float)));
     free(pool), free(before);
+}
+
+/* rl_qk_norm_rope_attention_fwd is the two ops in a row (the CUDA one-kernel decode step is
+ * tested against it): the same q_out, pool and output, bit for bit; a token count its batch
+ * cannot hold is refused. */
+Test(paged_attention, qk_norm_rope_attention_is_the_two_ops)
+{
+    rl_ctx ctx = fx_cpu();
+    enum { N = 3, NB = 6 };
+    size_t qd = (size_t)H * HD, kd = (size_t)KV * HD, row = qd + 2 * kd, floats = NB * 2 * (size_t)L * BS * kd;
+    float qkv[N * (H + 2 * KV) * HD], qn[HD], kn[HD], inv_freq[HD / 2];
+    tu_fill_uniform(qkv, N * row, -2, 2, 30);
+    tu_fill_uniform(qn, HD, 0.5f, 1.5f, 31);
+    tu_fill_uniform(kn, HD, 0.5f, 1.5f, 32);
+    for (int i = 0; i < HD / 2; i++) inv_freq[i] = powf(10000.0f, -2.0f * i / HD);
+    float *pool[2], *out[2], *q_out[2];
+    /* sequences of 7, 1 and 0 (inactive) keys; the new token's slot is its last key */
+    int32_t tables[N * 2] = {4, 1, 0, -1, -1, -1}, cu[N + 1] = {0, 1, 2, 3}, seqlens[N] = {7, 1, 0};
+    int32_t positions[N] = {6, 0, 3}, slots[N] = {1 * BS + 1, 0 * BS + 0, -1};
+    for (int r = 0; r < 2; r++) {
+        pool[r] = malloc(floats * sizeof(float)), out[r] = fx_alloc_poisoned(N * qd), q_out[r] = fx_alloc_poisoned(N * qd);
+        tu_fill_uniform(pool[r], floats, -1, 1, 33);
+        rl_paged_kv kv = layer_view(pool[r], NB);
+        kv.block_tables = tables, kv.max_blocks = 2;
+        if (r == 0) {
+            cr_assert_eq(rl_qk_norm_rope_attention_fwd(&ctx, out[r], q_out[r], &kv, qkv, qkv + qd, qkv + qd + kd, row, row,
+                                                       qn, kn, 1e-6f, positions, inv_freq, slots, N, cu, seqlens, N, 1,
+                                                       10, H, KV, HD, 0.3f),
+                         0, "%s", ctx.err.msg);
+        } else {
+            cr_assert_eq(rl_qk_norm_rope_cache_fwd(&ctx, q_out[r], &kv, qkv, qkv + qd, qkv + qd + kd, row, row, qn, kn,
+                                                   1e-6f, positions, inv_freq, slots, N, H, KV, HD),
+                         0, "%s", ctx.err.msg);
+            cr_assert_eq(rl_paged_attention_fwd(&ctx, out[r], q_out[r], &kv, cu, seqlens, N, 1, 10, H, KV, HD, 0.3f), 0,
+                         "%s", ctx.err.msg);
+        }
+    }
+    cr_assert(!memcmp(q_out[0], q_out[1], N * qd * sizeof(float)), "q_out differs from the two ops'");
+    cr_assert(!memcmp(out[0], out[1], N * qd * sizeof(float)), "the output differs from the two ops'");
+    cr_assert(!memcmp(pool[0], pool[1], floats * sizeof(float)), "the pool differs from the two ops'");
+    rl_paged_kv kv = layer_view(pool[0], NB);
+    kv.block_tables = tables, kv.max_blocks = 2;
+    fx_expect_refused(&ctx,
+                      rl_qk_norm_rope_attention_fwd(&ctx, out[0], q_out[0], &kv, qkv, qkv + qd, qkv + qd + kd, row, row,
+                                                    qn, kn, 1e-6f, positions, inv_freq, slots, N, cu, seqlens, 2, 1, 10,
+                                                    H, KV, HD, 0.3f),
+                      "rl_qk_norm_rope_attention_fwd: n_tokens 3 is more than n_seqs 2 x max_seqlen_q 1");
+    for (int r = 0; r < 2; r++) free(pool[r]), free(out[r]), free(q_out[r]);
 }
 
 Test(paged_attention, bad_tables_and_lengths)

@@ -1,7 +1,7 @@
 /* paged_attention.c — the paged KV cache ops of the generation engine: writing new keys and
  * values into the block pool (alone, or after the q/k norm and RoPE of a step: the fused op is
  * the three unfused ops run on copies of the rows, so it gives their values bit for bit), and
- * attention of new queries against it.
+ * attention of new queries against it (alone, or after that fused op: the two in a row).
  *
  * Layout (ops.h rl_paged_kv): the keys of token row r of block b for one layer start at
  * k + b * block_stride + r * n_kv_heads * head_dim; a sequence's key position j lives in block
@@ -174,4 +174,20 @@ int rl_cpu_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q, const rl_p
     }
     free(scratch);
     return 0;
+}
+
+/* The two ops in a row: what the CUDA backend's one-kernel decode step must equal. */
+int rl_cpu_qk_norm_rope_attention_fwd(rl_ctx *ctx, void *out, void *q_out, const rl_paged_kv *kv, const void *q,
+                                      const void *k, const void *v, size_t q_stride, size_t kv_stride,
+                                      const void *q_norm, const void *k_norm, float eps, const int32_t *positions,
+                                      const float *inv_freq, const int32_t *slots, int n_tokens,
+                                      const int32_t *cu_seqlens_q, const int32_t *seqlens_k, int n_seqs,
+                                      int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads, int head_dim,
+                                      float scale)
+{
+    if (rl_cpu_qk_norm_rope_cache_fwd(ctx, q_out, kv, q, k, v, q_stride, kv_stride, q_norm, k_norm, eps, positions,
+                                      inv_freq, slots, n_tokens, n_heads, n_kv_heads, head_dim))
+        return -1;
+    return rl_cpu_paged_attention_fwd(ctx, out, q_out, kv, cu_seqlens_q, seqlens_k, n_seqs, max_seqlen_q,
+                                      max_seqlen_k, n_heads, n_kv_heads, head_dim, scale);
 }
