@@ -284,6 +284,8 @@ int rl_cmd_kernel_eval(int argc, char **argv)
         RL_OPT_F("no-sandbox", &o.no_sandbox, "run workers and nvcc without the sandbox (docs/kernel-env.md; debugging)"),
         RL_OPT_S("kb-pch", &o.kb_pch, "DIR", "KernelBench: the precompiled torch header's directory (default <cache>/kb-pch-*)"),
         RL_OPT_F("kb-no-pch", &o.kb_no_pch, "KernelBench: no precompiled torch header (each build parses it)"),
+        RL_OPT_F("kb-no-light", &o.kb_no_light,
+                 "KernelBench: nvcc gets the candidate's torch/extension.h, not the lighter one first"),
         RL_OPT_F("profile", &o.profile, "also time each GPU kernel of one call per side (the result's \"profile\")"),
         RL_OPT_F("sandbox-diag", &sandbox_diag,
                  "run the GPU probe of both workers under each sandbox layer and variant and print which sees the GPU"),
