@@ -100,6 +100,12 @@ def summary(name, wall, lines, n):
             parts.setdefault("compile", []).append(l["compile"]["seconds"])
     if parts:
         row += "\n  median s: " + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in sorted(parts.items()))
+    headers = {}
+    for l in lines:  # KernelBench: which torch/extension.h nvcc got (kblight.h)
+        if l.get("kb_header"):
+            headers[l["kb_header"]] = headers.get(l["kb_header"], 0) + 1
+    if headers:
+        row += "\n  kb_header: " + json.dumps(headers, sort_keys=True)
     return row
 
 

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/number.h"
 #include "reward/kernel_env/kproc.h"
@@ -76,6 +77,21 @@ int rl_kenv_pool_create(rl_kenv_pool **out, const rl_kenv_opts *o, int n_gpus, r
     return 0;
 }
 
+int rl_kenv_pool_create_on(rl_kenv_pool **out, const rl_kenv_opts *o, int ordinal, rl_err *err)
+{
+    if (rl_kenv_pool_create(out, o, 0, err)) return -1;
+    rl_kenv_pool *p = *out;
+    if (ordinal < 0 || ordinal >= p->n_gpus) {
+        rl_err_set(err, "GPU %d asked for, but the worker sees %d GPU%s", ordinal, p->n_gpus, p->n_gpus == 1 ? "" : "s");
+        rl_kenv_pool_free(p);
+        *out = NULL;
+        return -1;
+    }
+    memmove(p->devices[0], p->devices[ordinal], sizeof p->devices[0]);
+    p->n_gpus = 1;
+    return 0;
+}
+
 void rl_kenv_pool_free(rl_kenv_pool *p)
 {
     if (!p) return;
@@ -138,7 +154,11 @@ static void *job_main(void *arg)
 
 void rl_kenv_pool_run(rl_kenv_pool *p, int jobs, const rl_kenv_feed *feed)
 {
-    if (jobs <= 0) jobs = 2 * p->per_gpu * p->n_gpus;
+    if (jobs <= 0) { /* compiles are single-threaded (nvcc's phases, g++): one per core at least */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        jobs = 2 * p->per_gpu * p->n_gpus;
+        if (cores > jobs) jobs = cores > RL_KPOOL_MAX_JOBS ? RL_KPOOL_MAX_JOBS : (int)cores;
+    }
     if (jobs > RL_KPOOL_MAX_JOBS) jobs = RL_KPOOL_MAX_JOBS;
     p->feed = feed;
     pthread_t th[RL_KPOOL_MAX_JOBS];

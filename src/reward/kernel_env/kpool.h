@@ -26,6 +26,10 @@ int rl_kenv_count_gpus(const rl_kenv_opts *o);
 /* A pool over n_gpus GPUs (0: rl_kenv_count_gpus; at most RL_KPOOL_MAX_GPUS) for the options
  * o (kept by pointer: they must outlive the pool). -1 with err when no GPU is found. */
 int rl_kenv_pool_create(rl_kenv_pool **pool, const rl_kenv_opts *o, int n_gpus, rl_err *err);
+/* A pool of one GPU: the one at ordinal among those the worker sees (a training rank's own GPU:
+ * ranks evaluate only there, between their rollout and update phases, never on a GPU another
+ * rank trains on). -1 with err when there is no such GPU. */
+int rl_kenv_pool_create_on(rl_kenv_pool **pool, const rl_kenv_opts *o, int ordinal, rl_err *err);
 void rl_kenv_pool_free(rl_kenv_pool *pool);
 int rl_kenv_pool_gpus(const rl_kenv_pool *pool);
 
@@ -41,7 +45,8 @@ typedef struct rl_kenv_feed {
     void (*run)(void *user, rl_kenv_pool *pool, void *work);
 } rl_kenv_feed;
 
-/* Runs the feed on jobs threads (0: two per GPU slot; at most RL_KPOOL_MAX_JOBS) until it is empty. */
+/* Runs the feed on jobs threads (0: two per GPU slot or one per online core, whichever is more;
+ * at most RL_KPOOL_MAX_JOBS) until it is empty. */
 void rl_kenv_pool_run(rl_kenv_pool *pool, int jobs, const rl_kenv_feed *feed);
 
 #endif

@@ -77,7 +77,14 @@ int rl_kreward_create(rl_kreward **out, const rl_kreward_opts *o, rl_err *err)
     k->opts.profile = o->profile;
     k->jobs = o->jobs;
     k->memo = o->memo;
-    if (rl_kenv_load_protocol(&k->opts, err) || rl_kenv_pool_create(&k->pool, &k->opts, o->gpus, err)) {
+    if (o->rank_gpu > 0 && o->gpus > 1) {
+        rl_kreward_free(k);
+        return rl_err_set(err, "reward kernel: --kernel-gpus %d with several training ranks: each rank evaluates "
+                               "on its own GPU alone", o->gpus);
+    }
+    if (rl_kenv_load_protocol(&k->opts, err) ||
+        (o->rank_gpu > 0 ? rl_kenv_pool_create_on(&k->pool, &k->opts, o->rank_gpu - 1, err)
+                         : rl_kenv_pool_create(&k->pool, &k->opts, o->gpus, err))) {
         rl_kreward_free(k);
         return rl_err_prefix(err, "reward kernel: ");
     }

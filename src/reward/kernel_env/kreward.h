@@ -38,7 +38,10 @@ typedef struct rl_kreward_opts {
     int64_t keep_upto;     /* resume: keep attempts of steps <= this; -1: a fresh database */
     const char *nvcc, *worker, *python, *cache_dir, *protocol; /* NULL: the evaluator's defaults */
     int gpus;              /* GPUs of the pool (0: all the worker sees) */
-    int jobs;              /* evaluations in flight (0: two per GPU) */
+    int rank_gpu;          /* several training ranks: 1 + the ordinal of this rank's GPU, the pool's
+                              only one (no rank times a kernel on a GPU another rank trains on);
+                              0: one process, the pool over gpus */
+    int jobs;              /* evaluations in flight (0: kpool.h's default) */
     int memo;              /* 1: a code evaluated before in this run (same task, same bytes) keeps
                               its first verdict and timing instead of being measured again */
     int no_sandbox;        /* 1: workers and nvcc run without the sandbox (kenv.h: stand-in tools

@@ -636,6 +636,43 @@ Test(kbench, cxx_wrapper_picks_the_pch_of_the_optimization_level)
     rl_remove_tree(dir, &err);
 }
 
+/* The build directory (TORCH_EXTENSIONS_DIR) is <cache>/kb-<hash of the text>: the G samples of
+ * a group that wrote the same text share one build (load_inline finds it done: ninja does
+ * nothing), a different text never shares one. */
+static char *ext_dir_of(const rl_kenv_opts *o, const char *src, const char *out)
+{
+    cJSON *res = eval_opts(o, "args", src);
+    cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
+    cJSON_Delete(res);
+    char path[160];
+    snprintf(path, sizeof path, "%s.env", out);
+    char *env = read_text(path), *ext = strstr(env, " ext="), *dir = NULL;
+    cr_assert(ext, "%s", env);
+    dir = strndup(ext + 5, strcspn(ext + 5, " \n"));
+    free(env);
+    return dir;
+}
+
+Test(kbench, identical_texts_share_their_build)
+{
+    char out[96];
+    snprintf(out, sizeof out, "/tmp/rlc-kbench-share-%d", (int)getpid());
+    setenv("FAKE_PY_OUT", out, 1);
+    rl_kenv_opts o = fake_opts();
+    o.kb_no_pch = 1;
+    static const char other[] = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x + 0\n";
+    char *a = ext_dir_of(&o, cand_src, out), *b = ext_dir_of(&o, cand_src, out), *c = ext_dir_of(&o, other, out);
+    cr_assert_str_eq(a, b, "the same text, the same build directory");
+    cr_assert_str_neq(a, c, "another text, another build directory");
+    free(a), free(b), free(c);
+    const char *suffix[] = {"", ".env", ".cand", ".path", ".all", ".pch"};
+    for (int i = 0; i < 6; i++) {
+        char path[160];
+        snprintf(path, sizeof path, "%s%s", out, suffix[i]);
+        remove(path);
+    }
+}
+
 /* The light torch/extension.h (kblight.h): the build-only run of a candidate whose text names
  * torch/extension.h gets NVCC_PREPEND_FLAGS=-I<kb_light> before the caller's own flags, the GPU
  * run never does; a build that fails with it is built again as written, and that build decides

@@ -251,3 +251,44 @@ Test(kreward, kernelbench_prompt)
     cr_assert(strstr(text, "class ModelNew") && strstr(text, "load_inline") && !strstr(text, "```cuda"), "%s", text);
     free(text);
 }
+
+/* Several training ranks (rank_gpu, set by the trainer under --gpus N): a rank's pool is its own
+ * GPU alone, the ordinal-th of CUDA_VISIBLE_DEVICES, so no rank times a kernel on a GPU where
+ * another rank may be training; an ordinal the worker does not see, or --kernel-gpus > 1 with
+ * ranks, is an error at start. */
+Test(kreward, a_rank_evaluates_on_its_own_gpu_alone)
+{
+    setenv("CUDA_VISIBLE_DEVICES", "4,6,7", 1);
+    setenv("FAKE_WORKER_GPUS", "3", 1);
+    setenv("FAKE_WORKER_MODE", "env", 1);
+    char cache[128];
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    rl_kreward_opts o = {.keep_upto = -1, .nvcc = FIX "/fake_nvcc.sh", .worker = FIX "/fake_worker.sh",
+                         .cache_dir = cache, .jobs = 4, .no_sandbox = 1, .rank_gpu = 2};
+    rl_kreward *k;
+    rl_err err;
+    cr_assert_eq(rl_kreward_create(&k, &o, &err), 0, "%s", err.msg);
+    const char *tasks[6], *codes[6];
+    size_t lens[6];
+    char src[6][160];
+    for (int i = 0; i < 6; i++) { /* distinct sources: each one compiled and run */
+        snprintf(src[i], sizeof src[i], "#include \"rl_kernel.h\"\n// %d\nextern \"C\" int rl_kernel(const rl_kernel_args *a) { return 0; }\n", i);
+        tasks[i] = TASK, codes[i] = src[i], lens[i] = strlen(src[i]);
+    }
+    rl_kreward_eval ev[6];
+    cr_assert_eq(rl_kreward_eval_many(k, tasks, codes, lens, 6, ev, &err), 0, "%s", err.msg);
+    for (int i = 0; i < 6; i++) {
+        cr_assert(ev[i].reason && strstr(ev[i].reason, "devices=6"), "candidate %d: %s", i, ev[i].reason ? ev[i].reason : "(none)");
+        rl_kreward_eval_free(&ev[i]);
+    }
+    rl_kreward_free(k);
+    o.rank_gpu = 4; /* a fourth GPU: the worker sees three */
+    cr_assert_neq(rl_kreward_create(&k, &o, &err), 0);
+    cr_assert(strstr(err.msg, "GPU 3 asked for, but the worker sees 3 GPUs"), "%s", err.msg);
+    o.rank_gpu = 1;
+    o.gpus = 2;
+    cr_assert_neq(rl_kreward_create(&k, &o, &err), 0);
+    cr_assert(strstr(err.msg, "--kernel-gpus 2 with several training ranks"), "%s", err.msg);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    unsetenv("FAKE_WORKER_GPUS");
+}
