@@ -265,8 +265,11 @@ static void eval_native(const rl_kenv_opts *o, const char *task_dir, const char 
     add_static(res, st);
     char path[1200];
     snprintf(path, sizeof path, "%s/reference.cu", task_dir);
-    if (rl_file_read_all(path, &ref_src, &ref_len, &e) || compile_file(o, ref_src, ref_len, spec->library, &rc, &e) ||
-        compile_file(o, source, len, 0, &cc, &e)) {
+    if (o->build_acquire) o->build_acquire(o->gpu_ctx);
+    int failed = rl_file_read_all(path, &ref_src, &ref_len, &e) ||
+                 compile_file(o, ref_src, ref_len, spec->library, &rc, &e) || compile_file(o, source, len, 0, &cc, &e);
+    if (o->build_release) o->build_release(o->gpu_ctx);
+    if (failed) {
         set_status(res, "error", e.msg);
         goto done;
     }
@@ -469,6 +472,7 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
             ke->have_pch = rl_kbpch_env(o, ke->cxx, sizeof ke->cxx, ke->pch, sizeof ke->pch, ke->real_cxx,
                                         sizeof ke->real_cxx);
             ke->use_light = rl_kblight_env(o, source, len, ke->light, sizeof ke->light, ke->light_dir, sizeof ke->light_dir);
+            if (o->build_acquire) o->build_acquire(o->gpu_ctx);
             double build_s = run_build(o, problem, dir, build, path, ke, res);
             if (ke->use_light && is_status(res, "compile_error")) {
                 /* The light header must never decide a verdict: what failed with it is built
@@ -480,6 +484,7 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
             } else if (ke->use_light) {
                 cJSON_AddStringToObject(res, "kb_header", "light");
             }
+            if (o->build_release) o->build_release(o->gpu_ctx);
             cJSON_AddNumberToObject(res, "build_seconds", build_s);
             if (mode != MODE_COMPILE && !is_status(res, "compile_error")) {
                 /* the GPU run's record replaces the build run's */

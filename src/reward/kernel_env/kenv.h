@@ -48,6 +48,11 @@ typedef struct rl_kenv_opts {
      * $TMPDIR/rlc-gpu-<device>.lock: correctness shared, timing exclusive on that GPU. */
     const char *(*gpu_acquire)(void *ctx);
     void (*gpu_release)(void *ctx, const char *device);
+    /* Optional compile slots (the pool), called with gpu_ctx around each candidate's compiles
+     * (nvcc; KernelBench: the build-only runs): at most the pool's compile count at once, while
+     * more candidates in flight wait for a GPU without holding a core. */
+    void (*build_acquire)(void *ctx);
+    void (*build_release)(void *ctx);
     void *gpu_ctx;
     uint64_t seed;
     int require_kernel;        /* KernelBench: ModelNew must launch a kernel its own code defines */

@@ -1,11 +1,11 @@
 /* kpool.h — the kernel environment's GPU pool: many candidates scored at once over the GPUs the
  * worker sees.
  *
- * `jobs` threads each take the next piece of work from a feed (in order, one at a time), do it
+ * Threads each take the next piece of work from a feed (in order, one at a time), do it
  * (typically: read a request, rl_kenv_pool_eval, write the result) and take the next, until the
  * feed is empty. A candidate's compile (nvcc; KernelBench: the build-only run) runs in its
- * thread at once, on the CPU; only the worker run waits for a free slot on a GPU (up to
- * o->gpu_workers per GPU), pinned to it by CUDA_VISIBLE_DEVICES (the entries of the parent's
+ * thread on the CPU once one of `jobs` compile slots is free; then its worker run waits for a
+ * free slot on a GPU (up to o->gpu_workers per GPU), pinned to it by CUDA_VISIBLE_DEVICES (the entries of the parent's
  * CUDA_VISIBLE_DEVICES, else 0..n-1). Workers on one GPU share it for correctness trials;
  * their timing is exclusive by the GPU's lock file (kenv.h), so no two candidates are ever
  * timed, or checked, while one of them is being timed. */
@@ -16,6 +16,7 @@
 
 #define RL_KPOOL_MAX_GPUS 16
 #define RL_KPOOL_MAX_JOBS 64
+#define RL_KPOOL_MAX_THREADS 256
 
 typedef struct rl_kenv_pool rl_kenv_pool;
 
@@ -45,8 +46,10 @@ typedef struct rl_kenv_feed {
     void (*run)(void *user, rl_kenv_pool *pool, void *work);
 } rl_kenv_feed;
 
-/* Runs the feed on jobs threads (0: two per GPU slot or one per online core, whichever is more;
- * at most RL_KPOOL_MAX_JOBS) until it is empty. */
+/* Runs the feed until it is empty, jobs compiles at once (0: two per GPU slot or one per online
+ * core, whichever is more; at most RL_KPOOL_MAX_JOBS), on jobs + 2 per GPU slot threads: the
+ * candidates beyond the compiling ones wait for a GPU (or are checked and timed) holding no
+ * core, so compiles go on while the GPUs drain their queue. */
 void rl_kenv_pool_run(rl_kenv_pool *pool, int jobs, const rl_kenv_feed *feed);
 
 #endif
