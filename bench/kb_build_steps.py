@@ -7,17 +7,24 @@ A load_inline build with CUDA is three ninja steps: main.cpp (g++, starts with
 candidates include torch/extension.h there too) and the link. This script writes the two
 sources of a candidate the way load_inline does (default: the CUDA part of
 tests/fixtures/kernelbench/candidates/gelu_inline_ok.py), takes load_inline's flags from the
-build.ninja of kb_pch.py's probe, and compiles variants side by side (one core each, started
-together), printing each one's wall time:
+build.ninja of a throwaway probe (kb_pch.ninja_flags), and compiles variants side by side
+(one core each, started together; the PCH, when not ready, is built beside the first group),
+printing each one's wall time:
 
-  main.cpp            as load_inline builds it
-  main.cpp+pch        with the precompiled torch/extension.h of kb_pch.py (-I<pch>/none first)
-  cuda.cu             as load_inline builds it (nvcc --time: its phases, into --out)
-  cuda.cu-O0host      NVCC_APPEND_FLAGS="-Xcompiler -O0" (host code unoptimised)
-  cuda.cu-devonly     the device half alone (-cuda: cudafe and cicc, no host g++), for the split
-  load_inline         the whole candidate build the way the evaluator runs it (import, ninja)
-  load_inline+pch     the same with CXX=kb_cxx.sh and RLC_KB_PCH (what rlc sets); the ninja
-                      log of each says how long each step took inside it
+  main.cpp                   as load_inline builds it
+  main.cpp+pch               with the precompiled torch/extension.h of kb_pch.py (-I<pch>/none first)
+  cuda.cu                    as load_inline builds it (nvcc --time: its phases, into --out)
+  cuda.cu-dryrun             nvcc -dryrun: the commands of each phase (the host compiler's flags)
+  cuda.cu-O0host             NVCC_APPEND_FLAGS="-Xcompiler -O0" (host code unoptimised)
+  cuda.cu-O3                 with -O3, as many KernelBench solutions pass it
+  cuda.cu-devonly            the device half alone (-cuda: cudafe and cicc, no host g++), for the split
+  cuda.cu-lightdev           a torch/extension.h found first through NVCC_PREPEND_FLAGS=-I that is
+                             torch/types.h in the device pass only (#include_next elsewhere)
+  cuda.cu-lightall           one that is torch/types.h in both passes (what kblight.h does)
+  cuda.cu-light*-O0host      the same with the host code unoptimised
+  load_inline                the whole candidate build the way the evaluator runs it (import, ninja)
+  load_inline+pch[+light*]   the same with CXX=kb_cxx.sh and RLC_KB_PCH (what rlc sets), and the
+                             light header; the ninja log of each says how long each step took
 
     python3 bench/kb_build_steps.py [--pch DIR] [--out DIR] [--python python3]
 Needs torch and nvcc. Not a test."""
@@ -117,7 +124,9 @@ def main():
         os.makedirs(ext)
         return (tag, imp, {**env, "TORCH_EXTENSIONS_DIR": ext})
     first.append(load_inline("load_inline", {}))
-    with_pch = {"CXX": kb_cxx, "RLC_KB_PCH": pch}
+    with_pch = {"CXX": kb_cxx, "RLC_KB_PCH": pch}  # and the compiler the PCH was built with, as rlc passes it
+    if os.environ.get("CXX"):
+        with_pch["RLC_KB_CXX"] = os.environ["CXX"]
     second = [
         ("main.cpp+pch", f"{cxx} -I{pch}/none -Winvalid-pch {cflags} -c {main_cpp} -o {o('m2')} {post}", {}),
         load_inline("load_inline+pch", with_pch),

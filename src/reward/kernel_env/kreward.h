@@ -41,7 +41,7 @@ typedef struct rl_kreward_opts {
     int rank_gpu;          /* several training ranks: 1 + the ordinal of this rank's GPU, the pool's
                               only one (no rank times a kernel on a GPU another rank trains on);
                               0: one process, the pool over gpus */
-    int jobs;              /* evaluations in flight (0: kpool.h's default) */
+    int jobs;              /* compiles at once (0: kpool.h's default) */
     int memo;              /* 1: a code evaluated before in this run (same task, same bytes) keeps
                               its first verdict and timing instead of being measured again */
     int no_sandbox;        /* 1: workers and nvcc run without the sandbox (kenv.h: stand-in tools
