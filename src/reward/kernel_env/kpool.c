@@ -81,7 +81,7 @@ int rl_kenv_pool_create(rl_kenv_pool **out, const rl_kenv_opts *o, int n_gpus, r
     return 0;
 }
 
-int rl_kenv_pool_create_on(rl_kenv_pool **out, const rl_kenv_opts *o, int ordinal, rl_err *err)
+int rl_kenv_pool_create_on(rl_kenv_pool **out, const rl_kenv_opts *o, int ordinal, int first_free, rl_err *err)
 {
     if (rl_kenv_pool_create(out, o, 0, err)) return -1;
     rl_kenv_pool *p = *out;
@@ -91,8 +91,13 @@ int rl_kenv_pool_create_on(rl_kenv_pool **out, const rl_kenv_opts *o, int ordina
         *out = NULL;
         return -1;
     }
-    memmove(p->devices[0], p->devices[ordinal], sizeof p->devices[0]);
-    p->n_gpus = 1;
+    char devices[RL_KPOOL_MAX_GPUS][32];
+    int n = 0;
+    snprintf(devices[n++], sizeof devices[0], "%s", p->devices[ordinal]);
+    for (int i = first_free > ordinal ? first_free : ordinal + 1; i < p->n_gpus; i++)
+        snprintf(devices[n++], sizeof devices[0], "%s", p->devices[i]);
+    memcpy(p->devices, devices, sizeof devices);
+    p->n_gpus = n;
     return 0;
 }
 

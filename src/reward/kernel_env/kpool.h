@@ -27,10 +27,11 @@ int rl_kenv_count_gpus(const rl_kenv_opts *o);
 /* A pool over n_gpus GPUs (0: rl_kenv_count_gpus; at most RL_KPOOL_MAX_GPUS) for the options
  * o (kept by pointer: they must outlive the pool). -1 with err when no GPU is found. */
 int rl_kenv_pool_create(rl_kenv_pool **pool, const rl_kenv_opts *o, int n_gpus, rl_err *err);
-/* A pool of one GPU: the one at ordinal among those the worker sees (a training rank's own GPU:
- * ranks evaluate only there, between their rollout and update phases, never on a GPU another
- * rank trains on). -1 with err when there is no such GPU. */
-int rl_kenv_pool_create_on(rl_kenv_pool **pool, const rl_kenv_opts *o, int ordinal, rl_err *err);
+/* A training rank's pool: the GPU at ordinal among those the worker sees (the rank's own), then
+ * those from first_free on (no rank trains there; the GPU lock keeps timing exclusive among the
+ * ranks sharing them), never the GPU of another rank, which may be training while this rank
+ * evaluates. -1 with err when ordinal is not a GPU the worker sees. */
+int rl_kenv_pool_create_on(rl_kenv_pool **pool, const rl_kenv_opts *o, int ordinal, int first_free, rl_err *err);
 void rl_kenv_pool_free(rl_kenv_pool *pool);
 int rl_kenv_pool_gpus(const rl_kenv_pool *pool);
 
