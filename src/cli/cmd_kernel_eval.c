@@ -261,7 +261,7 @@ int rl_cmd_kernel_eval(int argc, char **argv)
         RL_OPT_F("json", &json, "print the result as JSON (single mode)"),
         RL_OPT_F("batch", &batch_mode, "read requests from stdin, one result line each"),
         RL_OPT_I("gpus", &gpus, 1, 16, "GPUs to use in batch mode (0 = all the worker sees)", .range.or_zero = 1),
-        RL_OPT_I("jobs", &jobs, 1, 64, "compiles at once, while 2 more requests per GPU worker wait for it (0 = 2 per GPU worker or 1 per core, the more)", .range.or_zero = 1),
+        RL_OPT_I("jobs", &jobs, 1, 64, "compiles at once; compiled requests wait for a GPU meanwhile (0 = 2 per GPU worker or 1 per core, the more)", .range.or_zero = 1),
         RL_OPT_I("gpu-workers", &o.gpu_workers, 1, 16,
                  "workers at once per GPU: correctness shared, timing exclusive by a lock (0 = 4)", .range.or_zero = 1),
         RL_OPT_S("protocol", &o.protocol_path, "FILE", "protocol parameters (protocol.json)"),

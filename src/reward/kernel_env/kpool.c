@@ -190,10 +190,11 @@ void rl_kenv_pool_run(rl_kenv_pool *p, int jobs, const rl_kenv_feed *feed)
         if (cores > jobs) jobs = cores > RL_KPOOL_MAX_JOBS ? RL_KPOOL_MAX_JOBS : (int)cores;
     }
     if (jobs > RL_KPOOL_MAX_JOBS) jobs = RL_KPOOL_MAX_JOBS;
-    /* jobs compile at once; two more candidates per GPU slot are in flight, compiled and
-     * waiting for a GPU or being checked and timed, so that the cores never idle while the
-     * GPUs drain their queue (a thread holds its candidate from compile to result) */
-    int threads = jobs + 2 * p->per_gpu * p->n_gpus;
+    /* jobs compile at once; as many more candidates, plus two per GPU slot, are in flight,
+     * compiled and waiting for a GPU or being checked and timed: a thread holds its candidate
+     * from compile to result, so a whole set of compiles that end together can wait for the
+     * GPUs while the next set compiles, and the cores never idle while the GPUs drain */
+    int threads = 2 * jobs + 2 * p->per_gpu * p->n_gpus;
     if (threads > RL_KPOOL_MAX_THREADS) threads = RL_KPOOL_MAX_THREADS;
     p->max_build = jobs;
     p->feed = feed;

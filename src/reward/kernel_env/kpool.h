@@ -48,7 +48,7 @@ typedef struct rl_kenv_feed {
 } rl_kenv_feed;
 
 /* Runs the feed until it is empty, jobs compiles at once (0: two per GPU slot or one per online
- * core, whichever is more; at most RL_KPOOL_MAX_JOBS), on jobs + 2 per GPU slot threads: the
+ * core, whichever is more; at most RL_KPOOL_MAX_JOBS), on 2 x jobs + 2 per GPU slot threads: the
  * candidates beyond the compiling ones wait for a GPU (or are checked and timed) holding no
  * core, so compiles go on while the GPUs drain their queue. */
 void rl_kenv_pool_run(rl_kenv_pool *pool, int jobs, const rl_kenv_feed *feed);
