@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -57,13 +58,17 @@ def run_batch(args, reqs, cache, progress):
     cmd = [args.rlc, "kernel-eval", "--batch", "--jobs", str(args.jobs), "--gpu-workers", str(args.gpu_workers),
            "--cache", cache, "--python", args.python] + args.extra
     t0 = time.time()
-    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         cwd=ROOT)
-    try:
-        p.stdin.write("".join(json.dumps(r) + "\n" for r in reqs))
-        p.stdin.close()
-    except BrokenPipeError:  # rlc stopped early: its stderr says why
-        pass
+    errf = open(progress + ".stderr", "w+")  # a file, not a pipe nobody reads while rlc runs
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errf, text=True, cwd=ROOT)
+
+    def feed():  # in a thread: rlc reads a request as a job frees, and the results must be read meanwhile
+        try:
+            p.stdin.write("".join(json.dumps(r) + "\n" for r in reqs))
+            p.stdin.close()
+        except BrokenPipeError:  # rlc stopped early: its stderr says why
+            pass
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
     lines = []
     with open(progress, "w") as f:
         for l in p.stdout:
@@ -74,8 +79,10 @@ def run_batch(args, reqs, cache, progress):
             lines.append(d)
             f.write(json.dumps(d) + "\n")
             f.flush()
-    err = p.stderr.read()
     rc = p.wait()
+    errf.seek(0)
+    err = errf.read()
+    errf.close()
     return time.time() - t0, lines, rc, err[-2000:]
 
 
@@ -100,6 +107,12 @@ def summary(name, wall, lines, n):
             parts.setdefault("compile", []).append(l["compile"]["seconds"])
     if parts:
         row += "\n  median s: " + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in sorted(parts.items()))
+    headers = {}
+    for l in lines:  # KernelBench: which torch/extension.h nvcc got (kblight.h)
+        if l.get("kb_header"):
+            headers[l["kb_header"]] = headers.get(l["kb_header"], 0) + 1
+    if headers:
+        row += "\n  kb_header: " + json.dumps(headers, sort_keys=True)
     return row
 
 

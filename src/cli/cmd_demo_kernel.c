@@ -115,7 +115,7 @@ int rl_cmd_demo_kernel(int argc, char **argv)
         RL_OPT_S("kernel-worker", &c.kernel.worker, "PATH", "rlc-kernel-worker (default: beside rlc)"),
         RL_OPT_S("kernel-nvcc", &c.kernel.nvcc, "PATH", "nvcc"),
         RL_OPT_S("kernel-cache", &c.kernel.cache_dir, "DIR", "compiled modules"),
-        RL_OPT_I("kernel-jobs", &c.kernel.jobs, 0, 64, "evaluations in flight (0 = two per GPU)"),
+        RL_OPT_I("kernel-jobs", &c.kernel.jobs, 0, 64, "compiles at once (0 = 2 per GPU worker or 1 per core, the more)"),
         RL_OPT_F("summarize", &summarize, "only print the table of an earlier run in --out"),
         RL_OPT_THREADS(&threads),
         RL_OPT_DEVICE(&device),

@@ -6,10 +6,10 @@
  *   rlc kernel-eval --batch [options] < requests.jsonl > results.jsonl
  *
  * The protocol's parameters come from protocol.json (--protocol FILE), single ones overridden
- * by flags. Batch mode runs --jobs threads; each takes the next request line, compiles it
- * (native tasks), then waits for a free GPU of the pool (one worker per GPU at a time, pinned
- * by CUDA_VISIBLE_DEVICES) and writes one result line (the request's "id" echoed) as soon as
- * it is done. */
+ * by flags. Batch mode runs the pool's threads (kpool.h); each takes the next request line,
+ * compiles it once one of --jobs compile slots is free, then waits for a free GPU slot of the
+ * pool (pinned by CUDA_VISIBLE_DEVICES) and writes one result line (the request's "id" echoed)
+ * as soon as it is done. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,7 +261,7 @@ int rl_cmd_kernel_eval(int argc, char **argv)
         RL_OPT_F("json", &json, "print the result as JSON (single mode)"),
         RL_OPT_F("batch", &batch_mode, "read requests from stdin, one result line each"),
         RL_OPT_I("gpus", &gpus, 1, 16, "GPUs to use in batch mode (0 = all the worker sees)", .range.or_zero = 1),
-        RL_OPT_I("jobs", &jobs, 1, 64, "batch requests in flight; compiles overlap (0 = 2 per GPU worker)", .range.or_zero = 1),
+        RL_OPT_I("jobs", &jobs, 1, 64, "compiles at once; compiled requests wait for a GPU meanwhile (0 = 2 per GPU worker or 1 per core, the more)", .range.or_zero = 1),
         RL_OPT_I("gpu-workers", &o.gpu_workers, 1, 16,
                  "workers at once per GPU: correctness shared, timing exclusive by a lock (0 = 4)", .range.or_zero = 1),
         RL_OPT_S("protocol", &o.protocol_path, "FILE", "protocol parameters (protocol.json)"),
@@ -284,6 +284,8 @@ int rl_cmd_kernel_eval(int argc, char **argv)
         RL_OPT_F("no-sandbox", &o.no_sandbox, "run workers and nvcc without the sandbox (docs/kernel-env.md; debugging)"),
         RL_OPT_S("kb-pch", &o.kb_pch, "DIR", "KernelBench: the precompiled torch header's directory (default <cache>/kb-pch-*)"),
         RL_OPT_F("kb-no-pch", &o.kb_no_pch, "KernelBench: no precompiled torch header (each build parses it)"),
+        RL_OPT_F("kb-no-light", &o.kb_no_light,
+                 "KernelBench: nvcc gets the candidate's torch/extension.h, not the lighter one first"),
         RL_OPT_F("profile", &o.profile, "also time each GPU kernel of one call per side (the result's \"profile\")"),
         RL_OPT_F("sandbox-diag", &sandbox_diag,
                  "run the GPU probe of both workers under each sandbox layer and variant and print which sees the GPU"),

@@ -100,6 +100,13 @@ int rl_cli_train(const char *cmd, const rl_cli_ranks *p, rl_run_config *c, char 
         fprintf(stderr, "rlc %s: rank %d has local rank %d, but %d GPUs are visible\n", cmd, dc.rank, dc.local_rank, n_gpus);
         return RL_EXIT_USAGE;
     }
+    /* --reward kernel under several ranks: each rank times kernels on its own GPU (and on those
+     * no rank trains on), in its own evaluation phase, never on a GPU where another rank may be
+     * training (kreward.h) */
+    if (launched && p->device != RL_DEVICE_CPU && n_gpus > 1) {
+        c->reward_options.kernel.rank_gpu = ordinal + 1;
+        c->reward_options.kernel.rank_gpus = dc.local_world;
+    }
     if (launched && threads == 0) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN) / dc.local_world;
         threads = cores > 1 ? (int)cores : 1;

@@ -45,8 +45,10 @@ typedef struct rl_cli_ranks {
         RL_OPT_S("kernel-cache", &(k).cache_dir, "DIR",                                                            \
                  "kernel reward: compiled modules (default ~/.cache/rlc/kernels)"),                                \
         RL_OPT_S("kernel-protocol", &(k).protocol, "FILE", "kernel reward: protocol.json"),                        \
-        RL_OPT_I("kernel-gpus", &(k).gpus, 0, 16, "kernel reward: GPUs timing candidates (0 = all the worker sees)"), \
-        RL_OPT_I("kernel-jobs", &(k).jobs, 0, 64, "kernel reward: evaluations in flight (0 = two per GPU)"),      \
+        RL_OPT_I("kernel-gpus", &(k).gpus, 0, 16,                                                                  \
+                 "kernel reward: GPUs timing candidates (0 = all the worker sees; with --gpus N, each rank's own)"), \
+        RL_OPT_I("kernel-jobs", &(k).jobs, 0, 64,                                                                  \
+                 "kernel reward: compiles at once (0 = 2 per GPU worker or 1 per core, the more)"),          \
         RL_OPT_F("kernel-no-sandbox", &(k).no_sandbox,                                                             \
                  "kernel reward: workers and nvcc run without the sandbox (debugging)"),                           \
         RL_OPT_F("kernel-memo", &(k).memo,                                                                         \

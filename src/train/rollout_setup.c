@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/file.h"
+#include "reward/kernel_env/kenv.h"
 #include "train/checkpoint.h"
 
 /* hooks.prepare of a kernel run: the step's prompts rebuilt, the trainer's data pointed at them. */
@@ -92,6 +93,7 @@ int rl_rollout_setup_make(rl_rollout_setup *s, const rl_run_config *c, const rl_
         s->prompts[i] = (rl_grpo_prompt){s->kt.ids[i], s->kt.n_ids[i], s->kt.text[i], NULL, s->kt.lines[i]};
     ro->kernel.attempts = s->attempts;
     ro->kernel.keep_upto = keep;
+    for (int i = 0; i < s->n; i++) ro->kernel.kb_tasks |= s->kt.task[i] && rl_kenv_is_kernelbench(s->kt.task[i]);
     gc->hooks.user = s;
     gc->hooks.prepare = kernel_prepare;
     gc->max_prompt_tokens = c->max_len;

@@ -84,8 +84,10 @@ static void *build_main(void *arg)
     return NULL;
 }
 
-int rl_kbpch_env(const rl_kenv_opts *o, char *cxx_env, size_t cxx_size, char *pch_env, size_t pch_size)
+int rl_kbpch_env(const rl_kenv_opts *o, char *cxx_env, size_t cxx_size, char *pch_env, size_t pch_size, char *real_env,
+                 size_t real_size)
 {
+    real_env[0] = 0;
     if (o->kb_no_pch) return 0;
     char kdir[PATH_MAX], script[PATH_MAX + 16], wrapper[PATH_MAX + 16];
     snprintf(kdir, sizeof kdir, "%s", o->kb_worker);
@@ -124,6 +126,11 @@ int rl_kbpch_env(const rl_kenv_opts *o, char *cxx_env, size_t cxx_size, char *pc
     char real[PATH_MAX];
     snprintf(cxx_env, cxx_size, "CXX=%s", realpath(wrapper, real) ? real : wrapper);
     snprintf(pch_env, pch_size, "RLC_KB_PCH=%s", realpath(pch_dir, real) ? real : pch_dir);
+    /* kb_pch.py ran with this process's environment: the PCH fits the compiler CXX names (c++
+     * when unset), and a PCH g++ finds unfit is ignored without a word, so the wrapper must run
+     * that compiler, not whichever c++ is first in PATH. */
+    const char *cxx = getenv("CXX");
+    if (cxx && *cxx) snprintf(real_env, real_size, "RLC_KB_CXX=%s", cxx);
     return 1;
 }
 

@@ -80,6 +80,7 @@ int rl_kcompile(const char *source, size_t len, int library, const rl_kcompile_o
     po.fsize_limit = (size_t)1 << 30;
     po.as_limit = (size_t)16 << 30; /* cicc and ptxas need a few GiB at most */
     po.merge_stderr = 1;
+    po.nice = RL_KPROC_BUILD_NICE;
     /* Compiling untrusted source: nvcc (cicc, ptxas, the host compiler) writes only in the
      * cache, its temporary files included. */
     rl_ksandbox *sb = NULL;

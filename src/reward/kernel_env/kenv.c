@@ -16,6 +16,7 @@
 #include "core/file.h"
 #include "core/timer.h"
 #include "io/json.h"
+#include "reward/kernel_env/kblight.h"
 #include "reward/kernel_env/kbpch.h"
 #include "reward/kernel_env/kcompile.h"
 #include "reward/kernel_env/kproc.h"
@@ -264,8 +265,11 @@ static void eval_native(const rl_kenv_opts *o, const char *task_dir, const char 
     add_static(res, st);
     char path[1200];
     snprintf(path, sizeof path, "%s/reference.cu", task_dir);
-    if (rl_file_read_all(path, &ref_src, &ref_len, &e) || compile_file(o, ref_src, ref_len, spec->library, &rc, &e) ||
-        compile_file(o, source, len, 0, &cc, &e)) {
+    if (o->build_acquire) o->build_acquire(o->gpu_ctx);
+    int failed = rl_file_read_all(path, &ref_src, &ref_len, &e) ||
+                 compile_file(o, ref_src, ref_len, spec->library, &rc, &e) || compile_file(o, source, len, 0, &cc, &e);
+    if (o->build_release) o->build_release(o->gpu_ctx);
+    if (failed) {
         set_status(res, "error", e.msg);
         goto done;
     }
@@ -332,11 +336,21 @@ static void arch_list(const char *arch, char *out, size_t size)
     else snprintf(out, size, "TORCH_CUDA_ARCH_LIST=%s", arch);
 }
 
+/* The environment entries of a KernelBench candidate's runs: the precompiled header's (kbpch.h;
+ * one answer for both runs: the same CXX keeps ninja's command lines equal, so the GPU run
+ * finds the build up to date) and the light header's (kblight.h; the build-only run alone). */
+typedef struct kb_env {
+    char cxx[PATH_MAX + 16], pch[PATH_MAX + 16], real_cxx[PATH_MAX + 16];
+    int have_pch;
+    char light[PATH_MAX + 600], light_dir[PATH_MAX];
+    int use_light;
+} kb_env;
+
 /* build_dir: load_inline's build directory (TORCH_EXTENSIONS_DIR, kb_build_dir). mode
  * MODE_COMPILE runs the worker with --build-only and no GPU (it imports the candidate, which
  * builds its extensions); MODE_CHECK stops after the correctness trials. */
 static void run_python(const rl_kenv_opts *o, const char *problem, const char *dir, const char *build_dir,
-                       const char *cand_path, int mode, const char *const pch[2], cJSON *res)
+                       const char *cand_path, int mode, const kb_env *ke, cJSON *res)
 {
     const rl_kproto *p = &o->proto;
     char nonce[40], input[48], val[N_SHARED_FLAGS][32], slow[2][32], tol[4][2][32];
@@ -367,11 +381,20 @@ static void run_python(const rl_kenv_opts *o, const char *problem, const char *d
     char ext_env[PATH_MAX + 64], arch_env[64];
     snprintf(ext_env, sizeof ext_env, "TORCH_EXTENSIONS_DIR=%s", build_dir);
     arch_list(o->arch, arch_env, sizeof arch_env);
-    /* pch: the precompiled torch header's CXX and RLC_KB_PCH (kbpch.h), or NULLs */
-    const char *env[] = {"PYTHONDONTWRITEBYTECODE=1", ext_env, arch_env, pch[0], pch[1], NULL};
+    const char *env[8] = {"PYTHONDONTWRITEBYTECODE=1", ext_env, arch_env};
+    int n_env = 3;
     rl_kworker_box box;
     rl_kworker_box_init(&box, o, dir, build_dir, problem, 1, p->timeout_s + p->compile_timeout_s);
-    if (pch[1]) rl_kworker_box_read(&box, pch[1] + strlen("RLC_KB_PCH="), 0);
+    if (ke->have_pch) {
+        env[n_env++] = ke->cxx, env[n_env++] = ke->pch;
+        if (ke->real_cxx[0]) env[n_env++] = ke->real_cxx;
+        rl_kworker_box_read(&box, ke->pch + strlen("RLC_KB_PCH="), 0);
+    }
+    if (ke->use_light && mode == MODE_COMPILE) {
+        env[n_env++] = ke->light;
+        rl_kworker_box_read(&box, ke->light_dir, 0);
+    }
+    env[n_env] = NULL;
     if (mode == MODE_COMPILE) {
         rl_kworker_run(o, argv, input, nonce, p->compile_timeout_s, env, 0, 0, "the Python worker (build)", &box, res);
         return;
@@ -380,6 +403,32 @@ static void run_python(const rl_kenv_opts *o, const char *problem, const char *d
      * time counts too. */
     rl_kworker_run(o, argv, input, nonce, p->timeout_s + p->compile_timeout_s, env, 1, mode == MODE_FULL,
                "the Python worker", &box, res);
+}
+
+static int is_status(const cJSON *res, const char *status)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "status");
+    return cJSON_IsString(st) && !strcmp(st->valuestring, status);
+}
+
+/* What a worker run put into res (kworker.c's read_worker), so that another run starts clean. */
+static void drop_run_fields(cJSON *res)
+{
+    static const char *const keys[] = {"checks", "trials", "max_err_ratio", "max_abs_err", "ref_ms", "cand_ms",
+                                       "speedup", "noisy", "ref_solo_ms", "device", "kernels", "build_note",
+                                       "profile", "phases", "worker_seconds"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) cJSON_DeleteItemFromObjectCaseSensitive(res, keys[i]);
+}
+
+/* The build-only run; returns its seconds (taken out of res). */
+static double run_build(const rl_kenv_opts *o, const char *problem, const char *dir, const char *build,
+                        const char *path, const kb_env *ke, cJSON *res)
+{
+    run_python(o, problem, dir, build, path, MODE_COMPILE, ke, res);
+    cJSON *ws = cJSON_DetachItemFromObjectCaseSensitive(res, "worker_seconds");
+    double s = cJSON_IsNumber(ws) ? ws->valuedouble : 0;
+    cJSON_Delete(ws);
+    return s;
 }
 
 static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const char *source, size_t len, int mode,
@@ -419,21 +468,29 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
         } else {
             /* The build first, without the GPU, so that compiles of a batch overlap on the CPU
              * cores while each GPU times one candidate; a real build error ends it there. */
-            /* One answer for both runs: the same CXX keeps ninja's command lines equal, so the
-             * GPU run finds the build up to date. */
-            char cxx_env[PATH_MAX + 16], pch_env[PATH_MAX + 16];
-            int have = rl_kbpch_env(o, cxx_env, sizeof cxx_env, pch_env, sizeof pch_env);
-            const char *pch[2] = {have ? cxx_env : NULL, have ? pch_env : NULL};
-            run_python(o, problem, dir, build, path, MODE_COMPILE, pch, res);
-            cJSON *ws = cJSON_DetachItemFromObjectCaseSensitive(res, "worker_seconds");
-            if (ws) cJSON_AddItemToObject(res, "build_seconds", ws);
-            const cJSON *bs = cJSON_GetObjectItemCaseSensitive(res, "status");
-            int built_bad = cJSON_IsString(bs) && !strcmp(bs->valuestring, "compile_error");
-            if (mode != MODE_COMPILE && !built_bad) {
+            kb_env env_store = {0}, *ke = &env_store;
+            ke->have_pch = rl_kbpch_env(o, ke->cxx, sizeof ke->cxx, ke->pch, sizeof ke->pch, ke->real_cxx,
+                                        sizeof ke->real_cxx);
+            ke->use_light = rl_kblight_env(o, source, len, ke->light, sizeof ke->light, ke->light_dir, sizeof ke->light_dir);
+            if (o->build_acquire) o->build_acquire(o->gpu_ctx);
+            double build_s = run_build(o, problem, dir, build, path, ke, res);
+            if (ke->use_light && is_status(res, "compile_error")) {
+                /* The light header must never decide a verdict: what failed with it is built
+                 * again as written (the GPU run never gets it either). */
+                drop_run_fields(res);
+                ke->use_light = 0;
+                build_s += run_build(o, problem, dir, build, path, ke, res);
+                cJSON_AddStringToObject(res, "kb_header", "original after light failed");
+            } else if (ke->use_light) {
+                cJSON_AddStringToObject(res, "kb_header", "light");
+            }
+            if (o->build_release) o->build_release(o->gpu_ctx);
+            cJSON_AddNumberToObject(res, "build_seconds", build_s);
+            if (mode != MODE_COMPILE && !is_status(res, "compile_error")) {
                 /* the GPU run's record replaces the build run's */
                 static const char *const drop[] = {"checks", "trials", "max_err_ratio", "max_abs_err", "device"};
                 for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++) cJSON_DeleteItemFromObjectCaseSensitive(res, drop[i]);
-                run_python(o, problem, dir, build, path, mode, pch, res);
+                run_python(o, problem, dir, build, path, mode, ke, res);
             }
             rl_remove_tree(dir, &e); /* best effort: a leftover temporary directory harms nothing */
         }

@@ -48,16 +48,23 @@ typedef struct rl_kenv_opts {
      * $TMPDIR/rlc-gpu-<device>.lock: correctness shared, timing exclusive on that GPU. */
     const char *(*gpu_acquire)(void *ctx);
     void (*gpu_release)(void *ctx, const char *device);
+    /* Optional compile slots (the pool), called with gpu_ctx around each candidate's compiles
+     * (nvcc; KernelBench: the build-only runs): at most the pool's compile count at once, while
+     * more candidates in flight wait for a GPU without holding a core. */
+    void (*build_acquire)(void *ctx);
+    void (*build_release)(void *ctx);
     void *gpu_ctx;
     uint64_t seed;
     int require_kernel;        /* KernelBench: ModelNew must launch a kernel its own code defines */
     int no_sandbox;            /* 1: workers and nvcc run without ksandbox.h's sandbox (debugging) */
     const char *kb_pch;        /* KernelBench: the precompiled torch/extension.h's directory (kbpch.h;
                                 * NULL: <cache_dir>/kb-pch-<hash>) */
-    int kb_no_pch;
+    int kb_no_pch;             /* 1: load_inline builds parse torch's headers every time */
+    int kb_no_light;           /* 1: KernelBench builds' nvcc step gets the candidate's torch/extension.h
+                                * as it is, not the lighter one first (kblight.h) */
     int profile;               /* 1: full evaluations also time each kernel launched (workers get
                                 * --profile): the result's "profile" {"candidate": [{"name",
-                                * "calls", "ms"}, ...], "reference": [...]} (the profile tool) */             /* 1: load_inline builds parse torch's headers every time */
+                                * "calls", "ms"}, ...], "reference": [...]} (the profile tool) */
     int gpu_workers;           /* pool: workers at once per GPU (0: 4). They share the GPU for
                                 * correctness; timing is exclusive by the GPU's lock file */
 } rl_kenv_opts;

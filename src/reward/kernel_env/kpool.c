@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/number.h"
 #include "reward/kernel_env/kproc.h"
@@ -14,6 +15,8 @@ struct rl_kenv_pool {
     pthread_cond_t freed;
     char devices[RL_KPOOL_MAX_GPUS][32];
     int busy[RL_KPOOL_MAX_GPUS], n_gpus, per_gpu;
+    int building, max_build; /* compiles running, and at most (rl_kenv_pool_run's jobs) */
+    pthread_cond_t build_freed;
     const rl_kenv_feed *feed; /* during rl_kenv_pool_run */
     pthread_mutex_t feed_lock;
 };
@@ -62,6 +65,8 @@ int rl_kenv_pool_create(rl_kenv_pool **out, const rl_kenv_opts *o, int n_gpus, r
     pthread_mutex_init(&p->lock, NULL);
     pthread_mutex_init(&p->feed_lock, NULL);
     pthread_cond_init(&p->freed, NULL);
+    pthread_cond_init(&p->build_freed, NULL);
+    p->max_build = RL_KPOOL_MAX_JOBS;
     const char *visible = getenv("CUDA_VISIBLE_DEVICES");
     for (int i = 0; i < n_gpus; i++) {
         snprintf(p->devices[i], sizeof p->devices[i], "%d", i);
@@ -76,12 +81,33 @@ int rl_kenv_pool_create(rl_kenv_pool **out, const rl_kenv_opts *o, int n_gpus, r
     return 0;
 }
 
+int rl_kenv_pool_create_on(rl_kenv_pool **out, const rl_kenv_opts *o, int ordinal, int first_free, rl_err *err)
+{
+    if (rl_kenv_pool_create(out, o, 0, err)) return -1;
+    rl_kenv_pool *p = *out;
+    if (ordinal < 0 || ordinal >= p->n_gpus) {
+        rl_err_set(err, "GPU %d asked for, but the worker sees %d GPU%s", ordinal, p->n_gpus, p->n_gpus == 1 ? "" : "s");
+        rl_kenv_pool_free(p);
+        *out = NULL;
+        return -1;
+    }
+    char devices[RL_KPOOL_MAX_GPUS][32];
+    int n = 0;
+    snprintf(devices[n++], sizeof devices[0], "%s", p->devices[ordinal]);
+    for (int i = first_free > ordinal ? first_free : ordinal + 1; i < p->n_gpus; i++)
+        snprintf(devices[n++], sizeof devices[0], "%s", p->devices[i]);
+    memcpy(p->devices, devices, sizeof devices);
+    p->n_gpus = n;
+    return 0;
+}
+
 void rl_kenv_pool_free(rl_kenv_pool *p)
 {
     if (!p) return;
     pthread_mutex_destroy(&p->lock);
     pthread_mutex_destroy(&p->feed_lock);
     pthread_cond_destroy(&p->freed);
+    pthread_cond_destroy(&p->build_freed);
     free(p);
 }
 
@@ -114,12 +140,32 @@ static void release(void *ctx, const char *device)
     pthread_mutex_unlock(&p->lock);
 }
 
+static void build_acquire(void *ctx)
+{
+    rl_kenv_pool *p = ctx;
+    pthread_mutex_lock(&p->lock);
+    while (p->building >= p->max_build) pthread_cond_wait(&p->build_freed, &p->lock);
+    p->building++;
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void build_release(void *ctx)
+{
+    rl_kenv_pool *p = ctx;
+    pthread_mutex_lock(&p->lock);
+    p->building--;
+    pthread_cond_signal(&p->build_freed);
+    pthread_mutex_unlock(&p->lock);
+}
+
 int rl_kenv_pool_eval(rl_kenv_pool *p, const char *task, const char *source, size_t len, rl_kenv_result *res,
                       rl_err *err)
 {
     rl_kenv_opts o = *p->opts;
     o.gpu_acquire = acquire;
     o.gpu_release = release;
+    o.build_acquire = build_acquire;
+    o.build_release = build_release;
     o.gpu_ctx = p;
     return rl_kenv_eval(&o, task, source, len, res, err);
 }
@@ -138,12 +184,23 @@ static void *job_main(void *arg)
 
 void rl_kenv_pool_run(rl_kenv_pool *p, int jobs, const rl_kenv_feed *feed)
 {
-    if (jobs <= 0) jobs = 2 * p->per_gpu * p->n_gpus;
+    if (jobs <= 0) { /* compiles are single-threaded (nvcc's phases, g++): one per core at least */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        jobs = 2 * p->per_gpu * p->n_gpus;
+        if (cores > jobs) jobs = cores > RL_KPOOL_MAX_JOBS ? RL_KPOOL_MAX_JOBS : (int)cores;
+    }
     if (jobs > RL_KPOOL_MAX_JOBS) jobs = RL_KPOOL_MAX_JOBS;
+    /* jobs compile at once; as many more candidates, plus two per GPU slot, are in flight,
+     * compiled and waiting for a GPU or being checked and timed: a thread holds its candidate
+     * from compile to result, so a whole set of compiles that end together can wait for the
+     * GPUs while the next set compiles, and the cores never idle while the GPUs drain */
+    int threads = 2 * jobs + 2 * p->per_gpu * p->n_gpus;
+    if (threads > RL_KPOOL_MAX_THREADS) threads = RL_KPOOL_MAX_THREADS;
+    p->max_build = jobs;
     p->feed = feed;
-    pthread_t th[RL_KPOOL_MAX_JOBS];
+    pthread_t th[RL_KPOOL_MAX_THREADS];
     int started = 0;
-    while (started < jobs && pthread_create(&th[started], NULL, job_main, p) == 0) started++;
+    while (started < threads && pthread_create(&th[started], NULL, job_main, p) == 0) started++;
     if (started == 0) job_main(p); /* no thread could start: do the work here */
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
     p->feed = NULL;

@@ -1,11 +1,11 @@
 /* kpool.h — the kernel environment's GPU pool: many candidates scored at once over the GPUs the
  * worker sees.
  *
- * `jobs` threads each take the next piece of work from a feed (in order, one at a time), do it
+ * Threads each take the next piece of work from a feed (in order, one at a time), do it
  * (typically: read a request, rl_kenv_pool_eval, write the result) and take the next, until the
  * feed is empty. A candidate's compile (nvcc; KernelBench: the build-only run) runs in its
- * thread at once, on the CPU; only the worker run waits for a free slot on a GPU (up to
- * o->gpu_workers per GPU), pinned to it by CUDA_VISIBLE_DEVICES (the entries of the parent's
+ * thread on the CPU once one of `jobs` compile slots is free; then its worker run waits for a
+ * free slot on a GPU (up to o->gpu_workers per GPU), pinned to it by CUDA_VISIBLE_DEVICES (the entries of the parent's
  * CUDA_VISIBLE_DEVICES, else 0..n-1). Workers on one GPU share it for correctness trials;
  * their timing is exclusive by the GPU's lock file (kenv.h), so no two candidates are ever
  * timed, or checked, while one of them is being timed. */
@@ -16,6 +16,7 @@
 
 #define RL_KPOOL_MAX_GPUS 16
 #define RL_KPOOL_MAX_JOBS 64
+#define RL_KPOOL_MAX_THREADS 256
 
 typedef struct rl_kenv_pool rl_kenv_pool;
 
@@ -26,6 +27,11 @@ int rl_kenv_count_gpus(const rl_kenv_opts *o);
 /* A pool over n_gpus GPUs (0: rl_kenv_count_gpus; at most RL_KPOOL_MAX_GPUS) for the options
  * o (kept by pointer: they must outlive the pool). -1 with err when no GPU is found. */
 int rl_kenv_pool_create(rl_kenv_pool **pool, const rl_kenv_opts *o, int n_gpus, rl_err *err);
+/* A training rank's pool: the GPU at ordinal among those the worker sees (the rank's own), then
+ * those from first_free on (no rank trains there; the GPU lock keeps timing exclusive among the
+ * ranks sharing them), never the GPU of another rank, which may be training while this rank
+ * evaluates. -1 with err when ordinal is not a GPU the worker sees. */
+int rl_kenv_pool_create_on(rl_kenv_pool **pool, const rl_kenv_opts *o, int ordinal, int first_free, rl_err *err);
 void rl_kenv_pool_free(rl_kenv_pool *pool);
 int rl_kenv_pool_gpus(const rl_kenv_pool *pool);
 
@@ -41,7 +47,10 @@ typedef struct rl_kenv_feed {
     void (*run)(void *user, rl_kenv_pool *pool, void *work);
 } rl_kenv_feed;
 
-/* Runs the feed on jobs threads (0: two per GPU slot; at most RL_KPOOL_MAX_JOBS) until it is empty. */
+/* Runs the feed until it is empty, jobs compiles at once (0: two per GPU slot or one per online
+ * core, whichever is more; at most RL_KPOOL_MAX_JOBS), on 2 x jobs + 2 per GPU slot threads: the
+ * candidates beyond the compiling ones wait for a GPU (or are checked and timed) holding no
+ * core, so compiles go on while the GPUs drain their queue. */
 void rl_kenv_pool_run(rl_kenv_pool *pool, int jobs, const rl_kenv_feed *feed);
 
 #endif

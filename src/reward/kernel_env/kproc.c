@@ -77,6 +77,7 @@ static void child_exec(char *const argv[], const rl_kproc_opts *opt, char **env,
     set_limit(RLIMIT_CORE, 0);
     if (opt->fsize_limit) set_limit(RLIMIT_FSIZE, opt->fsize_limit);
     if (opt->as_limit) set_limit(RLIMIT_AS, opt->as_limit);
+    if (opt->nice > 0 && getpriority(PRIO_PROCESS, 0) < opt->nice) setpriority(PRIO_PROCESS, 0, opt->nice);
     if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(opt->merge_stderr ? out_fd : err_fd, 2) < 0) _exit(126);
     const char *why = NULL;
     if (opt->sandbox && rl_ksandbox_enter(opt->sandbox, &why) != 0) {

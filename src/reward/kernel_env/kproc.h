@@ -15,6 +15,11 @@
 #include "reward/kernel_env/ksandbox.h"
 
 #define RL_KPROC_MAX_ENV 12
+/* The niceness of compiles (nvcc, KernelBench build-only runs): a batch's compiles fill every
+ * core while GPU workers check and time other candidates; the workers, at the caller's
+ * niceness, get the CPU first, so the GPU never waits for them and their timed phase, which
+ * measures host wall time, is not stretched by compiles. */
+#define RL_KPROC_BUILD_NICE 10
 
 typedef struct rl_kproc_opts {
     double timeout_s;       /* wall time; > 0 */
@@ -28,6 +33,7 @@ typedef struct rl_kproc_opts {
     int merge_stderr;       /* 1: stderr goes into the stdout capture */
     const rl_ksandbox *sandbox; /* entered in the child before exec (NULL: none); failing to
                                  * enter it exits 125 with the reason on stderr */
+    int nice;               /* > 0: the child's niceness (RL_KPROC_BUILD_NICE for compiles) */
 } rl_kproc_opts;
 
 typedef struct rl_kproc_result {

@@ -3,6 +3,7 @@
  * the database in their order, so the file reads the same whatever finished first. */
 #include "reward/kernel_env/kreward.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "core/log.h"
 #include "reward/kernel_env/attempts.h"
 #include "reward/kernel_env/extract.h"
+#include "reward/kernel_env/kbpch.h"
 #include "reward/kernel_env/kenv.h"
 #include "reward/kernel_env/kpool.h"
 
@@ -77,9 +79,20 @@ int rl_kreward_create(rl_kreward **out, const rl_kreward_opts *o, rl_err *err)
     k->opts.profile = o->profile;
     k->jobs = o->jobs;
     k->memo = o->memo;
-    if (rl_kenv_load_protocol(&k->opts, err) || rl_kenv_pool_create(&k->pool, &k->opts, o->gpus, err)) {
+    if (o->rank_gpu > 0 && o->gpus > 1) {
+        rl_kreward_free(k);
+        return rl_err_set(err, "reward kernel: --kernel-gpus %d with several training ranks: each rank evaluates "
+                               "on its own GPU alone", o->gpus);
+    }
+    if (rl_kenv_load_protocol(&k->opts, err) ||
+        (o->rank_gpu > 0 ? rl_kenv_pool_create_on(&k->pool, &k->opts, o->rank_gpu - 1, o->rank_gpus, err)
+                         : rl_kenv_pool_create(&k->pool, &k->opts, o->gpus, err))) {
         rl_kreward_free(k);
         return rl_err_prefix(err, "reward kernel: ");
+    }
+    if (o->kb_tasks) { /* starts kb_pch.py unless its directory is ready; the answer is not needed yet */
+        char cxx[PATH_MAX + 16], pch[PATH_MAX + 16], real[PATH_MAX + 16];
+        rl_kbpch_env(&k->opts, cxx, sizeof cxx, pch, sizeof pch, real, sizeof real);
     }
     if (o->attempts) {
         if (rl_kattempts_open(&k->db, o->attempts, o->keep_upto, err)) {

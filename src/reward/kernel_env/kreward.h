@@ -38,13 +38,21 @@ typedef struct rl_kreward_opts {
     int64_t keep_upto;     /* resume: keep attempts of steps <= this; -1: a fresh database */
     const char *nvcc, *worker, *python, *cache_dir, *protocol; /* NULL: the evaluator's defaults */
     int gpus;              /* GPUs of the pool (0: all the worker sees) */
-    int jobs;              /* evaluations in flight (0: two per GPU) */
+    int rank_gpu;          /* several training ranks: 1 + the ordinal of this rank's GPU; the pool is
+                              that GPU and those from rank_gpus on, which no rank trains on (no rank
+                              times a kernel on another rank's GPU); 0: one process, the pool over gpus */
+    int rank_gpus;         /* with rank_gpu: the GPUs the ranks of this machine train on (0..n-1) */
+    int jobs;              /* compiles at once (0: kpool.h's default) */
     int memo;              /* 1: a code evaluated before in this run (same task, same bytes) keeps
                               its first verdict and timing instead of being measured again */
     int no_sandbox;        /* 1: workers and nvcc run without the sandbox (kenv.h: stand-in tools
                               in tests, debugging) */
     int profile;           /* 1: evaluations also time each kernel (kenv.h); rl_kreward_eval's
                               profile holds the table */
+    int kb_tasks;          /* 1: some task is a KernelBench problem: the precompiled torch header
+                              (kbpch.h) starts building at creation, in the background, so that
+                              it is ready by the first evaluation (the first step's generation
+                              runs meanwhile) rather than half-way through it */
 } rl_kreward_opts;
 
 typedef struct rl_kreward rl_kreward;

@@ -369,6 +369,7 @@ void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input
     po.fsize_limit = (size_t)64 << 20;
     po.stdin_data = input;
     po.stdin_len = strlen(input);
+    po.nice = use_gpu ? 0 : RL_KPROC_BUILD_NICE; /* a build-only run compiles */
     int n_env = 0;
     for (int i = 0; extra_env && extra_env[i] && i < RL_KPROC_MAX_ENV - 1; i++) po.env_set[n_env++] = extra_env[i];
     /* Without the GPU (a build-only run): no device visible, and no pool slot taken, so such

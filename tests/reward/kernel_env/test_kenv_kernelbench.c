@@ -6,6 +6,7 @@
  * parameters, the candidate's text and the GPU reach the child; fatal static findings; and the
  * GPU count falls back to torch. Also `rlc kernel-eval` itself (--python, --protocol, overrides,
  * --batch). No GPU or torch needed. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -539,11 +540,24 @@ Test(kbench, precompiled_header_reaches_both_runs)
                   (strstr(env, "kb_cxx.sh") && !strstr(env, "unset")),
               "one answer for both runs of a candidate:\n%s", env);
     free(env);
+    /* kb_pch.py built the PCH with the compiler CXX names: kb_cxx.sh must run that one */
+    snprintf(path, sizeof path, "%s.runs", out);
+    remove(path);
+    setenv("FAKE_PY_RUN_LOG", path, 1);
+    setenv("CXX", "/opt/fake gcc/bin/g++", 1);
     for (int round = 0; round < 2; round++) {
         res = eval_opts(&o, "args", cand_src);
         cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
         cJSON_Delete(res);
     }
+    unsetenv("CXX");
+    unsetenv("FAKE_PY_RUN_LOG");
+    char *runs = read_text(path);
+    remove(path);
+    cr_assert_str_eq(runs, "build nvcc=unset kbcxx=/opt/fake gcc/bin/g++\ngpu nvcc=unset kbcxx=/opt/fake gcc/bin/g++\n"
+                           "build nvcc=unset kbcxx=/opt/fake gcc/bin/g++\ngpu nvcc=unset kbcxx=/opt/fake gcc/bin/g++\n",
+                     "RLC_KB_CXX in both runs of both candidates");
+    free(runs);
     char *built = read_text(log);
     snprintf(want, sizeof want, "%s\n", pch);
     cr_assert_str_eq(built, want, "kb_pch.py runs once per directory: %s", built);
@@ -603,12 +617,13 @@ Test(kbench, cxx_wrapper_picks_the_pch_of_the_optimization_level)
     snprintf(cmd, sizeof cmd, "%s/O3/torch/extension.h.gch", dir);
     cr_assert_eq(rl_file_write_atomic(cmd, "", 0, &err), 0, "%s", err.msg);
     const char *cases[][2] = {
-        {"-O2 -O3 -c 'a b.cpp'", "-I%s/O3 -O2 -O3 -c a b.cpp\n"}, /* the last -O counts */
-        {"-O3 -O2 -c x.cpp", "-O3 -O2 -c x.cpp\n"},               /* no O2 PCH */
-        {"-c x.cpp", "-c x.cpp\n"},                                /* no "none" PCH */
+        {"-O2 -O3 -c 'a b.cpp'", "cc -I%s/O3 -O2 -O3 -c a b.cpp\n"}, /* the last -O counts */
+        {"-O3 -O2 -c x.cpp", "cc -O3 -O2 -c x.cpp\n"},               /* no O2 PCH */
+        {"-c x.cpp", "cc -c x.cpp\n"},                                /* no "none" PCH */
     };
     for (int i = 0; i < 3; i++) {
-        snprintf(cmd, sizeof cmd, "RLC_KB_CXX=echo RLC_KB_PCH=%s sh src/reward/kernel_env/kb_cxx.sh %s", dir, cases[i][0]);
+        /* RLC_KB_CXX is split into words, as ninja's shell splits CXX ("ccache g++") */
+        snprintf(cmd, sizeof cmd, "RLC_KB_CXX='echo cc' RLC_KB_PCH=%s sh src/reward/kernel_env/kb_cxx.sh %s", dir, cases[i][0]);
         FILE *p = popen(cmd, "r");
         cr_assert(p);
         char got[512] = "", want[512];
@@ -619,6 +634,92 @@ Test(kbench, cxx_wrapper_picks_the_pch_of_the_optimization_level)
         cr_assert_str_eq(got, want, "%s", cases[i][0]);
     }
     rl_remove_tree(dir, &err);
+}
+
+/* The build directory (TORCH_EXTENSIONS_DIR) is <cache>/kb-<hash of the text>: the G samples of
+ * a group that wrote the same text share one build (load_inline finds it done: ninja does
+ * nothing), a different text never shares one. */
+static char *ext_dir_of(const rl_kenv_opts *o, const char *src, const char *out)
+{
+    cJSON *res = eval_opts(o, "args", src);
+    cr_assert_str_eq(tu_json_str(res, "status"), "ok", "%s", tu_json_str(res, "failure"));
+    cJSON_Delete(res);
+    char path[160];
+    snprintf(path, sizeof path, "%s.env", out);
+    char *env = read_text(path), *ext = strstr(env, " ext="), *dir = NULL;
+    cr_assert(ext, "%s", env);
+    dir = strndup(ext + 5, strcspn(ext + 5, " \n"));
+    free(env);
+    return dir;
+}
+
+Test(kbench, identical_texts_share_their_build)
+{
+    char out[96];
+    snprintf(out, sizeof out, "/tmp/rlc-kbench-share-%d", (int)getpid());
+    setenv("FAKE_PY_OUT", out, 1);
+    rl_kenv_opts o = fake_opts();
+    o.kb_no_pch = 1;
+    static const char other[] = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x + 0\n";
+    char *a = ext_dir_of(&o, cand_src, out), *b = ext_dir_of(&o, cand_src, out), *c = ext_dir_of(&o, other, out);
+    cr_assert_str_eq(a, b, "the same text, the same build directory");
+    cr_assert_str_neq(a, c, "another text, another build directory");
+    free(a), free(b), free(c);
+    const char *suffix[] = {"", ".env", ".cand", ".path", ".all", ".pch"};
+    for (int i = 0; i < 6; i++) {
+        char path[160];
+        snprintf(path, sizeof path, "%s%s", out, suffix[i]);
+        remove(path);
+    }
+}
+
+/* The light torch/extension.h (kblight.h): the build-only run of a candidate whose text names
+ * torch/extension.h gets NVCC_PREPEND_FLAGS=-I<kb_light> before the caller's own flags, the GPU
+ * run never does; a build that fails with it is built again as written, and that build decides
+ * (a real error stays a compile_error, a candidate that needs the full header is ok); a text
+ * without the include, and --kb-no-light, leave nvcc's flags as they were. */
+static void light_case(const rl_kenv_opts *o, const char *mode, const char *src, const char *log, const char *status,
+                       const char *header, const char *want_runs)
+{
+    remove(log);
+    cJSON *res = eval_opts(o, mode, src);
+    cr_assert_str_eq(tu_json_str(res, "status"), status, "%s: %s", mode, tu_json_str(res, "failure"));
+    cr_assert_str_eq(tu_json_str(res, "kb_header"), header, "%s", mode);
+    if (!strcmp(status, "ok")) cr_assert_float_eq(tu_json_num(res, "speedup"), 2.0, 1e-9);
+    cr_assert(tu_json_num(res, "build_seconds") > 0, "%s: the build's time", mode);
+    cJSON_Delete(res);
+    char *runs = read_text(log);
+    cr_assert_str_eq(runs, want_runs, "%s", mode);
+    free(runs);
+}
+
+Test(kbench, light_header_only_in_the_build_and_never_decides)
+{
+    char log[96], light[PATH_MAX], first[PATH_MAX + 96], want[3 * PATH_MAX];
+    snprintf(log, sizeof log, "/tmp/rlc-kbench-light-%d.log", (int)getpid());
+    setenv("FAKE_PY_RUN_LOG", log, 1);
+    setenv("NVCC_PREPEND_FLAGS", "-DUSER_FLAG", 1);
+    cr_assert(realpath("src/reward/kernel_env/kb_light", light));
+    snprintf(first, sizeof first, "build nvcc=-I%s -DUSER_FLAG kbcxx=unset\n", light);
+    const char *build = "build nvcc=-DUSER_FLAG kbcxx=unset\n", *gpu = "gpu nvcc=-DUSER_FLAG kbcxx=unset\n";
+    static const char with_ext[] = "import torch\nfrom torch.utils.cpp_extension import load_inline\n"
+                                   "cuda_src = '#include <torch/extension.h>\\n'\n"
+                                   "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n";
+    rl_kenv_opts o = fake_opts();
+    o.kb_no_pch = 1;
+    snprintf(want, sizeof want, "%s%s", first, gpu);
+    light_case(&o, "ok", with_ext, log, "ok", "light", want);
+    snprintf(want, sizeof want, "%s%s%s", first, build, gpu);
+    light_case(&o, "light_fails", with_ext, log, "ok", "original after light failed", want);
+    snprintf(want, sizeof want, "%s%s", first, build);
+    light_case(&o, "compile_error", with_ext, log, "compile_error", "original after light failed", want);
+    snprintf(want, sizeof want, "%s%s", build, gpu);
+    light_case(&o, "light_fails", cand_src, log, "ok", "", want); /* no torch/extension.h in the text */
+    o.kb_no_light = 1;
+    light_case(&o, "light_fails", with_ext, log, "ok", "", want);
+    remove(log);
+    unsetenv("FAKE_PY_RUN_LOG");
+    unsetenv("NVCC_PREPEND_FLAGS");
 }
 
 /* rlc kernel-eval --sandbox-diag: the probes of both workers under every variant. The fake

@@ -152,3 +152,69 @@ Test(kpool, workers_per_gpu)
     snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* jobs compiles at once, and compiles go on while the GPU is busy: with 2 compile slots and
+ * one worker on one GPU, the first candidate's worker waits (up to 4 s) until 4 candidates
+ * have been compiled, which only happens if candidates beyond the 2 compiling ones can be in
+ * flight (compiled, waiting for the GPU) while it holds the GPU; never more than 2 compiles at
+ * once. Each candidate's text is its own (no cache hit). */
+typedef struct slot_feed {
+    int next, n;
+    char src[8][200];
+    char status[8][24];
+} slot_feed;
+
+static void *slot_next(void *user)
+{
+    slot_feed *f = user;
+    return f->next < f->n ? &f->src[f->next++] : NULL;
+}
+
+static void slot_run(void *user, rl_kenv_pool *pool, void *work)
+{
+    slot_feed *f = user;
+    char *text = work;
+    rl_kenv_result r;
+    rl_err err;
+    cr_assert_eq(rl_kenv_pool_eval(pool, TASK, text, strlen(text), &r, &err), 0, "%s", err.msg);
+    snprintf(f->status[(text - f->src[0]) / sizeof f->src[0]], sizeof f->status[0], "%s%s%s",
+             rl_kenv_status_names[r.status], r.failure ? " " : "", r.failure ? r.failure : "");
+    rl_kenv_result_free(&r);
+}
+
+Test(kpool, compiles_go_on_while_the_gpu_is_busy)
+{
+    char cache[64], running[96], cmd[200], path[128];
+    snprintf(cache, sizeof cache, "/tmp/rlc-kpool-build-%d", (int)getpid());
+    snprintf(running, sizeof running, "%s/running", cache);
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", cache, running);
+    cr_assert_eq(system(cmd), 0);
+    setenv("FAKE_NVCC_RUNNING", running, 1);
+    setenv("FAKE_WORKER_MODE", "wait_compiles", 1);
+    setenv("FAKE_WAIT_COMPILES", "4", 1);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    rl_kenv_opts o = fake_opts(cache);
+    o.gpu_workers = 1;
+    rl_kenv_pool *pool;
+    rl_err err;
+    cr_assert_eq(rl_kenv_pool_create(&pool, &o, 1, &err), 0, "%s", err.msg);
+    slot_feed f = {.n = 6};
+    for (int i = 0; i < f.n; i++)
+        snprintf(f.src[i], sizeof f.src[i],
+                 "#include \"rl_kernel.h\"\n// COMPILE_SLOT_MARK %d\nextern \"C\" int rl_kernel(const rl_kernel_args *a) { return 0; }\n", i);
+    rl_kenv_feed feed = {&f, slot_next, slot_run};
+    rl_kenv_pool_run(pool, 2, &feed);
+    rl_kenv_pool_free(pool);
+    for (int i = 0; i < f.n; i++) cr_assert_str_eq(f.status[i], "ok", "candidate %d: %s", i, f.status[i]);
+    snprintf(path, sizeof path, "%s.max", running);
+    FILE *fp = fopen(path, "r");
+    cr_assert(fp, "no compile ran");
+    int n, max = 0, lines = 0;
+    while (fscanf(fp, "%d", &n) == 1) max = n > max ? n : max, lines++;
+    fclose(fp);
+    cr_assert_eq(lines, f.n);
+    cr_assert(max >= 1 && max <= 2, "at most 2 compiles at once: %d", max);
+    unsetenv("FAKE_NVCC_RUNNING");
+    snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
+    cr_assert_eq(system(cmd), 0);
+}

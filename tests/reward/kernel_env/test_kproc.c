@@ -2,6 +2,8 @@
  * codes, signals, wall-time limit (the whole process group dies), output flood cap, stdin, the
  * environment, and a grandchild that keeps the pipes open. */
 #include <signal.h>
+#include <stdio.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -121,6 +123,26 @@ Test(kproc, address_space_limit)
     rl_kproc_result r;
     run_sh("ulimit -v", &o, &r);
     cr_assert_str_eq(r.out, "262144\n", "RLIMIT_AS not applied: %s", r.out);
+    rl_kproc_result_free(&r);
+}
+
+/* Compiles run niced (RL_KPROC_BUILD_NICE): the GPU workers get the CPU first. A niceness above
+ * the caller's stays (it cannot be lowered unprivileged). */
+Test(kproc, niceness)
+{
+    rl_kproc_opts o = opts(10);
+    o.nice = RL_KPROC_BUILD_NICE;
+    rl_kproc_result r;
+    run_sh("nice", &o, &r);
+    int mine = getpriority(PRIO_PROCESS, 0), want = mine > RL_KPROC_BUILD_NICE ? mine : RL_KPROC_BUILD_NICE;
+    char text[16];
+    snprintf(text, sizeof text, "%d\n", want);
+    cr_assert_str_eq(r.out, text);
+    rl_kproc_result_free(&r);
+    o.nice = 0;
+    run_sh("nice", &o, &r);
+    snprintf(text, sizeof text, "%d\n", mine);
+    cr_assert_str_eq(r.out, text, "no niceness asked: the caller's");
     rl_kproc_result_free(&r);
 }
 

@@ -11,6 +11,7 @@
 
 #include "core/file.h"
 #include "reward/kernel_env/attempts.h"
+#include "reward/kernel_env/kbpch.h"
 #include "reward/kernel_env/kreward.h"
 #include "reward/kernel_env/prompt.h"
 #include "json_get.h"
@@ -250,4 +251,87 @@ Test(kreward, kernelbench_prompt)
     cr_assert(strstr(text, "```python\n") && strstr(text, "class Model") && strstr(text, "def get_inputs"), "%s", text);
     cr_assert(strstr(text, "class ModelNew") && strstr(text, "load_inline") && !strstr(text, "```cuda"), "%s", text);
     free(text);
+}
+
+/* Several training ranks (rank_gpu, rank_gpus: set by the trainer under --gpus N): a rank's pool
+ * is its own GPU (the ordinal-th of CUDA_VISIBLE_DEVICES) and the GPUs no rank trains on, never
+ * another rank's, which may be training while this rank evaluates; an ordinal the worker does
+ * not see, or --kernel-gpus > 1 with ranks, is an error at start. */
+static void rank_pool(int rank_gpu, int rank_gpus, const char *allowed, const char *needed)
+{
+    char cache[128];
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    rl_kreward_opts o = {.keep_upto = -1, .nvcc = FIX "/fake_nvcc.sh", .worker = FIX "/fake_worker.sh",
+                         .cache_dir = cache, .jobs = 4, .no_sandbox = 1, .rank_gpu = rank_gpu, .rank_gpus = rank_gpus};
+    rl_kreward *k;
+    rl_err err;
+    cr_assert_eq(rl_kreward_create(&k, &o, &err), 0, "%s", err.msg);
+    enum { N = 8 };
+    const char *tasks[N], *codes[N];
+    size_t lens[N];
+    char src[N][160];
+    for (int i = 0; i < N; i++) { /* distinct sources: each one compiled and run */
+        snprintf(src[i], sizeof src[i], "#include \"rl_kernel.h\"\n// %d %d\nextern \"C\" int rl_kernel(const rl_kernel_args *a) { return 0; }\n",
+                 rank_gpus, i);
+        tasks[i] = TASK, codes[i] = src[i], lens[i] = strlen(src[i]);
+    }
+    rl_kreward_eval ev[N];
+    cr_assert_eq(rl_kreward_eval_many(k, tasks, codes, lens, N, ev, &err), 0, "%s", err.msg);
+    int saw_needed = 0;
+    for (int i = 0; i < N; i++) {
+        const char *d = ev[i].reason ? strstr(ev[i].reason, "devices=") : NULL;
+        cr_assert(d, "candidate %d: %s", i, ev[i].reason ? ev[i].reason : "(none)");
+        char one[16];
+        snprintf(one, sizeof one, ",%.*s,", (int)strcspn(d + 8, "\" ,"), d + 8);
+        cr_assert(strstr(allowed, one), "candidate %d ran on %s, allowed %s", i, one, allowed);
+        saw_needed |= !strcmp(one, needed);
+        rl_kreward_eval_free(&ev[i]);
+    }
+    cr_assert(saw_needed, "the rank's own GPU %s was not used", needed);
+    rl_kreward_free(k);
+}
+
+Test(kreward, a_rank_evaluates_on_its_own_gpu_and_free_ones)
+{
+    setenv("CUDA_VISIBLE_DEVICES", "4,6,7,9", 1);
+    setenv("FAKE_WORKER_GPUS", "4", 1);
+    setenv("FAKE_WORKER_MODE", "env", 1);
+    rank_pool(2, 4, ",6,", ",6,");     /* four ranks on four GPUs: its own alone */
+    rank_pool(2, 2, ",6,7,9,", ",6,"); /* two ranks: its own, and 7 and 9, where no rank trains */
+    char cache[128];
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    rl_kreward_opts o = {.keep_upto = -1, .nvcc = FIX "/fake_nvcc.sh", .worker = FIX "/fake_worker.sh",
+                         .cache_dir = cache, .no_sandbox = 1, .rank_gpu = 5, .rank_gpus = 5};
+    rl_kreward *k;
+    rl_err err;
+    cr_assert_neq(rl_kreward_create(&k, &o, &err), 0);
+    cr_assert(strstr(err.msg, "GPU 4 asked for, but the worker sees 4 GPUs"), "%s", err.msg);
+    o.rank_gpu = 1;
+    o.gpus = 2;
+    cr_assert_neq(rl_kreward_create(&k, &o, &err), 0);
+    cr_assert(strstr(err.msg, "--kernel-gpus 2 with several training ranks"), "%s", err.msg);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    unsetenv("FAKE_WORKER_GPUS");
+}
+
+/* A run with KernelBench tasks (kb_tasks, set from the data) starts the precompiled torch
+ * header at creation, so it is ready by the first evaluation; one without does not. */
+Test(kreward, kernelbench_tasks_start_the_pch_at_creation)
+{
+    char cache[128];
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    rl_kreward_opts o = {.keep_upto = -1, .nvcc = FIX "/fake_nvcc.sh", .worker = FIX "/fake_worker.sh",
+                         .python = FIX "/fake_python.sh", .cache_dir = cache, .no_sandbox = 1};
+    rl_kreward *k;
+    rl_err err;
+    cr_assert_eq(rl_kreward_create(&k, &o, &err), 0, "%s", err.msg);
+    rl_kreward_free(k);
+    cr_assert(!rl_kbpch_wait(1), "no KernelBench task, no PCH build");
+    o.kb_tasks = 1;
+    cr_assert_eq(rl_kreward_create(&k, &o, &err), 0, "%s", err.msg);
+    cr_assert(rl_kbpch_wait(30), "the PCH build started at creation and finished");
+    rl_kreward_free(k);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "ls %s/kb-pch-*/ready >/dev/null 2>&1", cache);
+    cr_assert_eq(system(cmd), 0, "no %s/kb-pch-*/ready", cache);
 }
