@@ -180,9 +180,10 @@ static void attention_matches_training(int fp32, int H, int KV, int D, uint64_t 
 
     /* decode: every position p of every sequence as one query row over keys 0..p; prefill: the
      * chunks [p0, p1) of queries over keys 0..p1 - 1 (chunk ends 40 and the sequence's end) */
-    size_t differ = 0, rows = 0;
+    size_t differ = 0;
     char *d_qs = gu_nan_act(&g, total * q_row), *d_os = gu_nan_act(&g, total * q_row);
     int32_t *cuq = gu_host(&g, (total + 1) * 4), *lk = gu_host(&g, total * 4);
+    int32_t *row_tables = gu_host(&g, (size_t)total * max_blocks * 4); /* each call row: its sequence's table */
     for (int mode = 0; mode < 2; mode++) {
         int n = 0, t = 0, maxq = 1;
         cuq[0] = 0;
@@ -195,18 +196,20 @@ static void attention_matches_training(int fp32, int H, int KV, int D, uint64_t 
                 t += p1 - p;
                 cuq[n + 1] = t;
                 lk[n] = p1;
+                memcpy(row_tables + (size_t)n * max_blocks, tables + s * max_blocks, max_blocks * 4);
                 if (p1 - p > maxq) maxq = p1 - p;
                 p = p1;
             }
         }
-        GU_OK(&g, rl_paged_attention_fwd(&g.gpu, d_os, d_qs, &kv, gu_up_bytes(&g, cuq, (n + 1) * 4),
+        rl_paged_kv rkv = kv;
+        rkv.block_tables = gu_up_bytes(&g, row_tables, (size_t)n * max_blocks * 4);
+        GU_OK(&g, rl_paged_attention_fwd(&g.gpu, d_os, d_qs, &rkv, gu_up_bytes(&g, cuq, (n + 1) * 4),
                                          gu_up_bytes(&g, lk, n * 4), n, maxq, max_len, H, KV, D, scale));
         float *got = get_act(&g, d_os, total * q_row);
         size_t d = count_diff(got, train, total * q_row); /* queries in the same order: sequence by sequence */
         fprintf(stderr, "[err] det paged %s H%d/%d D%d %s: %zu of %zu outputs differ from the training forward\n",
                 mode ? "prefill" : "decode", H, KV, D, fp32 ? "fp32" : "bf16", d, total * q_row);
         differ += d;
-        rows += total;
     }
     cr_expect_eq(differ, 0, "paged attention H%d/%d D%d: %zu outputs differ from the training forward", H, KV, D,
                  differ);
