@@ -9,7 +9,13 @@
  * tiles that cross the diagonal or the end, online softmax in the exp2 domain (scale folded
  * with log2 e), then O += P V with P re-packed from the S accumulators straight into A
  * fragments (the m16n8k16 accumulator and A layouts line up, no shared-memory round trip).
- * Rows that see no key get out = 0, lse = -inf. Semantics are attention.cu's (ops.h). */
+ * Rows that see no key get out = 0, lse = -inf. Semantics are attention.cu's (ops.h).
+ * Deterministic mode's paged attention runs this kernel over the block pool (rl_kv_paged): a
+ * row's result depends only on its key tiles (64 from key 0) and its mask, not on the block's
+ * other rows, its warp count or its first query position. A training row may see more key
+ * tiles than the same row in a decode step (its block's last row sets the loop), but a tile
+ * fully masked for a row leaves that row's (m, l, O) bit-unchanged: the max stays m, corr =
+ * exp2(0) = 1, every p = exp2(-inf) = 0, and P V adds exact zeros. */
 #include "backend/cuda/mma.cuh"
 
 #define FWD_WARPS 8
