@@ -12,7 +12,11 @@
  * different token is such a near tie under the CPU model (log-probs of the CPU's and the GPU's
  * token within TIE_NATS) is reported and not counted as a failure; any other difference is.
  * The fp32 mode (backend/ctx.h: fp32 activations, the CUDA-core paged kernels at every head dim)
- * runs the same cases with a tie only within TIE_NATS_FP32. */
+ * runs the same cases with a tie only within TIE_NATS_FP32.
+ * Deterministic mode (ctx->deterministic: batch-invariant products, the training attention over
+ * the pool): greedy tokens equal the CPU's under the same tie rule (tiny pool, preemption,
+ * chunked prefill), and sampled tokens and their log-probs do not depend on the batch or the
+ * schedule: each request alone, in a batch of 6, with chunked prefill, bit for bit. */
 #include "../engine/engine_fixture.h"
 #include "gpu_util.h"
 
@@ -25,6 +29,8 @@ typedef struct both {
     rl_engine *engine;
 } both;
 
+static int det_mode; /* 1: CUDA contexts in deterministic mode */
+
 static void open_on(both *b, rl_backend_kind kind, rl_precision precision, const char *model,
                     const rl_engine_options *opt)
 {
@@ -32,6 +38,7 @@ static void open_on(both *b, rl_backend_kind kind, rl_precision precision, const
     char dir[256];
     snprintf(dir, sizeof dir, "tests/fixtures/models/%s", model);
     cr_assert_eq(rl_ctx_create(&b->ctx, kind, 0, &err), 0, "%s", err.msg);
+    b->ctx.deterministic = kind == RL_BACKEND_CUDA && det_mode;
     cr_assert_eq(rl_ctx_set_precision(&b->ctx, precision, &err), 0, "%s", err.msg);
     cr_assert_eq(rl_model_load(&b->m, &b->ctx, dir, &err), 0, "%s", err.msg);
     cr_assert_eq(rl_engine_create(&b->engine, &b->m, NULL, opt, &err), 0, "%s", err.msg);
@@ -164,3 +171,60 @@ static void with_preemption(rl_precision precision)
 
 Test(gpu_engine, greedy_equals_cpu_with_preemption) { with_preemption(RL_PRECISION_BF16); }
 Test(gpu_engine, fp32_greedy_equals_cpu_with_preemption) { with_preemption(RL_PRECISION_FP32); }
+
+Test(gpu_engine, deterministic_greedy_equals_cpu_with_preemption)
+{
+    det_mode = 1;
+    with_preemption(RL_PRECISION_BF16);
+}
+
+/* Deterministic mode: a request's samples and log-probs are the same bits alone, in a batch, and
+ * under a schedule that chunks its prefill (each request its own Philox row). */
+Test(gpu_engine, deterministic_samples_do_not_depend_on_the_batch)
+{
+    if (!rl_cuda_available()) cr_skip_test("no CUDA device visible");
+    enum { N = 6 };
+    det_mode = 1;
+    rl_gen_prompt prompts[N];
+    int32_t *ids[N];
+    random_prompts(prompts, ids, N, 4, 30, 256, 51);
+    rl_gen_params p = rl_gen_params_default();
+    p.sample.temperature = 0.9f;
+    p.seed = 8;
+    p.max_new_tokens = 14;
+    p.ignore_eos = 1;
+    for (int i = 0; i < N; i++) prompts[i].params = &p, prompts[i].sample = i;
+    rl_engine_options big = rl_engine_options_default(), small = big;
+    big.n_blocks = 256;
+    small.n_blocks = 256;
+    small.max_num_seqs = 3;
+    small.max_num_batched_tokens = 5;
+    small.block_size = 3;
+    both a, b;
+    open_on(&a, RL_BACKEND_CUDA, RL_PRECISION_BF16, "qwen3-tiny-untied", &big);
+    open_on(&b, RL_BACKEND_CUDA, RL_PRECISION_BF16, "qwen3-tiny-untied", &small);
+    rl_gen_result batch[N], chunked[N], alone[N];
+    run(&a, prompts, N, &p, batch);
+    run(&b, prompts, N, &p, chunked);
+    for (int i = 0; i < N; i++) run(&a, prompts + i, 1, &p, alone + i);
+    int differ = 0;
+    for (int i = 0; i < N; i++) {
+        const rl_gen_result *r = &batch[i];
+        for (int v = 0; v < 2; v++) {
+            const rl_gen_result *o = v ? &alone[i] : &chunked[i];
+            int same = same_result(o, r);
+            if (!same) fprintf(stderr, "request %d: %s differs from the batch of %d\n", i, v ? "alone" : "chunked", N);
+            differ += !same;
+        }
+    }
+    fprintf(stderr, "[err] deterministic engine: %d of %d runs differ from the batch's tokens and log-probs\n", differ,
+            2 * N);
+    cr_expect_eq(differ, 0, "%d runs of a request differ from the batch's bits", differ);
+    cr_expect(batch[0].n_ids == 14, "%d tokens", batch[0].n_ids);
+    free_results(batch, N);
+    free_results(chunked, N);
+    free_results(alone, N);
+    close_on(&b);
+    close_on(&a);
+    for (int i = 0; i < N; i++) free(ids[i]);
+}

@@ -106,13 +106,22 @@ typedef struct {
     rl_grpo_prompt prompts[4];
 } grpo_fixture;
 
-static void grpo_setup(grpo_fixture *f, rl_ctx *ctx, const char *reward)
+/* wide_heads: the fixture's config with Qwen3-0.6B's head_dim 128 and a GQA group of 2 (the
+ * tensor-core attention), hidden 128, intermediate 256. */
+static void grpo_setup_cfg(grpo_fixture *f, rl_ctx *ctx, const char *reward, int wide_heads)
 {
     rl_err err = {{0}};
     cr_assert_eq(rl_tok_load(&f->tok, TOKENIZER, &err), 0, "%s", err.msg);
     rl_model_config cfg;
     cr_assert_eq(rl_config_load(&cfg, GRPO_CONFIG, &err), 0, "%s", err.msg);
     cfg.vocab_size = rl_tok_vocab_size(f->tok);
+    if (wide_heads) {
+        cfg.head_dim = 128;
+        cfg.n_heads = 4;
+        cfg.n_kv_heads = 2;
+        cfg.hidden_size = 128;
+        cfg.intermediate_size = 256;
+    }
     cr_assert_eq(rl_model_init_random(&f->model, ctx, &cfg, 5, &err), 0, "%s", err.msg);
     cr_assert_eq(rl_model_init_random(&f->ref, ctx, &cfg, 5, &err), 0, "%s", err.msg);
     cr_assert_eq(rl_reward_create(&f->reward, reward, NULL, &err), 0, "%s", err.msg);
@@ -121,6 +130,8 @@ static void grpo_setup(grpo_fixture *f, rl_ctx *ctx, const char *reward)
         f->prompts[i] = (rl_grpo_prompt){f->ids[i], 3 + i, "prompt", "1", NULL};
     }
 }
+
+static void grpo_setup(grpo_fixture *f, rl_ctx *ctx, const char *reward) { grpo_setup_cfg(f, ctx, reward, 0); }
 
 static void grpo_teardown(grpo_fixture *f)
 {
@@ -198,3 +209,39 @@ Test(gpu_train, grpo_updates_with_kl_stay_finite)
     grpo_teardown(&f);
     gu_end(&g);
 }
+
+/* Deterministic mode on CUDA (bf16, batch-invariant products, the training attention over the
+ * pool): every rollout log-prob is the trainer's, bit for bit, step after step (the weights
+ * change between steps), on the tiny fixture (head_dim 16: the CUDA-core attention) and with
+ * head_dim 128 / GQA (the tensor-core attention). */
+static void grpo_deterministic(int wide_heads)
+{
+    gu g;
+    gu_begin(&g);
+    rl_err err = {{0}};
+    cr_assert_eq(rl_ctx_set_precision(&g.gpu, RL_PRECISION_BF16, &err), 0, "%s", err.msg);
+    g.gpu.deterministic = 1;
+    grpo_fixture f;
+    grpo_setup_cfg(&f, &g.gpu, "regex:^[a-m]", wide_heads);
+    cr_assert_eq(g.gpu.act_dtype, RL_BF16);
+    rl_grpo_config c = grpo_config();
+    c.gen.max_new_tokens = 12;
+    rl_grpo t;
+    cr_assert_eq(rl_grpo_create(&t, &f.model, NULL, f.tok, f.reward, f.prompts, 4, &c, &err), 0, "%s", err.msg);
+    for (int s = 0; s < 3; s++) {
+        rl_step_stats st;
+        cr_assert_eq(rl_grpo_step(&t, &st, &err), 0, "%s", err.msg);
+        fprintf(stderr, "[err] deterministic grpo step %d (head_dim %d): rollout logp diff mean %g max %g, %g tokens\n",
+                s + 1, wide_heads ? 128 : 16, st.logp_diff_mean, st.logp_diff_max, st.completion_len);
+        cr_expect(st.completion_len >= 1, "step %d: no completion tokens", s);
+        cr_expect(st.logp_diff_max == 0 && st.logp_diff_mean == 0, "step %d: rollout log-probs differ from the "
+                  "trainer's by up to %g (mean %g)", s, st.logp_diff_max, st.logp_diff_mean);
+        cr_expect(isfinite(st.loss), "step %d: loss %g", s, st.loss);
+    }
+    rl_grpo_free(&t);
+    grpo_teardown(&f);
+    gu_end(&g);
+}
+
+Test(gpu_train, grpo_deterministic_mismatch_is_zero) { grpo_deterministic(0); }
+Test(gpu_train, grpo_deterministic_mismatch_is_zero_head_dim_128) { grpo_deterministic(1); }

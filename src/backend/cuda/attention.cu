@@ -49,16 +49,37 @@ __device__ __forceinline__ void load_tile(float *dst, const T *src, int r0, int 
     }
 }
 
-template <typename T, int DPL>
-__global__ void attn_fwd_kernel(T *out, float *lse, const T *q, const T *k, const T *v, attn_shape sh)
+/* The same for key rows of sequence s from a key source (common.cuh: dense or paged); base is
+ * the tensor at kv head hk. */
+template <typename T>
+__device__ __forceinline__ void load_kv_tile(float *dst, const T *base, const rl_kv_dense &src, int s, int r0,
+                                             int n_valid, int head_dim)
+{
+    load_tile(dst, base + src.at(s, 0), r0, n_valid, (int)src.row, head_dim);
+}
+
+template <typename T>
+__device__ __forceinline__ void load_kv_tile(float *dst, const T *base, const rl_kv_paged &src, int s, int r0,
+                                             int n_valid, int head_dim)
+{
+    int pitch = head_dim + 1;
+    for (int idx = threadIdx.x; idx < TILE * head_dim; idx += blockDim.x) {
+        int r = idx / head_dim, d = idx % head_dim;
+        dst[r * pitch + d] = r0 + r < n_valid ? rl_tof(base[src.at(s, r0 + r) + d]) : 0.0f;
+    }
+}
+
+/* The forward over keys from src (dense for training, the pool in deterministic mode): a row's
+ * arithmetic does not depend on where its keys come from. */
+template <typename T, int DPL, typename KV>
+__global__ void attn_fwd_kernel(T *out, float *lse, const T *q, const T *k, const T *v, attn_shape sh, KV src)
 {
     extern __shared__ float smem[];
     int s = blockIdx.z, h = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int qb = sh.cu_q[s], len_q = sh.cu_q[s + 1] - qb;
     int row0 = blockIdx.x * ROWS;
     if (row0 >= len_q) return;
-    int kb = sh.cu_k[s];
-    int len_k = sh.used_k ? sh.used_k[s] : sh.cu_k[s + 1] - kb;
+    int len_k = src.len(s);
     int D = sh.head_dim, pitch = D + 1, hk = h / (sh.n_heads / sh.n_kv_heads);
     float *ks = smem, *vs = ks + TILE * pitch, *qs = vs + TILE * pitch + warp * D;
     int i = row0 + warp;
@@ -70,12 +91,11 @@ __global__ void attn_fwd_kernel(T *out, float *lse, const T *q, const T *k, cons
     float m = -INFINITY, l = 0.0f, acc[DPL];
 #pragma unroll
     for (int c = 0; c < DPL; c++) acc[c] = 0.0f;
-    int kv_row = sh.n_kv_heads * D;
-    const T *k0 = k + (size_t)kb * kv_row + hk * D, *v0 = v + (size_t)kb * kv_row + hk * D;
+    const T *k0 = k + hk * D, *v0 = v + hk * D;
     for (int t0 = 0; t0 < block_keys; t0 += TILE) {
         __syncthreads();
-        load_tile(ks, k0, t0, block_keys, kv_row, D);
-        load_tile(vs, v0, t0, block_keys, kv_row, D);
+        load_kv_tile(ks, k0, src, s, t0, block_keys, D);
+        load_kv_tile(vs, v0, src, s, t0, block_keys, D);
         __syncthreads();
         if (t0 >= n_keys) continue;
         float sc = -INFINITY;
@@ -110,7 +130,7 @@ __global__ void attn_fwd_kernel(T *out, float *lse, const T *q, const T *k, cons
         int d = lane + 32 * c;
         if (d < D) out[qrow + d] = rl_fromf<T>(acc[c] * inv);
     }
-    if (lane == 0) lse[(size_t)(qb + i) * sh.n_heads + h] = l > 0.0f ? m + logf(l) : -INFINITY;
+    if (lse && lane == 0) lse[(size_t)(qb + i) * sh.n_heads + h] = l > 0.0f ? m + logf(l) : -INFINITY;
 }
 
 /* Dsum[t, h] = dout . out, one warp per (t, h); the grid covers an upper bound and the token
@@ -287,15 +307,15 @@ static int launch_prep(rl_ctx *ctx, K kernel, size_t smem)
         else { const int DPL_ = 8; __VA_ARGS__ }                                             \
     } while (0)
 
-template <typename T>
+template <typename T, typename KV>
 static int attn_fwd(rl_ctx *ctx, dim3 grid, size_t smem, void *out, float *lse, const void *q, const void *k,
-                    const void *v, attn_shape sh)
+                    const void *v, attn_shape sh, KV src)
 {
     cudaStream_t st = rl_cuda_st(ctx)->stream;
     DISPATCH_DPL(sh.head_dim, {
-        if (launch_prep(ctx, attn_fwd_kernel<T, DPL_>, smem)) return -1;
-        attn_fwd_kernel<T, DPL_><<<grid, ROWS * 32, smem, st>>>((T *)out, lse, (const T *)q, (const T *)k,
-                                                                (const T *)v, sh);
+        if (launch_prep(ctx, attn_fwd_kernel<T, DPL_, KV>, smem)) return -1;
+        attn_fwd_kernel<T, DPL_, KV><<<grid, ROWS * 32, smem, st>>>((T *)out, lse, (const T *)q, (const T *)k,
+                                                                    (const T *)v, sh, src);
     });
     LAUNCH_CHECK();
     return 0;
@@ -351,14 +371,39 @@ extern "C" int rl_cuda_attention_fwd(rl_ctx *ctx, void *out, float *lse, const v
     int ran = 0;
     if (!rl_cuda_f32(ctx) && rl_cuda_attention_fwd_mma(ctx, out, lse, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k,
                                                        n_seqs, max_seqlen_q, n_heads, n_kv_heads, head_dim, scale,
-                                                       causal, &ran))
+                                                       causal, NULL, &ran))
         return -1;
     if (ran) return 0;
     attn_shape sh = {cu_seqlens_q, cu_seqlens_k, seqused_k, n_heads, n_kv_heads, head_dim, scale, causal};
+    rl_kv_dense src = {cu_seqlens_k, seqused_k, (size_t)n_kv_heads * head_dim};
     dim3 grid((max_seqlen_q + ROWS - 1) / ROWS, n_heads, n_seqs);
     size_t smem = (2 * TILE * (head_dim + 1) + ROWS * head_dim) * sizeof(float);
-    if (rl_cuda_f32(ctx)) return attn_fwd<float>(ctx, grid, smem, out, lse, q, k, v, sh);
-    return attn_fwd<bf16>(ctx, grid, smem, out, lse, q, k, v, sh);
+    if (rl_cuda_f32(ctx)) return attn_fwd<float>(ctx, grid, smem, out, lse, q, k, v, sh, src);
+    return attn_fwd<bf16>(ctx, grid, smem, out, lse, q, k, v, sh, src);
+}
+
+/* Deterministic mode's paged attention: rl_attention_fwd's choice of kernel (tensor cores for
+ * bf16 head_dim 64/128, else the general kernel) and arithmetic, keys from the pool. */
+int rl_cuda_attention_fwd_paged(rl_ctx *ctx, void *out, const void *q, const rl_paged_kv *kv,
+                                const int32_t *cu_q, const int32_t *seqlens_k, int n_seqs,
+                                int max_seqlen_q, int n_heads, int n_kv_heads, int head_dim, float scale)
+{
+    ARG_CHECK(head_dim <= MAX_HEAD_DIM, "head_dim %d is more than %d, the most the CUDA attention takes", head_dim,
+              MAX_HEAD_DIM);
+    if (n_seqs == 0 || max_seqlen_q <= 0) return 0;
+    rl_kv_paged src = {kv->block_tables, seqlens_k, kv->max_blocks, kv->block_size, kv->block_stride,
+                       (size_t)n_kv_heads * head_dim};
+    int ran = 0;
+    if (!rl_cuda_f32(ctx) && rl_cuda_attention_fwd_mma(ctx, out, NULL, q, kv->k, kv->v, cu_q, NULL, NULL, n_seqs,
+                                                       max_seqlen_q, n_heads, n_kv_heads, head_dim, scale, 1, &src,
+                                                       &ran))
+        return -1;
+    if (ran) return 0;
+    attn_shape sh = {cu_q, NULL, seqlens_k, n_heads, n_kv_heads, head_dim, scale, 1};
+    dim3 grid((max_seqlen_q + ROWS - 1) / ROWS, n_heads, n_seqs);
+    size_t smem = (2 * TILE * (head_dim + 1) + ROWS * head_dim) * sizeof(float);
+    if (rl_cuda_f32(ctx)) return attn_fwd<float>(ctx, grid, smem, out, NULL, q, kv->k, kv->v, sh, src);
+    return attn_fwd<bf16>(ctx, grid, smem, out, NULL, q, kv->k, kv->v, sh, src);
 }
 
 extern "C" int rl_cuda_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const void *out,

@@ -9,20 +9,50 @@
  * tiles that cross the diagonal or the end, online softmax in the exp2 domain (scale folded
  * with log2 e), then O += P V with P re-packed from the S accumulators straight into A
  * fragments (the m16n8k16 accumulator and A layouts line up, no shared-memory round trip).
- * Rows that see no key get out = 0, lse = -inf. Semantics are attention.cu's (ops.h). */
+ * Rows that see no key get out = 0, lse = -inf. Semantics are attention.cu's (ops.h).
+ * Deterministic mode's paged attention runs this kernel over the block pool (rl_kv_paged): a
+ * row's result depends only on its key tiles (64 from key 0) and its mask, not on the block's
+ * other rows, its warp count or its first query position. A training row may see more key
+ * tiles than the same row in a decode step (its block's last row sets the loop), but a tile
+ * fully masked for a row leaves that row's (m, l, O) bit-unchanged: the max stays m, corr =
+ * exp2(0) = 1, every p = exp2(-inf) = 0, and P V adds exact zeros. */
 #include "backend/cuda/mma.cuh"
 
 #define FWD_WARPS 8
-#define FWD_THREADS (FWD_WARPS * 32)
-#define BM (16 * FWD_WARPS)
 #define BN 64
 
-template <int D>
-__global__ void __launch_bounds__(FWD_THREADS) attn_fwd_mma_kernel(bf16 *out, float *lse, const bf16 *q, const bf16 *k,
-                                                                   const bf16 *v, const int32_t *cu_q, const int32_t *cu_k,
-                                                                   const int32_t *used_k, int n_heads, int n_kv_heads,
-                                                                   float scale_log2, int causal)
+/* Key/value rows [r0, r0 + BN) of sequence s (one kv head: base) into a swizzled tile, zero
+ * past n_valid: dense tensors row by row from the sequence's first key, the pool through the
+ * block table. */
+template <int D, int NTHREADS>
+__device__ __forceinline__ void load_kv_tile(bf16 *tile, const bf16 *base, const rl_kv_dense &src, int s, int r0,
+                                             int n_valid)
 {
+    load_tile_async<D, BN, NTHREADS>(tile, base + src.at(s, 0), r0, n_valid, src.row);
+}
+
+template <int D, int NTHREADS>
+__device__ __forceinline__ void load_kv_tile(bf16 *tile, const bf16 *base, const rl_kv_paged &src, int s, int r0,
+                                             int n_valid)
+{
+    constexpr int CHUNKS = D / 8;
+    for (int idx = threadIdx.x; idx < BN * CHUNKS; idx += NTHREADS) {
+        int r = idx / CHUNKS, ch = idx % CHUNKS;
+        bool valid = r0 + r < n_valid;
+        const bf16 *g = base + (valid ? src.at(s, r0 + r) : 0) + ch * 8;
+        cp_async16(tile + swz<D>(r, ch * 8), g, valid);
+    }
+}
+
+/* WARPS warps of 16 query rows each (training: FWD_WARPS; a decode step's single rows: 1); a
+ * row's arithmetic does not depend on WARPS or on the key source KV. */
+template <int D, int WARPS, typename KV>
+__global__ void __launch_bounds__(WARPS * 32) attn_fwd_mma_kernel(bf16 *out, float *lse, const bf16 *q, const bf16 *k,
+                                                                  const bf16 *v, const int32_t *cu_q, KV src,
+                                                                  int n_heads, int n_kv_heads, float scale_log2,
+                                                                  int causal)
+{
+    constexpr int BM = 16 * WARPS, FWD_THREADS = WARPS * 32;
     extern __shared__ __align__(128) unsigned char smem_raw[];
     bf16 *qs = (bf16 *)smem_raw;
     bf16 *ks = qs + BM * D; /* [2][BN * D] */
@@ -33,12 +63,11 @@ __global__ void __launch_bounds__(FWD_THREADS) attn_fwd_mma_kernel(bf16 *out, fl
      * dimension): under the causal mask they carry the most keys, so the tail is short. */
     int row0 = (gridDim.z - 1 - blockIdx.z) * BM;
     if (row0 >= len_q) return;
-    int kb = cu_k[s];
-    int len_k = used_k ? used_k[s] : cu_k[s + 1] - kb;
+    int len_k = src.len(s);
     int hk = h / (n_heads / n_kv_heads);
-    size_t q_stride = (size_t)n_heads * D, kv_stride = (size_t)n_kv_heads * D;
+    size_t q_stride = (size_t)n_heads * D;
     const bf16 *q0 = q + (size_t)qb * q_stride + h * D;
-    const bf16 *k0 = k + (size_t)kb * kv_stride + hk * D, *v0 = v + (size_t)kb * kv_stride + hk * D;
+    const bf16 *k0 = k + hk * D, *v0 = v + hk * D;
 
     /* Keys visible to the block's last row bound the loop; below the first row's bound no mask. */
     int last_row = min(row0 + BM, len_q) - 1;
@@ -49,8 +78,8 @@ __global__ void __launch_bounds__(FWD_THREADS) attn_fwd_mma_kernel(bf16 *out, fl
 
     load_tile_async<D, BM, FWD_THREADS>(qs, q0, row0, len_q, q_stride);
     if (n_tiles > 0) {
-        load_tile_async<D, BN, FWD_THREADS>(ks, k0, 0, len_k, kv_stride);
-        load_tile_async<D, BN, FWD_THREADS>(vs, v0, 0, len_k, kv_stride);
+        load_kv_tile<D, FWD_THREADS>(ks, k0, src, s, 0, len_k);
+        load_kv_tile<D, FWD_THREADS>(vs, v0, src, s, 0, len_k);
     }
     cp_async_commit();
 
@@ -65,8 +94,8 @@ __global__ void __launch_bounds__(FWD_THREADS) attn_fwd_mma_kernel(bf16 *out, fl
     for (int j = 0; j < n_tiles; j++) {
         int buf = j & 1;
         if (j + 1 < n_tiles) {
-            load_tile_async<D, BN, FWD_THREADS>(ks + (buf ^ 1) * BN * D, k0, (j + 1) * BN, len_k, kv_stride);
-            load_tile_async<D, BN, FWD_THREADS>(vs + (buf ^ 1) * BN * D, v0, (j + 1) * BN, len_k, kv_stride);
+            load_kv_tile<D, FWD_THREADS>(ks + (buf ^ 1) * BN * D, k0, src, s, (j + 1) * BN, len_k);
+            load_kv_tile<D, FWD_THREADS>(vs + (buf ^ 1) * BN * D, v0, src, s, (j + 1) * BN, len_k);
             cp_async_commit();
             cp_async_wait<1>();
         } else {
@@ -164,36 +193,54 @@ __global__ void __launch_bounds__(FWD_THREADS) attn_fwd_mma_kernel(bf16 *out, fl
             __nv_bfloat162 val = __floats2bfloat162_rn(o[dt][half * 2] * inv, o[dt][half * 2 + 1] * inv);
             *(__nv_bfloat162 *)(orow + dt * 8 + tq * 2) = val;
         }
-        if (tq == 0)
+        if (lse && tq == 0)
             lse[(size_t)(qb + row) * n_heads + h] = l > 0.0f ? (m_r[half] + log2f(l)) * 0.69314718055994531f : -INFINITY;
     }
+}
+
+template <int D, int WARPS, typename KV>
+static int launch_fwd(rl_ctx *ctx, void *out, float *lse, const void *q, const void *k, const void *v,
+                      const int32_t *cu_q, KV src, int n_seqs, int max_seqlen_q, int n_heads, int n_kv_heads,
+                      float scale, int causal)
+{
+    constexpr int BM = 16 * WARPS;
+    dim3 grid(n_heads, n_seqs, (max_seqlen_q + BM - 1) / BM);
+    size_t smem = (size_t)(BM + 4 * BN) * D * sizeof(bf16);
+    CUDA_CHECK(cudaFuncSetAttribute(attn_fwd_mma_kernel<D, WARPS, KV>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)smem));
+    attn_fwd_mma_kernel<D, WARPS, KV><<<grid, WARPS * 32, smem, rl_cuda_st(ctx)->stream>>>(
+        (bf16 *)out, lse, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v, cu_q, src, n_heads, n_kv_heads,
+        scale * 1.4426950408889634f, causal);
+    LAUNCH_CHECK();
+    return 0;
 }
 
 /* Returns 1 when the tensor-core path ran, 0 when the shape needs the general path. */
 int rl_cuda_attention_fwd_mma(rl_ctx *ctx, void *out, float *lse, const void *q, const void *k, const void *v,
                               const int32_t *cu_q, const int32_t *cu_k, const int32_t *used_k, int n_seqs,
                               int max_seqlen_q, int n_heads, int n_kv_heads, int head_dim, float scale, int causal,
-                              int *ran)
+                              const rl_kv_paged *paged, int *ran)
 {
     *ran = 0;
     uintptr_t align = (uintptr_t)out | (uintptr_t)q | (uintptr_t)k | (uintptr_t)v;
     if ((head_dim != 64 && head_dim != 128) || (align & 15)) return 0;
-    dim3 grid(n_heads, n_seqs, (max_seqlen_q + BM - 1) / BM);
-    size_t smem = (size_t)(BM + 4 * BN) * head_dim * sizeof(bf16);
-    cudaStream_t st = rl_cuda_st(ctx)->stream;
-    float scale_log2 = scale * 1.4426950408889634f;
-    if (head_dim == 64) {
-        CUDA_CHECK(cudaFuncSetAttribute(attn_fwd_mma_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        attn_fwd_mma_kernel<64><<<grid, FWD_THREADS, smem, st>>>((bf16 *)out, lse, (const bf16 *)q, (const bf16 *)k,
-                                                                 (const bf16 *)v, cu_q, cu_k, used_k, n_heads,
-                                                                 n_kv_heads, scale_log2, causal);
-    } else {
-        CUDA_CHECK(cudaFuncSetAttribute(attn_fwd_mma_kernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        attn_fwd_mma_kernel<128><<<grid, FWD_THREADS, smem, st>>>((bf16 *)out, lse, (const bf16 *)q, (const bf16 *)k,
-                                                                  (const bf16 *)v, cu_q, cu_k, used_k, n_heads,
-                                                                  n_kv_heads, scale_log2, causal);
-    }
-    LAUNCH_CHECK();
     *ran = 1;
-    return 0;
+    if (paged) {
+        /* one warp a block for single-row sequences (decode): the same rows' arithmetic */
+        if (head_dim == 64)
+            return max_seqlen_q <= 16 ? launch_fwd<64, 1>(ctx, out, lse, q, k, v, cu_q, *paged, n_seqs, max_seqlen_q,
+                                                          n_heads, n_kv_heads, scale, causal)
+                                      : launch_fwd<64, FWD_WARPS>(ctx, out, lse, q, k, v, cu_q, *paged, n_seqs,
+                                                                  max_seqlen_q, n_heads, n_kv_heads, scale, causal);
+        return max_seqlen_q <= 16 ? launch_fwd<128, 1>(ctx, out, lse, q, k, v, cu_q, *paged, n_seqs, max_seqlen_q,
+                                                       n_heads, n_kv_heads, scale, causal)
+                                  : launch_fwd<128, FWD_WARPS>(ctx, out, lse, q, k, v, cu_q, *paged, n_seqs,
+                                                               max_seqlen_q, n_heads, n_kv_heads, scale, causal);
+    }
+    rl_kv_dense src = {cu_k, used_k, (size_t)n_kv_heads * head_dim};
+    if (head_dim == 64)
+        return launch_fwd<64, FWD_WARPS>(ctx, out, lse, q, k, v, cu_q, src, n_seqs, max_seqlen_q, n_heads, n_kv_heads,
+                                         scale, causal);
+    return launch_fwd<128, FWD_WARPS>(ctx, out, lse, q, k, v, cu_q, src, n_seqs, max_seqlen_q, n_heads, n_kv_heads,
+                                      scale, causal);
 }

@@ -223,12 +223,48 @@ void rl_cuda_gemm_plans_free(rl_cuda_state *st);
 int rl_cuda_gemv(rl_ctx *ctx, void *out, const void *residual, const void *in, const void *weight, const void *bias,
                  int m, int n, int k, int *ran);
 
+/* matmul_det.cu: deterministic mode's batch-invariant forward product, row-major
+ * out[m, n] = alpha * in[m, k] weight[n, k]^T (+ bias[n]) (+ residual[m, n]; may be out), one
+ * kernel configuration for every m. out (and residual) fp32 when out_f32, else the act dtype. */
+int rl_cuda_gemm_det(rl_ctx *ctx, void *out, int out_f32, const void *residual, const void *in, const void *weight,
+                     const void *bias, int m, int n, int k, float alpha);
+
+/* Where the keys and values of sequence s live, for the attention forwards (attention.cu,
+ * attention_mma.cu), as element offsets of key j's row (all kv heads, row = n_kv_heads *
+ * head_dim elements) from the tensor's start. Dense: token-major tensors packed by cu_k (used_k:
+ * the keys used, NULL: all). Paged: the engine's block pool (rl_paged_kv: key j in block
+ * tables[s * max_blocks + j / block_size], row j % block_size), seqlens_k keys. The kernels are
+ * templates over these, so the engine's deterministic attention runs the training forward's
+ * arithmetic, not a copy of it. */
+struct rl_kv_dense {
+    const int32_t *cu_k, *used_k;
+    size_t row;
+    __device__ __forceinline__ int len(int s) const { return used_k ? used_k[s] : cu_k[s + 1] - cu_k[s]; }
+    __device__ __forceinline__ size_t at(int s, int j) const { return (size_t)(cu_k[s] + j) * row; }
+};
+struct rl_kv_paged {
+    const int32_t *tables, *seqlens_k;
+    int max_blocks, block_size;
+    size_t block_stride, row;
+    __device__ __forceinline__ int len(int s) const { return seqlens_k[s]; }
+    __device__ __forceinline__ size_t at(int s, int j) const
+    {
+        return (size_t)tables[(size_t)s * max_blocks + j / block_size] * block_stride + (size_t)(j % block_size) * row;
+    }
+};
+/* attention.cu: deterministic mode's paged attention (rl_paged_attention_fwd's contract): the
+ * training forward's kernels (tensor-core or general, chosen as rl_attention_fwd chooses them)
+ * over the pool, so each query row gets the training forward's bits. */
+int rl_cuda_attention_fwd_paged(rl_ctx *ctx, void *out, const void *q, const rl_paged_kv *kv, const int32_t *cu_q,
+                                const int32_t *seqlens_k, int n_seqs, int max_seqlen_q, int n_heads, int n_kv_heads,
+                                int head_dim, float scale);
 /* attention_mma.cu: the tensor-core forward for head_dim 64/128; sets *ran = 0 (and does
- * nothing) for shapes it does not take. */
+ * nothing) for shapes it does not take. paged (NULL: dense q/k/v by cu_k, used_k) reads the
+ * keys and values from the pool instead (lse may then be NULL). */
 int rl_cuda_attention_fwd_mma(rl_ctx *ctx, void *out, float *lse, const void *q, const void *k, const void *v,
                               const int32_t *cu_q, const int32_t *cu_k, const int32_t *used_k, int n_seqs,
                               int max_seqlen_q, int n_heads, int n_kv_heads, int head_dim, float scale, int causal,
-                              int *ran);
+                              const rl_kv_paged *paged, int *ran);
 /* paged_attention_prefill.cu: the tensor-core part of the paged attention for head_dim 64/128,
  * over the sequences with more than min_rows packed (query, group head) rows. */
 int rl_cuda_paged_prefill_mma(rl_ctx *ctx, void *out, const void *q, const rl_paged_kv *kv, const int32_t *cu_q,

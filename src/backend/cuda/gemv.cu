@@ -316,8 +316,8 @@ extern "C" int rl_cuda_rmsnorm_matmul_fwd(rl_ctx *ctx, void *out, void *xn, floa
     a.rstd_out = rstd;
     a.n = n;
     a.k = k;
-    int ran;
-    if (gemv_run(ctx, X_RMSNORM, a, m, &ran)) return -1;
+    int ran = 0; /* deterministic mode: the unfused ops, batch-invariant */
+    if (!ctx->deterministic && gemv_run(ctx, X_RMSNORM, a, m, &ran)) return -1;
     if (ran) return 0;
     if (rl_cuda_rmsnorm_fwd(ctx, xn, rstd, x, norm_weight, m, k, eps)) return -1;
     return rl_cuda_matmul_fwd(ctx, out, xn, weight, bias, m, n, k, 0);
@@ -338,8 +338,8 @@ extern "C" int rl_cuda_swiglu_matmul_residual_fwd(rl_ctx *ctx, void *out, void *
     a.x_out = (bf16 *)act;
     a.n = n;
     a.k = k;
-    int ran;
-    if (gemv_run(ctx, X_SWIGLU, a, m, &ran)) return -1;
+    int ran = 0; /* deterministic mode: the unfused ops, batch-invariant */
+    if (!ctx->deterministic && gemv_run(ctx, X_SWIGLU, a, m, &ran)) return -1;
     if (ran) return 0;
     if (rl_cuda_swiglu_fwd(ctx, act, gate, up, m, k, in_stride)) return -1;
     return rl_cuda_matmul_residual_fwd(ctx, out, residual, act, weight, m, n, k);

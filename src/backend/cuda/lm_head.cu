@@ -95,6 +95,8 @@ static int chunk_rows(int n_tokens, int vocab, size_t bytes_per_elem)
 static int logits_chunk(rl_ctx *ctx, float *z, const void *hidden, const void *weight, int rows, int dim,
                         int vocab, float alpha)
 {
+    if (ctx->deterministic) /* batch-invariant: a row's logits do not depend on the chunk */
+        return rl_cuda_gemm_det(ctx, z, 1, NULL, hidden, weight, NULL, rows, vocab, dim, alpha);
     return rl_cuda_gemm(ctx, 1, 0, vocab, rows, dim, alpha, weight, dim, hidden, dim, 0.0f, NULL, z, vocab, CUDA_R_32F,
                         NULL);
 }

@@ -16,7 +16,8 @@
  * flight at once, bias and residual added in the same pass); cuBLASLt's kernels for such shapes
  * reach about half the bandwidth.
  * That kernel is bf16's; the fp32 mode (tiny models, where the weight read costs nothing) takes
- * cuBLASLt at every m. */
+ * cuBLASLt at every m. Deterministic mode (ctx->deterministic) runs every forward product through
+ * matmul_det.cu's batch-invariant kernel instead (the backward keeps cuBLASLt). */
 #include "backend/cuda/common.cuh"
 
 #include <stdlib.h>
@@ -201,6 +202,8 @@ extern "C" int rl_cuda_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const 
                                   int m, int n, int k, int accumulate)
 {
     if (m == 0) return 0;
+    if (ctx->deterministic)
+        return rl_cuda_gemm_det(ctx, out, 0, accumulate ? out : NULL, in, weight, bias, m, n, k, 1.0f);
     int ran;
     if (rl_cuda_gemv(ctx, out, accumulate ? out : NULL, in, weight, bias, m, n, k, &ran)) return -1;
     if (ran) return 0;
@@ -212,6 +215,7 @@ extern "C" int rl_cuda_matmul_residual_fwd(rl_ctx *ctx, void *out, const void *r
                                            const void *weight, int m, int n, int k)
 {
     if (m == 0) return 0;
+    if (ctx->deterministic) return rl_cuda_gemm_det(ctx, out, 0, residual, in, weight, NULL, m, n, k, 1.0f);
     int ran;
     if (rl_cuda_gemv(ctx, out, residual, in, weight, NULL, m, n, k, &ran)) return -1;
     if (ran) return 0;

@@ -348,6 +348,10 @@ extern "C" int rl_cuda_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q
                                            int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads,
                                            int head_dim, float scale)
 {
+    /* deterministic mode: the training forward's kernels over the pool, before any fast path */
+    if (ctx->deterministic)
+        return rl_cuda_attention_fwd_paged(ctx, out, q, kv, cu_seqlens_q, seqlens_k, n_seqs, max_seqlen_q, n_heads,
+                                           n_kv_heads, head_dim, scale);
     /* these kernels' own limits: rows move in 16-byte pieces and are read 8 elements at a time, a
      * query row fits PA_MAX_D */
     ARG_CHECK(head_dim % 8 == 0 && head_dim <= PA_MAX_D,
