@@ -126,7 +126,7 @@ int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *t
     t->max_seq_tokens = longest + after;
     if (t->max_seq_tokens > cfg->max_tokens)
         return rl_err_set(err, "grpo: the longest prompt (%d tokens) + %s (%d) exceeds the "
-                               "micro-batch budget max_tokens = %d",
+                               "micro-batch budget max_tokens = %d (raise --max-tokens, or lower --max-prompt-len / --max-new-tokens)",
                           longest, after > cfg->gen.max_new_tokens ? "the episode length" : "max_new_tokens", after,
                           cfg->max_tokens);
     int n = t->n_seqs = cfg->prompts_per_step * cfg->group_size;

@@ -197,7 +197,7 @@ int rl_ppo_create(rl_ppo *t, rl_model *policy, rl_model *value, rl_model *ref, c
     t->max_seq_tokens = longest + cfg->gen.max_new_tokens;
     if (t->max_seq_tokens > cfg->max_tokens)
         return rl_err_set(err, "ppo: the longest prompt (%d tokens) + max_new_tokens (%d) exceeds the micro-batch "
-                               "budget max_tokens = %d", longest, cfg->gen.max_new_tokens, cfg->max_tokens);
+                               "budget max_tokens = %d (raise --max-tokens, or lower --max-prompt-len / --max-new-tokens)", longest, cfg->gen.max_new_tokens, cfg->max_tokens);
     int n = t->n_seqs = cfg->prompts_per_step * cfg->samples_per_prompt;
     size_t bt = (size_t)n * t->max_seq_tokens, f = sizeof(float), mt = (size_t)cfg->max_tokens;
     t->results = calloc((size_t)n, sizeof *t->results);
