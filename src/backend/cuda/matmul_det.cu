@@ -1,20 +1,22 @@
 /* matmul_det.cu — the forward products of deterministic mode (ctx->deterministic, backend/ctx.h):
- * out[m, n] = alpha * in[m, :] . W[n, :] (+ bias[n]) (+ residual[m, n]), with ONE kernel
- * configuration whatever m is, so a row's bits never depend on how many rows share its call
+ * out[m, n] = alpha * in[m, :] . W[n, :] (+ bias[n]) (+ residual[m, n]), with ONE chain of
+ * operations per output whatever m is (the tile shape follows m, that chain does not), so a
+ * row's bits never depend on how many rows share its call
  * (cuBLASLt picks tiles and split-K by shape, gemv.cu serves a few rows: neither is
  * batch-invariant).
  *
  * Each output is summed over k in one fixed order, in one thread's fp32 accumulator (no split-K,
- * no reduction across blocks); m only changes how many blocks run:
+ * no reduction across blocks):
  *  - tensor cores (bf16, k a multiple of 8, 16-byte aligned operands): blocks of 4 warps own
- *    64 rows x 64 columns; k walks in steps of 64 through swizzled shared-memory tiles
- *    (cp.async, double-buffered), each step 4 mma.sync m16n8k16 per output in k order. Rows
- *    and columns past the end are zero-filled and not written.
+ *    64 rows x 64 columns (many rows) or 64 x 16 (few rows: 4x the blocks, 8 pipeline stages);
+ *    k walks in steps of 64 through swizzled shared-memory tiles (cp.async), each step 4
+ *    mma.sync m16n8k16 per output in k order, so both tile shapes give the same bits (below).
+ *    Rows and columns past the end are zero-filled and not written.
  *  - CUDA cores (the fp32 mode, other shapes): 16 x 16 outputs a block, one per thread, k in
  *    order through 16-wide shared tiles.
  * The epilogue is the same for every row: v = alpha * acc, + bias, + residual (fp32), one
- * rounding to the output type. About 2-4x slower than cuBLASLt at training shapes and than
- * gemv.cu at decode shapes (docs/benchmarks.md). */
+ * rounding to the output type. Slower than cuBLASLt at training shapes and than gemv.cu at
+ * decode shapes (docs/benchmarks.md). */
 #include "backend/cuda/mma.cuh"
 
 #define DT_K 64 /* k per pipeline stage: every configuration walks k in these steps, 4 mma each */
