@@ -96,6 +96,9 @@ Test(gpu_deterministic, products_bf16_mma) { product_invariance(0, 0, 200, 256, 
 Test(gpu_deterministic, products_bf16_accumulate) { product_invariance(0, 1, 96, 136, 12); }
 Test(gpu_deterministic, products_bf16_residual) { product_invariance(0, 2, 130, 64, 13); }
 Test(gpu_deterministic, products_bf16_odd_k) { product_invariance(0, 0, 70, 37, 14); }
+/* n 1100: 1000 rows take the wide tiles, calls of 1-64 rows the narrow ones (matmul_det.cu); k 200
+ * ends in a zero-filled partial step */
+Test(gpu_deterministic, products_bf16_wide_narrow) { product_invariance(0, 2, 1100, 200, 16); }
 Test(gpu_deterministic, products_fp32) { product_invariance(1, 2, 72, 48, 15); }
 
 /* The lm_head's log-probs (fp32 logits through the same kind of product, inv_temperature 1/0.7):
