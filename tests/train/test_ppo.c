@@ -10,6 +10,7 @@
 #include "core/file.h"
 #include "train/ppo.h"
 #include "test_util.h"
+#include "prompt_reward.h"
 
 #define MODEL_CONFIG "tests/fixtures/models/qwen3-tiny-tied/config.json"
 #define TOKENIZER "examples/demo/tokenizer.json"
@@ -377,15 +378,8 @@ Test(ppo, entropy_bonus_raises_the_entropy)
 Test(ppo, value_model_learns_which_prompts_score)
 {
     fixture f;
-    char script[] = "/tmp/rlc-ppo-critic-XXXXXX";
-    int fd = mkstemp(script);
-    cr_assert(fd >= 0);
-    const char *text = "while read line; do case \"$line\" in *'\"p1\"'* | *'\"p3\"'*) echo '{\"reward\": 1}';; "
-                       "*) echo '{\"reward\": 0}';; esac; done\n";
-    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
-    char spec[128];
-    snprintf(spec, sizeof spec, "cmd:sh %s", script);
+    char script[32], spec[128];
+    prompt_reward_write(script, spec, sizeof spec);
     setup(&f, NULL, spec);
     const char *names[4] = {"p0", "p1", "p2", "p3"};
     for (int i = 0; i < 4; i++) f.prompts[i].text = names[i];
