@@ -16,7 +16,18 @@
  * split's partial, merged by the group's last block: pa_finish_split). Lane l of a warp looks up the block of key l (l < 16), and the row bases
  * are passed around by shuffles, so each tile costs one table read per key. The lengths and
  * the first tiles' table reads come before the programmatic-launch wait (no kernel of a step
- * writes them), so that q and the keys are requested as soon as the wait returns. */
+ * writes them), so that q and the keys are requested as soon as the wait returns.
+ *
+ * FOLD (rl_qk_norm_rope_attention_fwd for decode steps above paged_attention_b1.cu's 8
+ * sequences): the block also does qk_rope_cache.cu's work for its (sequence, kv head): after
+ * the wait its warps normalise and rotate the group's query rows straight into the Q tile
+ * (split 0 writes q_out), and the block whose split holds the new key (key len_k - 1, at
+ * slots[t]) makes the new key and value, writes them to the pool and keeps them in shared
+ * memory. Since only that key is written in the step, the cached keys' first stages are copied
+ * BEFORE the wait; the new key's row is zero-filled by the copies and overwritten from shared
+ * memory in its warp's stage before use. Same roundings as the two ops (bf16 q and key) and the
+ * same key order, so the same output (test_paged_b1: errors against the CPU op equal to the
+ * two ops'). */
 #include "backend/cuda/mma.cuh"
 #include "backend/cuda/paged_attention.cuh"
 
