@@ -274,8 +274,7 @@ static int launch_split(rl_ctx *ctx, pa_args_t<T> a, int n_seqs)
  * rows_bound): tensor cores at head_dim 64/128 (row tile 16), else CUDA cores (row tile the
  * bound's power of two, up to 16); grid and splits from the host's bounds. */
 template <typename T>
-static int run_split(rl_ctx *ctx, pa_args_t<T> a, int n_seqs, int rows_bound, int max_seqlen_k,
-                     const pa_fold *fold = NULL)
+static int run_split(rl_ctx *ctx, pa_args_t<T> a, int n_seqs, int rows_bound, int max_seqlen_k)
 {
     int mma = (a.head_dim == 64 || a.head_dim == 128) && !rl_cuda_f32(ctx);
     int rt = mma || rows_bound > 8 ? 16 : rows_bound <= 1 ? 1 : rows_bound <= 2 ? 2 : rows_bound <= 4 ? 4 : 8;
@@ -302,7 +301,7 @@ static int run_split(rl_ctx *ctx, pa_args_t<T> a, int n_seqs, int rows_bound, in
         a.part_ml = buf + n_o;
         a.counters = rl_cuda_st(ctx)->split_counters;
     }
-    if (mma) return rl_cuda_paged_decode_mma(ctx, (const pa_args *)&a, n_seqs, fold);
+    if (mma) return rl_cuda_paged_decode_mma(ctx, (const pa_args *)&a, n_seqs);
     return rt == 1   ? launch_split<T, 1>(ctx, a, n_seqs)
            : rt == 2 ? launch_split<T, 2>(ctx, a, n_seqs)
            : rt == 4 ? launch_split<T, 4>(ctx, a, n_seqs)
@@ -313,7 +312,7 @@ static int run_split(rl_ctx *ctx, pa_args_t<T> a, int n_seqs, int rows_bound, in
 template <typename T>
 static int paged_attention(rl_ctx *ctx, void *out, const void *q, const rl_paged_kv *kv, const int32_t *cu_seqlens_q,
                            const int32_t *seqlens_k, int n_seqs, int max_seqlen_q, int max_seqlen_k, int n_heads,
-                           int n_kv_heads, int head_dim, float scale, const pa_fold *fold = NULL)
+                           int n_kv_heads, int head_dim, float scale)
 {
     int group = n_heads / n_kv_heads;
     pa_args_t<T> a = {};
@@ -341,18 +340,7 @@ static int paged_attention(rl_ctx *ctx, void *out, const void *q, const rl_paged
         return run_split(ctx, a, n_seqs, PA_SMALL_ROWS, max_seqlen_k);
     }
     a.max_rows = INT_MAX;
-    return run_split(ctx, a, n_seqs, (int)rows_bound, max_seqlen_k, fold);
-}
-
-int rl_cuda_paged_attention_fold(rl_ctx *ctx, void *out, const rl_paged_kv *kv, const int32_t *cu_seqlens_q,
-                                 const int32_t *seqlens_k, int n_seqs, int max_seqlen_k, int n_heads, int n_kv_heads,
-                                 int head_dim, float scale, const pa_fold *fold)
-{
-    /* the caller (paged_attention_b1.cu) checked bf16, head_dim 64/128, one query per sequence,
-     * a group of at most 16 rows (no prefill kernel), 16-byte aligned pool rows */
-    if (n_seqs == 0) return 0;
-    return paged_attention<bf16>(ctx, out, fold->q_out, kv, cu_seqlens_q, seqlens_k, n_seqs, 1, max_seqlen_k,
-                                 n_heads, n_kv_heads, head_dim, scale, fold);
+    return run_split(ctx, a, n_seqs, (int)rows_bound, max_seqlen_k);
 }
 
 extern "C" int rl_cuda_paged_attention_fwd(rl_ctx *ctx, void *out, const void *q, const rl_paged_kv *kv,

@@ -117,27 +117,8 @@ __device__ __forceinline__ void pa_finish_split(const pa_args_t<T> &a, int qb, i
     }
 }
 
-/* What the decode kernel needs to fold rl_qk_norm_rope_cache_fwd in (one query per sequence,
- * token cu_q[s]): the q|k|v rows and the q/k norm + RoPE + cache write of qk_rope_cache.cu. */
-typedef struct pa_fold {
-    bf16 *q_out; /* the normalised, rotated queries, as the two ops write them */
-    const bf16 *q, *k, *v, *q_norm, *k_norm; /* q|k|v rows (q_stride, kv_stride apart), norms [D] or NULL */
-    size_t q_stride, kv_stride;
-    const int32_t *positions, *slots;
-    const float *inv_freq;
-    float eps;
-} pa_fold;
-
 /* paged_attention_decode.cu: the tensor-core split-KV kernel (head_dim 64 or 128, row tile 16)
- * over the grid (n_seqs * n_qtiles, n_kv_heads, max_splits); fold non-NULL: a decode step (one
- * query per sequence, group <= 16) that also does the q/k norm, RoPE and cache write. */
-int rl_cuda_paged_decode_mma(rl_ctx *ctx, const pa_args *a, int n_seqs, const pa_fold *fold);
-
-/* paged_attention.cu: rl_paged_attention_fwd's split-KV path (bf16, head_dim 64/128) for a decode
- * step with the q/k norm + RoPE + cache write folded in (paged_attention_b1.cu's caller for
- * batches above its own kernel's). */
-int rl_cuda_paged_attention_fold(rl_ctx *ctx, void *out, const rl_paged_kv *kv, const int32_t *cu_seqlens_q,
-                                 const int32_t *seqlens_k, int n_seqs, int max_seqlen_k, int n_heads, int n_kv_heads,
-                                 int head_dim, float scale, const pa_fold *fold);
+ * over the grid (n_seqs * n_qtiles, n_kv_heads, max_splits). */
+int rl_cuda_paged_decode_mma(rl_ctx *ctx, const pa_args *a, int n_seqs);
 
 #endif

@@ -1,10 +1,7 @@
 /* paged_attention_b1.cu — rl_qk_norm_rope_attention_fwd: a decode step of a few sequences (one
  * query each) as ONE kernel: the q/k RMSNorm per head, RoPE and KV-pool write of
- * qk_rope_cache.cu folded into the attention over the pool. Decode steps of more sequences at
- * head_dim 64/128 take the split-KV decode kernel with the same q/k step folded in
- * (paged_attention_decode.cu; this kernel at 64 sequences measured 0.98 s against 0.51 for
- * workload e); other batches (prefill chunks, the fp32 mode, the deterministic mode's two ops,
- * other head dims) run the two ops.
+ * qk_rope_cache.cu folded into the attention over the pool. Other batches (prefill chunks, many
+ * sequences, the fp32 mode, head dims other than 16/32/64/128) run the two ops.
  *
  * Why: at batch 1 the step's attention reads ~1 MB of keys and values per layer and has almost
  * nothing to compute, so its time was set-up, latency and the split merge (11.6 us per layer in
@@ -39,7 +36,7 @@
  * zeros, its q_out rows are still written (as the two ops write them). */
 #include <cooperative_groups.h>
 
-#include "backend/cuda/paged_attention.cuh"
+#include "backend/cuda/common.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -364,28 +361,9 @@ extern "C" int rl_cuda_qk_norm_rope_attention_fwd(rl_ctx *ctx, void *out, void *
 {
     int group = n_heads / n_kv_heads, d = head_dim;
     uintptr_t align = (uintptr_t)kv->k | (uintptr_t)kv->v;
-    bool decode = !rl_cuda_f32(ctx) && n_seqs > 0 && max_seqlen_q == 1 &&
-                  n_tokens == n_seqs && (align & 15) == 0 && kv->block_stride % 8 == 0 && q_out != q;
-    bool one_kernel = decode && n_seqs <= B1_MAX_SEQS && (d == 16 || d == 32 || d == 64 || d == 128) &&
-                      group <= B1_MAX_GROUP;
-    /* more sequences: the split-KV decode kernel with the q/k step folded in */
-    if (!one_kernel && decode && !ctx->deterministic && (d == 64 || d == 128) && group <= PA_SMALL_ROWS) {
-        pa_fold f;
-        f.q_out = (bf16 *)q_out;
-        f.q = (const bf16 *)q;
-        f.k = (const bf16 *)k;
-        f.v = (const bf16 *)v;
-        f.q_norm = (const bf16 *)q_norm;
-        f.k_norm = (const bf16 *)k_norm;
-        f.q_stride = q_stride;
-        f.kv_stride = kv_stride;
-        f.positions = positions;
-        f.slots = slots;
-        f.inv_freq = inv_freq;
-        f.eps = eps;
-        return rl_cuda_paged_attention_fold(ctx, out, kv, cu_seqlens_q, seqlens_k, n_seqs, max_seqlen_k, n_heads,
-                                            n_kv_heads, head_dim, scale, &f);
-    }
+    bool one_kernel = !rl_cuda_f32(ctx) && n_seqs > 0 && n_seqs <= B1_MAX_SEQS && max_seqlen_q == 1 &&
+                      n_tokens == n_seqs && (d == 16 || d == 32 || d == 64 || d == 128) && group <= B1_MAX_GROUP &&
+                      (align & 15) == 0 && kv->block_stride % 8 == 0 && (q_out != q);
     if (!one_kernel) {
         if (rl_cuda_qk_norm_rope_cache_fwd(ctx, q_out, kv, q, k, v, q_stride, kv_stride, q_norm, k_norm, eps,
                                            positions, inv_freq, slots, n_tokens, n_heads, n_kv_heads, head_dim))

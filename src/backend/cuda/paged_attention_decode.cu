@@ -16,18 +16,7 @@
  * split's partial, merged by the group's last block: pa_finish_split). Lane l of a warp looks up the block of key l (l < 16), and the row bases
  * are passed around by shuffles, so each tile costs one table read per key. The lengths and
  * the first tiles' table reads come before the programmatic-launch wait (no kernel of a step
- * writes them), so that q and the keys are requested as soon as the wait returns.
- *
- * FOLD (rl_qk_norm_rope_attention_fwd for decode steps above paged_attention_b1.cu's 8
- * sequences): the block also does qk_rope_cache.cu's work for its (sequence, kv head): after
- * the wait its warps normalise and rotate the group's query rows straight into the Q tile
- * (split 0 writes q_out), and the block whose split holds the new key (key len_k - 1, at
- * slots[t]) makes the new key and value, writes them to the pool and keeps them in shared
- * memory. Since only that key is written in the step, the cached keys' first stages are copied
- * BEFORE the wait; the new key's row is zero-filled by the copies and overwritten from shared
- * memory in its warp's stage before use. Same roundings as the two ops (bf16 q and key) and the
- * same key order, so the same output (test_paged_b1: errors against the CPU op equal to the
- * two ops'). */
+ * writes them), so that q and the keys are requested as soon as the wait returns. */
 #include "backend/cuda/mma.cuh"
 #include "backend/cuda/paged_attention.cuh"
 
@@ -78,72 +67,8 @@ __device__ __forceinline__ void dec_load(bf16 *ks, bf16 *vs, const pa_args &a, c
     dec_copy<D>(ks, vs, a, dec_offset<D>(a, table, g, key0, key_end, lane), lane);
 }
 
-/* FOLD: the decode step's q/k RMSNorm, RoPE and cache write (qk_rope_cache.cu's arithmetic and
- * roundings: fp32, rsqrt(mean + eps), accurate sincosf, bf16 results), one warp per item: the
- * group's query rows (into the block's Q tile; q_out by split 0), then, where `owner` (this
- * block's keys hold the new token's, key len_k - 1 at slots[t]), the new key and value (into
- * the pool and nk / nv, which the key loop puts in place of that key's zero-filled row). */
-template <int D, int W>
-__device__ __forceinline__ void dec_fold_rows(const pa_args &a, const pa_fold &f, bf16 *sq, bf16 *nk, bf16 *nv,
-                                              float (*rows)[D], int t, int g, bool owner, bool write_q,
-                                              const float sn[], const float cs[])
-{
-    constexpr int NA = (D / 2 + 31) / 32;
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = a.group, slot = f.slots[t];
-    int n_items = G + (owner ? 2 : 0);
-    size_t at = slot >= 0 ? (size_t)(slot / a.block_size) * a.block_stride +
-                                ((size_t)(slot % a.block_size) * a.n_kv_heads + g) * D
-                          : 0;
-    bf16 *k_pool = const_cast<bf16 *>(a.k), *v_pool = const_cast<bf16 *>(a.v);
-    for (int item = warp; item < n_items; item += W) {
-        int kind = item < G ? 0 : item == G ? 1 : 2; /* q, k, v */
-        const bf16 *src = kind == 0   ? f.q + (size_t)t * f.q_stride + (size_t)(g * G + item) * D
-                          : kind == 1 ? f.k + (size_t)t * f.kv_stride + (size_t)g * D
-                                      : f.v + (size_t)t * f.kv_stride + (size_t)g * D;
-        if (kind == 2) {
-            for (int d = lane; d < D; d += 32) {
-                bf16 x = src[d];
-                nv[d] = x;
-                if (slot >= 0) v_pool[at + d] = x;
-            }
-            continue;
-        }
-        const bf16 *w = kind == 0 ? f.q_norm : f.k_norm;
-        float *r = rows[warp], ss = 0.0f;
-        for (int d = lane; d < D; d += 32) {
-            float x = rl_b2f(src[d]);
-            r[d] = x;
-            ss += x * x;
-        }
-        if (w) {
-            float rs = rsqrtf(rl_warp_sum(ss) / (float)D + f.eps);
-            for (int d = lane; d < D; d += 32) r[d] = (r[d] * rs) * rl_b2f(w[d]);
-        }
-        __syncwarp();
-#pragma unroll
-        for (int j = 0; j < NA; j++) {
-            int i = lane + 32 * j;
-            if (i < D / 2) {
-                float x0 = r[i], x1 = r[i + D / 2];
-                bf16 y0 = rl_f2b(x0 * cs[j] - x1 * sn[j]), y1 = rl_f2b(x1 * cs[j] + x0 * sn[j]);
-                if (kind == 0) {
-                    sq[swz<D>(item, i)] = y0, sq[swz<D>(item, i + D / 2)] = y1;
-                    if (write_q) {
-                        bf16 *qo = f.q_out + ((size_t)t * a.n_heads + g * G + item) * D;
-                        qo[i] = y0, qo[i + D / 2] = y1;
-                    }
-                } else {
-                    nk[i] = y0, nk[i + D / 2] = y1;
-                    if (slot >= 0) k_pool[at + i] = y0, k_pool[at + i + D / 2] = y1;
-                }
-            }
-        }
-        __syncwarp();
-    }
-}
-
-template <int D, int W, int S, bool FOLD>
-__global__ void __launch_bounds__(W * 32) paged_decode_mma_kernel(pa_args a, pa_fold f)
+template <int D, int W, int S>
+__global__ void __launch_bounds__(W * 32) paged_decode_mma_kernel(pa_args a)
 {
     constexpr int DEC_WARPS = W, DEC_THREADS = W * 32, DEC_STAGES = S, STEP = W * DEC_KEYS;
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -159,25 +84,9 @@ __global__ void __launch_bounds__(W * 32) paged_decode_mma_kernel(pa_args a, pa_
     if (r0 >= n_rows || n_rows > a.max_rows) return;
     int nr = min(16, n_rows - r0);
     bool direct = a.part_o == NULL;
-    /* FOLD: the rotation's sines and cosines (lane's pairs lane + 32 j), before the wait */
-    constexpr int NA = (D / 2 + 31) / 32;
-    __shared__ float fold_rows[FOLD ? W : 1][D];
-    __shared__ __align__(16) bf16 nk[FOLD ? D : 8], nv[FOLD ? D : 8];
-    float sn[NA], cs[NA];
-    if (FOLD) {
-        float pos = (float)f.positions[qb];
-#pragma unroll
-        for (int j = 0; j < NA; j++) {
-            int i = lane + 32 * j;
-            sn[j] = 0.0f, cs[j] = 1.0f;
-            if (i < D / 2) sincosf(pos * f.inv_freq[i], &sn[j], &cs[j]);
-        }
-    }
     if (len_k <= 0) {
         if (sp != 0) return;
         rl_pdl_begin();
-        if (FOLD) /* the two ops write an inactive sequence's q_out rows too */
-            dec_fold_rows<D, W>(a, f, sm.q, nk, nv, fold_rows, qb, g, false, true, sn, cs);
         for (int idx = threadIdx.x; idx < nr * D; idx += DEC_THREADS)
             a.out[pa_out_row(a, qb, g, r0 + idx / D) + idx % D] = rl_f2b(0.0f);
         return;
@@ -190,48 +99,29 @@ __global__ void __launch_bounds__(W * 32) paged_decode_mma_kernel(pa_args a, pa_
     int k_end = min(min(len_k, (sp + 1) * tps * PA_TK), shift + (r0 + nr - 1) / a.group + 1);
     int n_tiles = k_end > k_begin ? (k_end - k_begin + STEP - 1) / STEP : 0; /* steps of W x 16 keys */
     const int32_t *table = a.tables + (size_t)s * a.max_blocks;
-    /* FOLD: the new key (len_k - 1) is not in the pool yet: its row is zero-filled by the copies
-     * and put in place from nk / nv by the block that owns it */
-    int last = len_k - 1;
-    bool owner = FOLD && last >= k_begin && last < k_end;
-    int load_end = FOLD ? min(k_end, last) : k_end;
     long long first_off[DEC_STAGES - 1];
 #pragma unroll
     for (int st = 0; st < DEC_STAGES - 1; st++)
-        first_off[st] =
-            st < n_tiles ? dec_offset<D>(a, table, g, k_begin + st * STEP + warp * DEC_KEYS, load_end, lane) : -1;
+        first_off[st] = st < n_tiles ? dec_offset<D>(a, table, g, k_begin + st * STEP + warp * DEC_KEYS, k_end, lane)
+                                     : -1;
+    rl_pdl_begin();
+
+    /* Q: 16 packed rows (zero past nr), loaded by the whole block once */
     constexpr int CH = D / 8;
-    if (FOLD) {
-        /* no kernel of the step writes the cached keys: the first stages stream before the wait;
-         * Q comes from the q|k|v rows after it (an empty copy group keeps the count) */
-        cp_async_commit();
-#pragma unroll
-        for (int st = 0; st < DEC_STAGES - 1; st++) {
-            if (st < n_tiles) dec_copy<D>(sm.kv[warp][st][0], sm.kv[warp][st][1], a, first_off[st], lane);
-            cp_async_commit();
-        }
-        for (int idx = threadIdx.x; idx < (16 - nr) * D; idx += DEC_THREADS) sm.q[nr * D + idx] = rl_f2b(0.0f);
-        rl_pdl_begin();
-        dec_fold_rows<D, W>(a, f, sm.q, nk, nv, fold_rows, qb, g, owner, sp == 0, sn, cs);
-    } else {
-        rl_pdl_begin();
+    for (int idx = threadIdx.x; idx < 16 * CH; idx += DEC_THREADS) {
+        int r = idx / CH, ch = idx % CH;
+        bool valid = r < nr;
+        const bf16 *src = valid ? a.q + pa_out_row(a, qb, g, r0 + r) + ch * 8 : a.q;
+        cp_async16(sm.q + swz<D>(r, ch * 8), src, valid);
+    }
+    cp_async_commit();
 
-        /* Q: 16 packed rows (zero past nr), loaded by the whole block once */
-        for (int idx = threadIdx.x; idx < 16 * CH; idx += DEC_THREADS) {
-            int r = idx / CH, ch = idx % CH;
-            bool valid = r < nr;
-            const bf16 *src = valid ? a.q + pa_out_row(a, qb, g, r0 + r) + ch * 8 : a.q;
-            cp_async16(sm.q + swz<D>(r, ch * 8), src, valid);
-        }
-        cp_async_commit();
-
-        /* this warp's pipeline over its keys of tiles 0 .. n_tiles: the first stages are in
-         * flight with Q (its group completes first) */
+    /* this warp's pipeline over its keys of tiles 0 .. n_tiles: the first stages are in flight
+     * with Q (its group completes first) */
 #pragma unroll
-        for (int st = 0; st < DEC_STAGES - 1; st++) {
-            if (st < n_tiles) dec_copy<D>(sm.kv[warp][st][0], sm.kv[warp][st][1], a, first_off[st], lane);
-            cp_async_commit();
-        }
+    for (int st = 0; st < DEC_STAGES - 1; st++) {
+        if (st < n_tiles) dec_copy<D>(sm.kv[warp][st][0], sm.kv[warp][st][1], a, first_off[st], lane);
+        cp_async_commit();
     }
     cp_async_wait<DEC_STAGES - 1>();
     __syncthreads();
@@ -257,20 +147,10 @@ __global__ void __launch_bounds__(W * 32) paged_decode_mma_kernel(pa_args a, pa_
         if (next < n_tiles) {
             int st = next % DEC_STAGES;
             dec_load<D>(sm.kv[warp][st][0], sm.kv[warp][st][1], a, table, g, k_begin + next * STEP + warp * DEC_KEYS,
-                        load_end, lane);
+                        k_end, lane);
         }
         cp_async_commit();
         const bf16 *kt = sm.kv[warp][t % DEC_STAGES][0], *vt = sm.kv[warp][t % DEC_STAGES][1];
-        if (FOLD && owner) { /* the new key and value in place of their zero-filled row */
-            int r = last - (k_begin + t * STEP + warp * DEC_KEYS);
-            if (r >= 0 && r < DEC_KEYS) {
-                for (int ch = lane; ch < CH; ch += 32) {
-                    *(uint4 *)(sm.kv[warp][t % DEC_STAGES][0] + swz<D>(r, ch * 8)) = *(const uint4 *)(nk + ch * 8);
-                    *(uint4 *)(sm.kv[warp][t % DEC_STAGES][1] + swz<D>(r, ch * 8)) = *(const uint4 *)(nv + ch * 8);
-                }
-                __syncwarp();
-            }
-        }
         float sc[2][4];
 #pragma unroll
         for (int nt = 0; nt < 2; nt++) sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
@@ -361,33 +241,23 @@ __global__ void __launch_bounds__(W * 32) paged_decode_mma_kernel(pa_args a, pa_
     if (!direct) pa_finish_split(a, qb, g, r0, nr, n_sp);
 }
 
-template <int D, int W, int S, bool FOLD>
-static int launch_dec(rl_ctx *ctx, const pa_args *a, dim3 grid, const pa_fold *fold)
+template <int D, int W, int S>
+static int launch_dec(rl_ctx *ctx, const pa_args *a, dim3 grid)
 {
     size_t smem = sizeof(dec_smem<D, W, S>);
-    CUDA_CHECK(cudaFuncSetAttribute(paged_decode_mma_kernel<D, W, S, FOLD>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    pa_fold f = {};
-    if (fold) f = *fold;
-    CUDA_CHECK(rl_launch_pdl(paged_decode_mma_kernel<D, W, S, FOLD>, grid, dim3(W * 32), smem,
-                             rl_cuda_st(ctx)->stream, *a, f));
+    CUDA_CHECK(cudaFuncSetAttribute(paged_decode_mma_kernel<D, W, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)smem));
+    CUDA_CHECK(rl_launch_pdl(paged_decode_mma_kernel<D, W, S>, grid, dim3(W * 32), smem, rl_cuda_st(ctx)->stream, *a));
     LAUNCH_CHECK();
     return 0;
 }
 
-template <int D, int W, int S>
-static int launch_dec_f(rl_ctx *ctx, const pa_args *a, dim3 grid, const pa_fold *fold)
-{
-    return fold ? launch_dec<D, W, S, true>(ctx, a, grid, fold) : launch_dec<D, W, S, false>(ctx, a, grid, NULL);
-}
-
-int rl_cuda_paged_decode_mma(rl_ctx *ctx, const pa_args *a, int n_seqs, const pa_fold *fold)
+int rl_cuda_paged_decode_mma(rl_ctx *ctx, const pa_args *a, int n_seqs)
 {
     dim3 grid((unsigned)(n_seqs * a->n_qtiles), (unsigned)a->n_kv_heads, (unsigned)a->max_splits);
     /* many groups: 2-warp blocks (52 KB at head_dim 128, 4 per SM: 64 sequences x 8 kv heads
      * in one wave); fewer (batch 1): 4 warps each */
     int many = pa_many_groups(ctx, (long)grid.x * grid.y);
-    if (a->head_dim == 64)
-        return many ? launch_dec_f<64, 2, 3>(ctx, a, grid, fold) : launch_dec_f<64, 4, 3>(ctx, a, grid, fold);
-    return many ? launch_dec_f<128, 2, 3>(ctx, a, grid, fold) : launch_dec_f<128, 4, 3>(ctx, a, grid, fold);
+    if (a->head_dim == 64) return many ? launch_dec<64, 2, 3>(ctx, a, grid) : launch_dec<64, 4, 3>(ctx, a, grid);
+    return many ? launch_dec<128, 2, 3>(ctx, a, grid) : launch_dec<128, 4, 3>(ctx, a, grid);
 }
