@@ -85,6 +85,19 @@ run() { # name, then the rlc command line
     return $rc
 }
 
+# An RL trainer's samples/s on 1 and on 2 GPUs (64 samples per GPU a step; steps 2-4 timed).
+rl_scaling() { # label, name, then the rlc command line
+    label=$1 name=$2; shift 2
+    run $name-1gpu "$@" --model "$Q06" --steps 4
+    run $name-2gpu "$@" --model "$Q06" --steps 4 --gpus 2
+    s1=$(metric "$OUT/$name-1gpu/metrics.jsonl" time 2 4)
+    s2=$(metric "$OUT/$name-2gpu/metrics.jsonl" time 2 4)
+    g1=$(python3 -c "print('%.1f' % (64 / $s1))" 2>/dev/null || echo n/a)
+    g2=$(python3 -c "print('%.1f' % (128 / $s2))" 2>/dev/null || echo n/a)
+    note "$label samples/s, 1 GPU (64 per step, step $s1 s)" "$g1"
+    note "$label samples/s, 2 GPUs (128 per step, step $s2 s), speed-up" "$g2 ($(python3 -c "print('%.2fx' % ($g2 / $g1))" 2>/dev/null))"
+}
+
 # ---- 1. SFT throughput ------------------------------------------------------------------------
 if want 1; then
 echo "1. SFT tokens/s, Qwen3-0.6B"
@@ -99,14 +112,7 @@ fi
 # ---- 2. GRPO throughput -----------------------------------------------------------------------
 if want 2; then
 echo "2. GRPO samples/s, Qwen3-0.6B, 8 x 8 per GPU, 256 new tokens"
-run grpo-1gpu $RLC $GRPO --model "$Q06" --steps 4
-run grpo-2gpu $RLC $GRPO --model "$Q06" --steps 4 --gpus 2
-s1=$(metric "$OUT/grpo-1gpu/metrics.jsonl" time 2 4)
-s2=$(metric "$OUT/grpo-2gpu/metrics.jsonl" time 2 4)
-g1=$(python3 -c "print('%.1f' % (64 / $s1))" 2>/dev/null || echo n/a)
-g2=$(python3 -c "print('%.1f' % (128 / $s2))" 2>/dev/null || echo n/a)
-note "GRPO samples/s, 1 GPU (64 per step, step $s1 s)" "$g1"
-note "GRPO samples/s, 2 GPUs (128 per step, step $s2 s), speed-up" "$g2 ($(python3 -c "print('%.2fx' % ($g2 / $g1))" 2>/dev/null))"
+rl_scaling GRPO grpo $RLC $GRPO
 fi
 
 # ---- 3. the network path ----------------------------------------------------------------------
@@ -165,15 +171,8 @@ fi
 # ---- 7. PPO throughput ------------------------------------------------------------------------
 if want 7; then
 echo "7. PPO samples/s, Qwen3-0.6B policy + value + reference, 8 x 8 per GPU, 256 new tokens"
-run ppo-1gpu $RLC $PPO --model "$Q06" --steps 4
-run ppo-2gpu $RLC $PPO --model "$Q06" --steps 4 --gpus 2
-p1=$(metric "$OUT/ppo-1gpu/metrics.jsonl" time 2 4)
-p2=$(metric "$OUT/ppo-2gpu/metrics.jsonl" time 2 4)
-q1=$(python3 -c "print('%.1f' % (64 / $p1))" 2>/dev/null || echo n/a)
-q2=$(python3 -c "print('%.1f' % (128 / $p2))" 2>/dev/null || echo n/a)
+rl_scaling PPO ppo $RLC $PPO
 m2=$(metric "$OUT/ppo-2gpu/metrics.jsonl" peak_mem_gib 1 4)
-note "PPO samples/s, 1 GPU (64 per step, step $p1 s)" "$q1"
-note "PPO samples/s, 2 GPUs (128 per step, step $p2 s), speed-up" "$q2 ($(python3 -c "print('%.2fx' % ($q2 / $q1))" 2>/dev/null))"
 note "PPO on 2 GPUs: mean peak memory per rank (GiB)" "$m2"
 fi
 
