@@ -3,94 +3,15 @@
  * returns (explained variance grows); a run resumed from a checkpoint (policy, value model,
  * both optimizers, reward statistics, KL coefficient) is bit-identical to an uninterrupted one;
  * critic warmup leaves the policy alone; bad configurations are refused by name. */
-#include <string.h>
-#include <unistd.h>
+#include "ppo_fixture.h"
 
-#include "backend/ctx.h"
-#include "core/file.h"
-#include "train/ppo.h"
-#include "test_util.h"
-#include "prompt_reward.h"
-
-#define MODEL_CONFIG "tests/fixtures/models/qwen3-tiny-tied/config.json"
-#define TOKENIZER "examples/demo/tokenizer.json"
-
-typedef struct {
-    rl_ctx ctx;
-    rl_model model, value, ref;
-    rl_tokenizer *tok;
-    rl_reward *reward;
-    int32_t ids[4][6];
-    rl_grpo_prompt prompts[4];
-} fixture;
-
-/* dir NULL: random policy (seed 5), value model = its trunk with a zero head (saved and loaded
- * through a temporary directory); else the checkpoint dir and dir/value. */
-static void setup(fixture *f, const char *dir, const char *reward)
-{
-    rl_err err;
-    memset(f, 0, sizeof *f);
-    cr_assert_eq(rl_ctx_create(&f->ctx, RL_BACKEND_CPU, 0, &err), 0, "%s", err.msg);
-    cr_assert_eq(rl_tok_load(&f->tok, TOKENIZER, &err), 0, "%s", err.msg);
-    char vdir[300];
-    if (dir) {
-        cr_assert_eq(rl_model_load(&f->model, &f->ctx, dir, &err), 0, "%s", err.msg);
-        snprintf(vdir, sizeof vdir, "%s/value", dir);
-        cr_assert_eq(rl_model_load_value(&f->value, &f->ctx, vdir, &err), 0, "%s", err.msg);
-    } else {
-        rl_model_config cfg;
-        cr_assert_eq(rl_config_load(&cfg, MODEL_CONFIG, &err), 0, "%s", err.msg);
-        cfg.vocab_size = rl_tok_vocab_size(f->tok);
-        cr_assert_eq(rl_model_init_random(&f->model, &f->ctx, &cfg, 5, &err), 0, "%s", err.msg);
-        char tmp[] = "/tmp/rlc-ppo-init-XXXXXX";
-        cr_assert(mkdtemp(tmp));
-        cr_assert_eq(rl_model_save(&f->model, tmp, RL_F32, &err), 0, "%s", err.msg);
-        cr_assert_eq(rl_model_load_value(&f->value, &f->ctx, tmp, &err), 0, "%s", err.msg);
-        rl_remove_tree(tmp, &err);
-    }
-    /* the reference is the initial policy (also when resuming) */
-    cr_assert_eq(rl_model_init_random(&f->ref, &f->ctx, &f->model.config, 5, &err), 0, "%s", err.msg);
-    cr_assert_eq(rl_reward_create(&f->reward, reward, NULL, &err), 0, "%s", err.msg);
-    for (int i = 0; i < 4; i++) {
-        for (int k = 0; k < 3 + i; k++) f->ids[i][k] = 40 + 7 * i + k;
-        f->prompts[i] = (rl_grpo_prompt){f->ids[i], 3 + i, "prompt", "1", NULL};
-    }
-}
-
-static void teardown(fixture *f)
-{
-    rl_reward_free(f->reward);
-    rl_tok_free(f->tok);
-    rl_model_free(&f->ref);
-    rl_model_free(&f->value);
-    rl_model_free(&f->model);
-    rl_ctx_free(&f->ctx);
-}
-
-static rl_ppo_config config(void)
-{
-    rl_ppo_config c = rl_ppo_defaults();
-    c.prompts_per_step = 4;
-    c.samples_per_prompt = 4;
-    c.gen.max_new_tokens = 3;
-    c.max_tokens = 24; /* several micro-batches per mini-batch */
-    c.ppo_epochs = 2;
-    c.num_mini_batches = 2;
-    c.kl_coef = 0.02;
-    c.target_kl = 0.5;
-    c.reward_norm = 1;
-    c.reward_clip = 3;
-    c.missing_eos_penalty = 0.1f;
-    c.optim.schedule.peak = 5e-3;
-    c.value_optim.schedule.peak = 5e-3;
-    return c;
-}
+#define SEP RL_CRITIC_SEPARATE
 
 Test(ppo, reward_rises_and_value_learns)
 {
     fixture f;
-    setup(&f, NULL, "regex:^[0-9]");
-    rl_ppo_config c = config();
+    ppo_setup(&f, SEP, NULL, "regex:^[0-9]");
+    rl_ppo_config c = ppo_test_config(SEP);
     c.reward_norm = 0;
     c.gen.max_new_tokens = 2;
     c.max_tokens = 64;
@@ -114,41 +35,7 @@ Test(ppo, reward_rises_and_value_learns)
     cr_assert(last > first + 0.3, "reward %.3f -> %.3f", first, last);
     cr_assert(ev_last > ev_first, "explained variance %.3f -> %.3f", ev_first, ev_last);
     rl_ppo_free(&t);
-    teardown(&f);
-}
-
-/* Runs steps from dir (NULL: fresh), saves to save when given; returns policy and value weights. */
-static void run(const char *dir, int steps, const char *save, int warmup, float **w, size_t *n, float **v, size_t *nv,
-                rl_running_stats *rs)
-{
-    fixture f;
-    setup(&f, dir, "regex:^[a-m]");
-    rl_ppo_config c = config();
-    c.critic_warmup = warmup;
-    rl_ppo t;
-    rl_err err;
-    cr_assert_eq(rl_ppo_create(&t, &f.model, &f.value, &f.ref, f.tok, f.reward, f.prompts, 4, &c, &err), 0, "%s",
-                 err.msg);
-    if (dir) cr_assert_eq(rl_ppo_resume(&t, dir, &err), 0, "%s", err.msg);
-    for (int s = 0; s < steps; s++) {
-        rl_step_stats st;
-        cr_assert_eq(rl_ppo_step(&t, &st, &err), 0, "%s", err.msg);
-    }
-    if (save) cr_assert_eq(rl_ppo_save(&t, save, NULL, NULL, &err), 0, "%s", err.msg);
-    *n = f.model.n_elems, *nv = f.value.n_elems;
-    *w = malloc(*n * sizeof(float)), *v = malloc(*nv * sizeof(float));
-    memcpy(*w, f.model.master, *n * sizeof(float));
-    memcpy(*v, f.value.master, *nv * sizeof(float));
-    *rs = t.reward_stats;
-    rl_ppo_free(&t);
-    teardown(&f);
-}
-
-static size_t n_diff(const float *a, const float *b, size_t n)
-{
-    size_t d = 0;
-    for (size_t i = 0; i < n; i++) d += memcmp(&a[i], &b[i], sizeof(float)) != 0;
-    return d;
+    ppo_teardown(&f);
 }
 
 Test(ppo, resume_is_bit_exact)
@@ -160,9 +47,9 @@ Test(ppo, resume_is_bit_exact)
     float *full, *half, *res, *vfull, *vhalf, *vres;
     size_t n, nv;
     rl_running_stats s_full, s_half, s_res;
-    run(NULL, 3, NULL, 0, &full, &n, &vfull, &nv, &s_full);
-    run(NULL, 1, ck, 0, &half, &n, &vhalf, &nv, &s_half);
-    run(ck, 2, NULL, 0, &res, &n, &vres, &nv, &s_res);
+    ppo_run(SEP, NULL, 3, NULL, 0, &full, &n, &vfull, &nv, &s_full);
+    ppo_run(SEP, NULL, 1, ck, 0, &half, &n, &vhalf, &nv, &s_half);
+    ppo_run(SEP, ck, 2, NULL, 0, &res, &n, &vres, &nv, &s_res);
     cr_assert(n_diff(full, half, n) > 0 && n_diff(vfull, vhalf, nv) > 0, "training did not change the weights");
     cr_assert_eq(n_diff(full, res, n), 0, "%zu of %zu policy weights differ after resume", n_diff(full, res, n), n);
     cr_assert_eq(n_diff(vfull, vres, nv), 0, "%zu of %zu value weights differ after resume", n_diff(vfull, vres, nv), nv);
@@ -183,8 +70,8 @@ Test(ppo, resume_is_bit_exact)
 static void run_values(int separate, float **w, float **v, double *stats)
 {
     fixture f;
-    setup(&f, NULL, "regex:^[a-m]");
-    rl_ppo_config c = config();
+    ppo_setup(&f, SEP, NULL, "regex:^[a-m]");
+    rl_ppo_config c = ppo_test_config(SEP);
     c.num_mini_batches = 1;
     c.critic_warmup = 1;
     c.old_values_pass = separate;
@@ -203,17 +90,17 @@ static void run_values(int separate, float **w, float **v, double *stats)
     memcpy(*w, f.model.master, f.model.n_elems * sizeof(float));
     memcpy(*v, f.value.master, f.value.n_elems * sizeof(float));
     rl_ppo_free(&t);
-    teardown(&f);
+    ppo_teardown(&f);
 }
 
 Test(ppo, old_values_from_the_first_value_pass_equal_a_separate_forward)
 {
     fixture f;
-    setup(&f, NULL, "regex:^[a-m]");
+    ppo_setup(&f, SEP, NULL, "regex:^[a-m]");
     size_t n = f.model.n_elems, nv = f.value.n_elems;
     float *w0 = malloc(n * sizeof(float));
     memcpy(w0, f.model.master, n * sizeof(float));
-    teardown(&f);
+    ppo_teardown(&f);
     float *w_sep, *v_sep, *w_fused, *v_fused;
     double s_sep[27], s_fused[27];
     run_values(1, &w_sep, &v_sep, s_sep);
@@ -234,35 +121,35 @@ Test(ppo, critic_warmup_trains_the_value_model_only)
     float *w, *v;
     size_t n, nv;
     rl_running_stats rs;
-    run(NULL, 2, NULL, 2, &w, &n, &v, &nv, &rs);
+    ppo_run(SEP, NULL, 2, NULL, 2, &w, &n, &v, &nv, &rs);
     fixture f;
-    setup(&f, NULL, "regex:^[a-m]");
+    ppo_setup(&f, SEP, NULL, "regex:^[a-m]");
     cr_assert_eq(n_diff(w, f.model.master, n), 0, "the policy moved during the critic warmup");
     cr_assert(n_diff(v, f.value.master, nv) > 0, "the value model did not move");
-    teardown(&f);
+    ppo_teardown(&f);
     free(w), free(v);
 }
 
 Test(ppo, bad_configs)
 {
     fixture f;
-    setup(&f, NULL, "regex:^[a-m]");
+    ppo_setup(&f, SEP, NULL, "regex:^[a-m]");
     rl_ppo t;
     rl_err err;
-    rl_ppo_config c = config();
+    rl_ppo_config c = ppo_test_config(SEP);
     c.gamma = 0;
     cr_assert_eq(rl_ppo_create(&t, &f.model, &f.value, &f.ref, f.tok, f.reward, f.prompts, 4, &c, &err), -1);
     cr_assert(strstr(err.msg, "--gamma"), "%s", err.msg);
-    c = config();
+    c = ppo_test_config(SEP);
     c.lam = -0.1f;
     cr_assert_eq(rl_ppo_create(&t, &f.model, &f.value, &f.ref, f.tok, f.reward, f.prompts, 4, &c, &err), -1);
     cr_assert(strstr(err.msg, "--lam"), "%s", err.msg);
-    c = config();
+    c = ppo_test_config(SEP);
     cr_assert_eq(rl_ppo_create(&t, &f.model, &f.value, NULL, f.tok, f.reward, f.prompts, 4, &c, &err), -1);
     cr_assert(strstr(err.msg, "reference"), "%s", err.msg);
     cr_assert_eq(rl_ppo_create(&t, &f.model, &f.model, &f.ref, f.tok, f.reward, f.prompts, 4, &c, &err), -1);
     cr_assert(strstr(err.msg, "not a value model"), "%s", err.msg);
-    teardown(&f);
+    ppo_teardown(&f);
 }
 
 /* The KV pool holds one step, as GRPO's does (rl_engine_options_for_training): 16 sequences of the
@@ -270,8 +157,8 @@ Test(ppo, bad_configs)
 Test(ppo, the_kv_pool_is_sized_by_the_step)
 {
     fixture f;
-    setup(&f, NULL, "regex:^[0-9]");
-    rl_ppo_config c = config();
+    ppo_setup(&f, SEP, NULL, "regex:^[0-9]");
+    rl_ppo_config c = ppo_test_config(SEP);
     c.engine.block_size = 4;
     rl_ppo t;
     rl_err err;
@@ -283,7 +170,7 @@ Test(ppo, the_kv_pool_is_sized_by_the_step)
     rl_engine_stats_get(t.engine, &es);
     cr_assert_eq(es.n_blocks, 16 * (3 + 1), "pool of %d blocks", es.n_blocks);
     rl_ppo_free(&t);
-    teardown(&f);
+    ppo_teardown(&f);
 }
 
 /* Memory of the update (issue 11): on one rank the policy and the value model write one gradient
@@ -294,8 +181,8 @@ Test(ppo, the_kv_pool_is_sized_by_the_step)
 Test(ppo, update_shares_gradients_and_takes_turns_with_the_kv_pool)
 {
     fixture f;
-    setup(&f, NULL, "regex:^[0-9]");
-    rl_ppo_config c = config();
+    ppo_setup(&f, SEP, NULL, "regex:^[0-9]");
+    rl_ppo_config c = ppo_test_config(SEP);
     c.engine.block_size = 4;
     rl_ppo t;
     rl_err err;
@@ -321,7 +208,7 @@ Test(ppo, update_shares_gradients_and_takes_turns_with_the_kv_pool)
     rl_ppo_free(&t);
     cr_assert(f.model.grads == NULL && f.value.grads == NULL && !f.model.grads_borrowed, "models left pointing at freed gradients");
     free(v0), free(w0);
-    teardown(&f);
+    ppo_teardown(&f);
 }
 
 /* The entropy bonus has a gradient (rl_model_backward_entropy through the lm_head): from the same
@@ -331,8 +218,8 @@ Test(ppo, update_shares_gradients_and_takes_turns_with_the_kv_pool)
 static double entropy_after(float coef, int steps)
 {
     fixture f;
-    setup(&f, NULL, "regex:^[a-m]");
-    rl_ppo_config c = config();
+    ppo_setup(&f, SEP, NULL, "regex:^[a-m]");
+    rl_ppo_config c = ppo_test_config(SEP);
     c.entropy_coef = coef;
     c.optim.schedule.peak = 2e-2;
     rl_ppo t;
@@ -343,7 +230,7 @@ static double entropy_after(float coef, int steps)
     for (int s = 0; s < steps; s++) cr_assert_eq(rl_ppo_step(&t, &st, &err), 0, "%s", err.msg);
     cr_assert(isfinite(st.loss) && st.entropy > 0);
     rl_ppo_free(&t);
-    teardown(&f);
+    ppo_teardown(&f);
     return st.entropy;
 }
 
@@ -354,17 +241,17 @@ Test(ppo, entropy_bonus_raises_the_entropy)
                 bonus);
     cr_assert(bonus > plain + 0.5 && plain < start - 0.5, "entropy: start %.4f, plain %.4f, bonus %.4f", start, plain, bonus);
     fixture f;
-    setup(&f, NULL, "regex:^[a-m]");
+    ppo_setup(&f, SEP, NULL, "regex:^[a-m]");
     rl_ppo t;
     rl_err err;
-    rl_ppo_config c = config();
+    rl_ppo_config c = ppo_test_config(SEP);
     c.entropy_coef = -0.5f;
     cr_assert_eq(rl_ppo_create(&t, &f.model, &f.value, &f.ref, f.tok, f.reward, f.prompts, 4, &c, &err), -1);
     cr_assert(strstr(err.msg, "--entropy-coef"), "%s", err.msg);
     c.entropy_coef = NAN;
     cr_assert_eq(rl_ppo_create(&t, &f.model, &f.value, &f.ref, f.tok, f.reward, f.prompts, 4, &c, &err), -1);
     cr_assert(strstr(err.msg, "--entropy-coef"), "%s", err.msg);
-    teardown(&f);
+    ppo_teardown(&f);
 }
 
 /* The critic learns (issue 11: the demo's explained variance stayed at 0.000): with the policy
@@ -377,40 +264,8 @@ Test(ppo, entropy_bonus_raises_the_entropy)
  * target (which sums the policy gets right) that the critic does not learn (docs/demo.md). */
 Test(ppo, value_model_learns_which_prompts_score)
 {
-    fixture f;
-    char script[32], spec[128];
-    prompt_reward_write(script, spec, sizeof spec);
-    setup(&f, NULL, spec);
-    const char *names[4] = {"p0", "p1", "p2", "p3"};
-    for (int i = 0; i < 4; i++) f.prompts[i].text = names[i];
-    rl_ppo_config c = config();
-    c.critic_warmup = 1000;
-    c.reward_norm = 0;
-    c.reward_clip = 0;
-    c.missing_eos_penalty = 0;
-    c.kl_coef = 0;
-    c.target_kl = 0;
-    c.ppo_epochs = 1;
-    c.num_mini_batches = 1;
-    c.samples_per_prompt = 8;
-    c.max_tokens = 64;
-    c.value_optim.schedule.peak = 1e-3;
-    rl_ppo t;
-    rl_err err;
-    cr_assert_eq(rl_ppo_create(&t, &f.model, &f.value, NULL, f.tok, f.reward, f.prompts, 4, &c, &err), 0, "%s",
-                 err.msg);
-    double ev_first = 0, ev_last = 0;
-    int steps = 40;
-    for (int s = 0; s < steps; s++) {
-        rl_step_stats st;
-        cr_assert_eq(rl_ppo_step(&t, &st, &err), 0, "%s", err.msg);
-        cr_assert(st.reward_mean == 0.5, "step %d: reward %g, the program scores half the prompts", s, st.reward_mean);
-        if (s < 5) ev_first += st.explained_var / 5;
-        if (s >= steps - 5) ev_last += st.explained_var / 5;
-    }
+    double ev_first, ev_last;
+    ppo_prompt_decided(SEP, 1e-3f, &ev_first, &ev_last);
     cr_log_info("ppo critic, policy frozen, prompt-decided reward: explained variance %.3f -> %.3f", ev_first, ev_last);
     cr_assert(ev_last > 0.5 && ev_last > ev_first + 0.4, "explained variance %.3f -> %.3f", ev_first, ev_last);
-    rl_ppo_free(&t);
-    teardown(&f);
-    unlink(script);
 }

@@ -3,81 +3,9 @@
  * explained variance up), a resumed run is bit-identical to an uninterrupted one, the saved
  * DIR/value is a value model (Qwen3ForTokenClassification) whose values are the shared head's,
  * the critic warmup trains the head alone, and configurations it cannot run are refused. */
-#include <string.h>
-#include <unistd.h>
+#include "ppo_fixture.h"
 
-#include "backend/ctx.h"
-#include "core/file.h"
-#include "train/ppo.h"
-#include "test_util.h"
-#include "prompt_reward.h"
-
-#define MODEL_CONFIG "tests/fixtures/models/qwen3-tiny-tied/config.json"
-#define TOKENIZER "examples/demo/tokenizer.json"
-
-typedef struct {
-    rl_ctx ctx;
-    rl_model model, ref;
-    rl_tokenizer *tok;
-    rl_reward *reward;
-    int32_t ids[4][6];
-    rl_grpo_prompt prompts[4];
-} fixture;
-
-/* dir NULL: random policy (seed 5); else the checkpoint dir. */
-static void setup(fixture *f, const char *dir, const char *reward)
-{
-    rl_err err;
-    memset(f, 0, sizeof *f);
-    cr_assert_eq(rl_ctx_create(&f->ctx, RL_BACKEND_CPU, 0, &err), 0, "%s", err.msg);
-    cr_assert_eq(rl_tok_load(&f->tok, TOKENIZER, &err), 0, "%s", err.msg);
-    rl_model_config cfg;
-    cr_assert_eq(rl_config_load(&cfg, MODEL_CONFIG, &err), 0, "%s", err.msg);
-    cfg.vocab_size = rl_tok_vocab_size(f->tok);
-    if (dir) cr_assert_eq(rl_model_load(&f->model, &f->ctx, dir, &err), 0, "%s", err.msg);
-    else cr_assert_eq(rl_model_init_random(&f->model, &f->ctx, &cfg, 5, &err), 0, "%s", err.msg);
-    cr_assert_eq(rl_model_init_random(&f->ref, &f->ctx, &cfg, 5, &err), 0, "%s", err.msg);
-    cr_assert_eq(rl_reward_create(&f->reward, reward, NULL, &err), 0, "%s", err.msg);
-    for (int i = 0; i < 4; i++) {
-        for (int k = 0; k < 3 + i; k++) f->ids[i][k] = 40 + 7 * i + k;
-        f->prompts[i] = (rl_grpo_prompt){f->ids[i], 3 + i, "prompt", "1", NULL};
-    }
-}
-
-static void teardown(fixture *f)
-{
-    rl_reward_free(f->reward);
-    rl_tok_free(f->tok);
-    rl_model_free(&f->ref);
-    rl_model_free(&f->model);
-    rl_ctx_free(&f->ctx);
-}
-
-static rl_ppo_config config(void)
-{
-    rl_ppo_config c = rl_ppo_defaults();
-    c.critic = RL_CRITIC_SHARED;
-    c.prompts_per_step = 4;
-    c.samples_per_prompt = 4;
-    c.gen.max_new_tokens = 3;
-    c.max_tokens = 24; /* several micro-batches per mini-batch */
-    c.ppo_epochs = 2;
-    c.num_mini_batches = 2;
-    c.kl_coef = 0.02;
-    c.target_kl = 0.5;
-    c.reward_norm = 1;
-    c.reward_clip = 3;
-    c.optim.schedule.peak = 5e-3;
-    c.value_optim.schedule.peak = 5e-3;
-    return c;
-}
-
-static size_t n_diff(const float *a, const float *b, size_t n)
-{
-    size_t d = 0;
-    for (size_t i = 0; i < n; i++) d += memcmp(&a[i], &b[i], sizeof(float)) != 0;
-    return d;
-}
+#define SHARED RL_CRITIC_SHARED
 
 /* The policy learns with the shared critic beside it, and the values follow the returns as they
  * move (0.1 -> 0.8 here: the mean values of the last 10 steps within 0.15 of the mean return;
@@ -85,8 +13,8 @@ static size_t n_diff(const float *a, const float *b, size_t n)
 Test(ppo_shared, reward_rises_and_values_follow_the_returns)
 {
     fixture f;
-    setup(&f, NULL, "regex:^[0-9]");
-    rl_ppo_config c = config();
+    ppo_setup(&f, SHARED, NULL, "regex:^[0-9]");
+    rl_ppo_config c = ppo_test_config(SHARED);
     c.reward_norm = 0;
     c.gen.max_new_tokens = 2;
     c.max_tokens = 64;
@@ -112,7 +40,7 @@ Test(ppo_shared, reward_rises_and_values_follow_the_returns)
     cr_assert(last > first + 0.3, "reward %.3f -> %.3f", first, last);
     cr_assert(ret > 0.5 && fabs(value - ret) < 0.15, "mean value %.3f, mean return %.3f", value, ret);
     rl_ppo_free(&t);
-    teardown(&f);
+    ppo_teardown(&f);
 }
 
 /* As test_ppo.c's value_model_learns_which_prompts_score, for the head alone (the critic warmup
@@ -120,65 +48,11 @@ Test(ppo_shared, reward_rises_and_values_follow_the_returns)
  * of the explained variance of the returns within 40 steps (measured 0.10 -> 0.73 at vf_lr 1e-3). */
 Test(ppo_shared, head_learns_which_prompts_score)
 {
-    fixture f;
-    char script[32], spec[128];
-    prompt_reward_write(script, spec, sizeof spec);
-    setup(&f, NULL, spec);
-    const char *names[4] = {"p0", "p1", "p2", "p3"};
-    for (int i = 0; i < 4; i++) f.prompts[i].text = names[i];
-    rl_ppo_config c = config();
-    c.critic_warmup = 1000;
-    c.reward_norm = 0;
-    c.reward_clip = 0;
-    c.kl_coef = 0;
-    c.target_kl = 0;
-    c.ppo_epochs = 1;
-    c.num_mini_batches = 1;
-    c.samples_per_prompt = 8;
-    c.max_tokens = 64;
-    c.value_optim.schedule.peak = 1e-3;
-    rl_ppo t;
-    rl_err err;
-    cr_assert_eq(rl_ppo_create(&t, &f.model, NULL, NULL, f.tok, f.reward, f.prompts, 4, &c, &err), 0, "%s", err.msg);
-    double ev_first = 0, ev_last = 0;
-    int steps = 40;
-    for (int s = 0; s < steps; s++) {
-        rl_step_stats st;
-        cr_assert_eq(rl_ppo_step(&t, &st, &err), 0, "%s", err.msg);
-        if (s < 5) ev_first += st.explained_var / 5;
-        if (s >= steps - 5) ev_last += st.explained_var / 5;
-    }
+    double ev_first, ev_last;
+    ppo_prompt_decided(SHARED, 1e-3f, &ev_first, &ev_last);
     cr_log_info("ppo shared critic, trunk frozen, prompt-decided reward: explained variance %.3f -> %.3f", ev_first,
                 ev_last);
     cr_assert(ev_last > 0.5 && ev_last > ev_first + 0.4, "explained variance %.3f -> %.3f", ev_first, ev_last);
-    rl_ppo_free(&t);
-    teardown(&f);
-    unlink(script);
-}
-
-/* Runs steps from dir (NULL: fresh), saves to save when given; returns the policy's weights and
- * the head's (masters). */
-static void run(const char *dir, int steps, const char *save, int warmup, float **w, size_t *n, float **h, size_t *nh)
-{
-    fixture f;
-    setup(&f, dir, "regex:^[a-m]");
-    rl_ppo_config c = config();
-    c.critic_warmup = warmup;
-    rl_ppo t;
-    rl_err err;
-    cr_assert_eq(rl_ppo_create(&t, &f.model, NULL, &f.ref, f.tok, f.reward, f.prompts, 4, &c, &err), 0, "%s", err.msg);
-    if (dir) cr_assert_eq(rl_ppo_resume(&t, dir, &err), 0, "%s", err.msg);
-    for (int s = 0; s < steps; s++) {
-        rl_step_stats st;
-        cr_assert_eq(rl_ppo_step(&t, &st, &err), 0, "%s", err.msg);
-    }
-    if (save) cr_assert_eq(rl_ppo_save(&t, save, NULL, NULL, &err), 0, "%s", err.msg);
-    *n = f.model.n_elems, *nh = t.critic.n_elems;
-    *w = malloc(*n * sizeof(float)), *h = malloc(*nh * sizeof(float));
-    memcpy(*w, f.model.master, *n * sizeof(float));
-    memcpy(*h, t.critic.master, *nh * sizeof(float));
-    rl_ppo_free(&t);
-    teardown(&f);
 }
 
 Test(ppo_shared, resume_is_bit_exact_and_the_value_model_is_saved)
@@ -190,9 +64,10 @@ Test(ppo_shared, resume_is_bit_exact_and_the_value_model_is_saved)
     snprintf(vdir, sizeof vdir, "%s/value", ck);
     float *full, *half, *res, *hfull, *hhalf, *hres;
     size_t n, nh;
-    run(NULL, 3, NULL, 0, &full, &n, &hfull, &nh);
-    run(NULL, 1, ck, 0, &half, &n, &hhalf, &nh);
-    run(ck, 2, NULL, 0, &res, &n, &hres, &nh);
+    rl_running_stats rs;
+    ppo_run(SHARED, NULL, 3, NULL, 0, &full, &n, &hfull, &nh, &rs);
+    ppo_run(SHARED, NULL, 1, ck, 0, &half, &n, &hhalf, &nh, &rs);
+    ppo_run(SHARED, ck, 2, NULL, 0, &res, &n, &hres, &nh, &rs);
     cr_assert(n_diff(full, half, n) > 0 && n_diff(hfull, hhalf, nh) > 0, "training did not change the weights");
     cr_assert_eq(n_diff(full, res, n), 0, "%zu of %zu policy weights differ after resume", n_diff(full, res, n), n);
     cr_assert_eq(n_diff(hfull, hres, nh), 0, "%zu of %zu head weights differ after resume", n_diff(hfull, hres, nh), nh);
@@ -201,7 +76,7 @@ Test(ppo_shared, resume_is_bit_exact_and_the_value_model_is_saved)
      * shared one: its values are the shared critic's, bit for bit on the CPU */
     rl_err err;
     fixture f;
-    setup(&f, ck, "regex:^[a-m]");
+    ppo_setup(&f, SHARED, ck, "regex:^[a-m]");
     rl_model v;
     cr_assert_eq(rl_model_load_value(&v, &f.ctx, vdir, &err), 0, "%s", err.msg);
     cr_assert_str_eq(v.config.architecture, "Qwen3ForTokenClassification");
@@ -226,14 +101,14 @@ Test(ppo_shared, resume_is_bit_exact_and_the_value_model_is_saved)
     rl_model value;
     cr_assert_eq(rl_model_load_value(&value, &f.ctx, vdir, &err), 0, "%s", err.msg);
     rl_ppo t;
-    rl_ppo_config c = config();
+    rl_ppo_config c = ppo_test_config(SHARED);
     c.critic = RL_CRITIC_SEPARATE;
     cr_assert_eq(rl_ppo_create(&t, &f.model, &value, &f.ref, f.tok, f.reward, f.prompts, 4, &c, &err), 0, "%s", err.msg);
     cr_assert_eq(rl_ppo_resume(&t, ck, &err), -1);
     cr_assert(strstr(err.msg, "'shared'") && strstr(err.msg, "--critic"), "%s", err.msg);
     rl_ppo_free(&t);
     rl_model_free(&value);
-    teardown(&f);
+    ppo_teardown(&f);
     free(full), free(half), free(res), free(hfull), free(hhalf), free(hres);
     cr_assert_eq(rl_remove_tree(dir, &err), 0, "%s", err.msg);
 }
@@ -242,28 +117,29 @@ Test(ppo_shared, critic_warmup_trains_the_head_only)
 {
     float *w, *h;
     size_t n, nh;
-    run(NULL, 2, NULL, 2, &w, &n, &h, &nh);
+    rl_running_stats rs;
+    ppo_run(SHARED, NULL, 2, NULL, 2, &w, &n, &h, &nh, &rs);
     fixture f;
-    setup(&f, NULL, "regex:^[a-m]");
+    ppo_setup(&f, SHARED, NULL, "regex:^[a-m]");
     cr_assert_eq(n_diff(w, f.model.master, n), 0, "the policy moved during the critic warmup");
     size_t moved = 0;
     for (size_t i = 0; i < nh; i++) moved += h[i] != 0;
     cr_assert(moved > 0, "the head did not move");
-    teardown(&f);
+    ppo_teardown(&f);
     free(w), free(h);
 }
 
 Test(ppo_shared, bad_configs)
 {
     fixture f;
-    setup(&f, NULL, "regex:^[a-m]");
+    ppo_setup(&f, SHARED, NULL, "regex:^[a-m]");
     rl_ppo t;
     rl_err err;
-    rl_ppo_config c = config();
+    rl_ppo_config c = ppo_test_config(SHARED);
     cr_assert_eq(rl_ppo_create(&t, &f.model, &f.ref, &f.ref, f.tok, f.reward, f.prompts, 4, &c, &err), -1);
     cr_assert(strstr(err.msg, "shared critic") && strstr(err.msg, "no value model"), "%s", err.msg);
     c.critic = RL_CRITIC_SEPARATE;
     cr_assert_eq(rl_ppo_create(&t, &f.model, NULL, &f.ref, f.tok, f.reward, f.prompts, 4, &c, &err), -1);
     cr_assert(strstr(err.msg, "needs a value model"), "%s", err.msg);
-    teardown(&f);
+    ppo_teardown(&f);
 }
