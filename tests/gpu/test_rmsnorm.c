@@ -1,5 +1,6 @@
 /* test_rmsnorm.c — CUDA RMSNorm forward (out, rstd) and backward (dx overwrite and add forms,
- * dweight accumulation) against the CPU op. Tolerances: bf16 outputs 2e-2, fp32 rstd 1e-4,
+ * dweight accumulation) against the CPU op, and the backward's dweight bit-identical over two
+ * identical calls. Tolerances: bf16 outputs 2e-2, fp32 rstd 1e-4,
  * fp32 dweight 2e-3 (sums over rows of bf16-rounded products). */
 #include "gpu_util.h"
 
@@ -25,8 +26,15 @@ static void run(int n_rows, int dim, int accumulate_dx, uint64_t seed)
     float *dx = gu_rand(&g, n, -1, 1, seed + 3), *dw = gu_rand(&g, dim, -1, 1, seed + 4);
     void *d_dx = accumulate_dx ? gu_up_bf16(&g, dx, n) : gu_nan_bf16(&g, n);
     float *d_dw = gu_up_f32(&g, dw, dim);
-    GU_OK(&g, rl_rmsnorm_bwd(&g.gpu, d_dx, d_dw, gu_up_bf16(&g, dout, n), d_x, d_w, gu_up_f32(&g, rstd, n_rows),
-                             n_rows, dim, accumulate_dx));
+    void *d_dout = gu_up_bf16(&g, dout, n);
+    float *d_rstd_cpu = gu_up_f32(&g, rstd, n_rows), *d_dw2 = gu_up_f32(&g, dw, dim);
+    GU_OK(&g, rl_rmsnorm_bwd(&g.gpu, d_dx, d_dw, d_dout, d_x, d_w, d_rstd_cpu, n_rows, dim, accumulate_dx));
+    /* the same call again: the same dweight bits (partials added in block order, no atomics) */
+    void *d_dx2 = accumulate_dx ? gu_up_bf16(&g, dx, n) : gu_nan_bf16(&g, n);
+    GU_OK(&g, rl_rmsnorm_bwd(&g.gpu, d_dx2, d_dw2, d_dout, d_x, d_w, d_rstd_cpu, n_rows, dim, accumulate_dx));
+    float *dw_a = gu_get_f32(&g, d_dw, dim), *dw_b = gu_get_f32(&g, d_dw2, dim);
+    cr_expect(!memcmp(dw_a, dw_b, (size_t)dim * sizeof(float)), "rmsnorm_bwd R%d D%d: dweight differs between two "
+              "identical calls", n_rows, dim);
     GU_CPU_OK(&g, rl_cpu_rmsnorm_bwd(&g.cpu, dx, dw, dout, x, w, rstd, n_rows, dim, accumulate_dx));
     snprintf(what, sizeof what, "rmsnorm_bwd dx R%d D%d acc%d", n_rows, dim, accumulate_dx);
     gu_check(what, gu_get_bf16(&g, d_dx, n), dx, n, 3e-2);

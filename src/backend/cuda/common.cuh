@@ -210,6 +210,11 @@ __device__ __forceinline__ double rl_block_sum_d(double v)
     return rl_warp_sum_d(v);
 }
 
+/* elementwise.cu: out[c] += sum over p of partials[p * n + c], p = 0 .. n_parts - 1, in a fixed
+ * order (the same bits every run): how the backward's weight and bias gradients combine the
+ * per-block partial sums that used to go through float atomics. */
+int rl_cuda_add_partials(rl_ctx *ctx, float *out, const float *partials, int n_parts, int n);
+
 /* Internal gemm used by matmul.cu, lm_head.cu: column-major cuBLASLt call
  * D[rows x cols] = alpha * op(A) op(B) + beta * C (D in d_type, A/B in the context's act dtype,
  * fp32 compute: CUBLAS_COMPUTE_32F, no TF32), with C the matrix at c (NULL: D itself; same layout

@@ -1,13 +1,15 @@
-/* elementwise.cu — y += x (act dtype: bf16 or fp32), x *= s (fp32), and the sum of squares used by gradient
- * clipping.
+/* elementwise.cu — y += x (act dtype: bf16 or fp32), x *= s (fp32), the sum of squares used by gradient
+ * clipping, and the ordered sum of per-block partials (rl_cuda_add_partials, common.cuh).
  *
- * sumsq is deterministic: a fixed grid of blocks each reduces a grid-stride slice in double,
- * writes one partial, and a single block adds the partials in a fixed order; the result is
- * copied to the host. */
+ * Both sums are deterministic. sumsq: a fixed grid of blocks each reduces a grid-stride slice in
+ * double, writes one partial, and a single block adds the partials in a fixed order; the result
+ * is copied to the host. add_partials: a block takes 32 columns; its 8 warps' lane c sums the
+ * partials p = w, w + 8, ... of column c in order, and the 8 sums are added in warp order. */
 #include "backend/cuda/common.cuh"
 
 #define SUMSQ_BLOCKS 1024
 #define SUMSQ_THREADS 256
+#define PARTS_WARPS 8
 
 template <typename T>
 __global__ void add_kernel(T *y, const T *x, size_t n)
@@ -75,5 +77,30 @@ extern "C" int rl_cuda_sumsq(rl_ctx *ctx, double *out, const float *x, size_t n)
     CUDA_CHECK(cudaMemcpyAsync(st->reduce_host, st->reduce, sizeof(double), cudaMemcpyDeviceToHost, st->stream));
     CUDA_CHECK(cudaStreamSynchronize(st->stream));
     *out = st->reduce_host[0];
+    return 0;
+}
+
+__global__ void add_partials_kernel(float *out, const float *partials, int n_parts, int n)
+{
+    __shared__ float sums[PARTS_WARPS][32];
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, c = blockIdx.x * 32 + lane;
+    float acc = 0.0f;
+    if (c < n)
+        for (int p = w; p < n_parts; p += PARTS_WARPS) acc += partials[(size_t)p * n + c];
+    sums[w][lane] = acc;
+    __syncthreads();
+    if (w == 0 && c < n) {
+        float total = sums[0][lane];
+        for (int i = 1; i < PARTS_WARPS; i++) total += sums[i][lane];
+        out[c] += total;
+    }
+}
+
+int rl_cuda_add_partials(rl_ctx *ctx, float *out, const float *partials, int n_parts, int n)
+{
+    if (n == 0 || n_parts == 0) return 0;
+    add_partials_kernel<<<(unsigned)((n + 31) / 32), 32 * PARTS_WARPS, 0, rl_cuda_st(ctx)->stream>>>(out, partials,
+                                                                                                    n_parts, n);
+    LAUNCH_CHECK();
     return 0;
 }

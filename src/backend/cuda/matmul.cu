@@ -185,17 +185,18 @@ int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int 
     return 0;
 }
 
-/* dbias[col] += sum over rows of dout[row, col]; one thread per column, rows split over
- * blockIdx.y with an atomicAdd per (column, slice). */
+/* The sum over rows of dout[row, col] per slice of rows (blockIdx.y), one thread per column; the
+ * slices' partials are added to dbias in slice order (rl_cuda_add_partials: the same bits every
+ * run, which float atomics would not give). */
 template <typename T>
-__global__ void bias_grad_kernel(float *dbias, const T *dout, int m, int n, int rows_per_slice)
+__global__ void bias_grad_kernel(float *partial, const T *dout, int m, int n, int rows_per_slice)
 {
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     if (col >= n) return;
     int r0 = blockIdx.y * rows_per_slice, r1 = min(r0 + rows_per_slice, m);
     float acc = 0.0f;
     for (int r = r0; r < r1; r++) acc += rl_tof(dout[(size_t)r * n + col]);
-    atomicAdd(dbias + col, acc);
+    partial[(size_t)blockIdx.y * n + col] = acc;
 }
 
 extern "C" int rl_cuda_matmul_fwd(rl_ctx *ctx, void *out, const void *in, const void *weight, const void *bias,
@@ -238,11 +239,14 @@ extern "C" int rl_cuda_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float 
         int slices = (m + 255) / 256;
         dim3 grid((n + 255) / 256, slices);
         cudaStream_t st = rl_cuda_st(ctx)->stream;
+        float *partial = (float *)rl_cuda_scratch(ctx, (size_t)slices * n * sizeof(float));
+        if (!partial) return -1;
         if (rl_cuda_f32(ctx))
-            bias_grad_kernel<float><<<grid, 256, 0, st>>>(dbias, (const float *)dout, m, n, 256);
+            bias_grad_kernel<float><<<grid, 256, 0, st>>>(partial, (const float *)dout, m, n, 256);
         else
-            bias_grad_kernel<bf16><<<grid, 256, 0, st>>>(dbias, (const bf16 *)dout, m, n, 256);
+            bias_grad_kernel<bf16><<<grid, 256, 0, st>>>(partial, (const bf16 *)dout, m, n, 256);
         LAUNCH_CHECK();
+        if (rl_cuda_add_partials(ctx, dbias, partial, slices, n)) return -1;
     }
     return 0;
 }

@@ -8,10 +8,12 @@
  * loads the row and the weight together, in blocks of 2 warps when there are few rows. The backward
  * runs a grid of a few blocks per multiprocessor; each warp strides over rows keeping its
  * dweight partial sums in registers (columns lane*8.. + 256 k), the block adds its warps' sums
- * in shared memory and then to dweight with one atomicAdd per column.
+ * in warp order (through shared memory) and writes one partial row.
  * General path (any dim; and every dim in the fp32 mode, where the fast path's bf16 packing does
  * not apply): forward one block per row; backward blocks of ROWS_PER_BLOCK rows with the dweight
- * partials in shared memory. Both templated over the act dtype. */
+ * partials in shared memory, one partial row per block. Both templated over the act dtype.
+ * The partial rows are added to dweight in block order (rl_cuda_add_partials): no float
+ * atomics, so the weight gradient has the same bits every run. */
 #include "backend/cuda/common.cuh"
 
 #define THREADS 256
@@ -22,6 +24,7 @@
 #define VEC_MAX_DIM (32 * 8 * VEC_MAX_CHUNKS)
 #define VEC_BLOCKS_PER_SM 2         /* backward grid */
 #define RMSNORM_BWD_MAX_SMEM (200 * 1024) /* bytes of dweight partials per block (sm_90: 227 KiB) */
+#define RMSNORM_BWD_MAX_BLOCKS 4096      /* general path: rows per block grow past this many blocks */
 
 
 __device__ __forceinline__ uint4 pack8(const float *f)
@@ -84,13 +87,11 @@ __global__ void rmsnorm_fwd_vec_kernel(bf16 *out, float *rstd, const bf16 *x, co
 }
 
 template <int C>
-__global__ void rmsnorm_bwd_vec_kernel(bf16 *dx, float *dweight, const bf16 *dout, const bf16 *x,
+__global__ void rmsnorm_bwd_vec_kernel(bf16 *dx, float *dw_partial, const bf16 *dout, const bf16 *x,
                                        const bf16 *weight, const float *rstd, int n_rows, int dim,
                                        int accumulate_dx)
 {
-    extern __shared__ float dw_block[];
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) dw_block[i] = 0.0f;
-    __syncthreads();
+    extern __shared__ float dw_warp[]; /* [VEC_WARPS][dim] */
     int lane = threadIdx.x & 31, n_chunks = dim >> 3;
     int n_warps = gridDim.x * VEC_WARPS;
     const uint4 *wr = (const uint4 *)weight;
@@ -139,15 +140,20 @@ __global__ void rmsnorm_bwd_vec_kernel(bf16 *dx, float *dweight, const bf16 *dou
             }
         }
     }
+    float *mine = dw_warp + (size_t)(threadIdx.x >> 5) * dim;
 #pragma unroll
     for (int k = 0; k < C; k++) {
         int c = lane + 32 * k;
         if (c < n_chunks)
 #pragma unroll
-            for (int j = 0; j < 8; j++) atomicAdd(&dw_block[8 * c + j], dw[k][j]);
+            for (int j = 0; j < 8; j++) mine[8 * c + j] = dw[k][j];
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) atomicAdd(dweight + i, dw_block[i]);
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+        float acc = dw_warp[i];
+        for (int w = 1; w < VEC_WARPS; w++) acc += dw_warp[(size_t)w * dim + i];
+        dw_partial[(size_t)blockIdx.x * dim + i] = acc;
+    }
 }
 
 /* Chunks per lane for the fast path, or 0 when it does not apply. */
@@ -177,13 +183,13 @@ __global__ void rmsnorm_fwd_kernel(T *out, float *rstd, const T *x, const T *wei
 }
 
 template <typename T>
-__global__ void rmsnorm_bwd_kernel(T *dx, float *dweight, const T *dout, const T *x, const T *weight,
-                                   const float *rstd, int n_rows, int dim, int accumulate_dx)
+__global__ void rmsnorm_bwd_kernel(T *dx, float *dw_partial, const T *dout, const T *x, const T *weight,
+                                   const float *rstd, int n_rows, int dim, int accumulate_dx, int rows_per_block)
 {
     extern __shared__ float dw_part[];
     for (int i = threadIdx.x; i < dim; i += blockDim.x) dw_part[i] = 0.0f;
-    int row0 = blockIdx.x * ROWS_PER_BLOCK;
-    int row1 = min(row0 + ROWS_PER_BLOCK, n_rows);
+    int row0 = blockIdx.x * rows_per_block;
+    int row1 = min(row0 + rows_per_block, n_rows);
     for (int row = row0; row < row1; row++) {
         const T *xr = x + (size_t)row * dim, *gr = dout + (size_t)row * dim;
         float r = rstd[row];
@@ -200,7 +206,7 @@ __global__ void rmsnorm_bwd_kernel(T *dx, float *dweight, const T *dout, const T
             dw_part[i] += gv * xv * r;
         }
     }
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) atomicAdd(dweight + i, dw_part[i]);
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) dw_partial[(size_t)blockIdx.x * dim + i] = dw_part[i];
 }
 
 template <typename T>
@@ -211,11 +217,16 @@ static int rmsnorm_bwd_general(rl_ctx *ctx, void *dx, float *dweight, const void
     if (smem > 48 * 1024)
         CUDA_CHECK(cudaFuncSetAttribute(rmsnorm_bwd_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)smem));
-    int blocks = (n_rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
+    int per_block = ROWS_PER_BLOCK;
+    while ((n_rows + per_block - 1) / per_block > RMSNORM_BWD_MAX_BLOCKS) per_block *= 2;
+    int blocks = (n_rows + per_block - 1) / per_block;
+    float *partial = (float *)rl_cuda_scratch(ctx, (size_t)blocks * dim * sizeof(float));
+    if (!partial) return -1;
     rmsnorm_bwd_kernel<T><<<blocks, THREADS, smem, rl_cuda_st(ctx)->stream>>>(
-        (T *)dx, dweight, (const T *)dout, (const T *)x, (const T *)weight, rstd, n_rows, dim, accumulate_dx);
+        (T *)dx, partial, (const T *)dout, (const T *)x, (const T *)weight, rstd, n_rows, dim, accumulate_dx,
+        per_block);
     LAUNCH_CHECK();
-    return 0;
+    return rl_cuda_add_partials(ctx, dweight, partial, blocks, dim);
 }
 
 extern "C" int rl_cuda_rmsnorm_fwd(rl_ctx *ctx, void *out, float *rstd, const void *x, const void *weight,
@@ -250,6 +261,21 @@ extern "C" int rl_cuda_rmsnorm_fwd(rl_ctx *ctx, void *out, float *rstd, const vo
     return 0;
 }
 
+template <int C>
+static cudaError_t bwd_vec(unsigned blocks, size_t smem, cudaStream_t st, void *dx, float *partial, const void *dout,
+                           const void *x, const void *weight, const float *rstd, int n_rows, int dim, int accumulate_dx)
+{
+    if (smem > 48 * 1024) {
+        cudaError_t e = cudaFuncSetAttribute(rmsnorm_bwd_vec_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)smem);
+        if (e != cudaSuccess) return e;
+    }
+    rmsnorm_bwd_vec_kernel<C><<<blocks, 32 * VEC_WARPS, smem, st>>>((bf16 *)dx, partial, (const bf16 *)dout,
+                                                                   (const bf16 *)x, (const bf16 *)weight, rstd, n_rows,
+                                                                   dim, accumulate_dx);
+    return cudaGetLastError();
+}
+
 extern "C" int rl_cuda_rmsnorm_bwd(rl_ctx *ctx, void *dx, float *dweight, const void *dout, const void *x,
                                    const void *weight, const float *rstd, int n_rows, int dim,
                                    int accumulate_dx)
@@ -266,17 +292,19 @@ extern "C" int rl_cuda_rmsnorm_bwd(rl_ctx *ctx, void *dx, float *dweight, const 
         CUDA_CHECK(cudaGetDevice(&dev));
         CUDA_CHECK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
         unsigned blocks = rl_cuda_blocks((size_t)n_rows, VEC_WARPS, (unsigned)(n_sm * VEC_BLOCKS_PER_SM));
-        bf16 *d = (bf16 *)dx;
-        const bf16 *g = (const bf16 *)dout, *xi = (const bf16 *)x, *w = (const bf16 *)weight;
-        int acc = accumulate_dx;
+        float *partial = (float *)rl_cuda_scratch(ctx, (size_t)blocks * dim * sizeof(float));
+        if (!partial) return -1;
+        size_t warp_smem = (size_t)VEC_WARPS * dim * sizeof(float);
+        cudaError_t e;
         switch (chunks) {
-        case 1: rmsnorm_bwd_vec_kernel<1><<<blocks, 32 * VEC_WARPS, smem, st>>>(d, dweight, g, xi, w, rstd, n_rows, dim, acc); break;
-        case 2: rmsnorm_bwd_vec_kernel<2><<<blocks, 32 * VEC_WARPS, smem, st>>>(d, dweight, g, xi, w, rstd, n_rows, dim, acc); break;
-        case 4: rmsnorm_bwd_vec_kernel<4><<<blocks, 32 * VEC_WARPS, smem, st>>>(d, dweight, g, xi, w, rstd, n_rows, dim, acc); break;
-        default: rmsnorm_bwd_vec_kernel<8><<<blocks, 32 * VEC_WARPS, smem, st>>>(d, dweight, g, xi, w, rstd, n_rows, dim, acc);
+        case 1: e = bwd_vec<1>(blocks, warp_smem, st, dx, partial, dout, x, weight, rstd, n_rows, dim, accumulate_dx); break;
+        case 2: e = bwd_vec<2>(blocks, warp_smem, st, dx, partial, dout, x, weight, rstd, n_rows, dim, accumulate_dx); break;
+        case 4: e = bwd_vec<4>(blocks, warp_smem, st, dx, partial, dout, x, weight, rstd, n_rows, dim, accumulate_dx); break;
+        default: e = bwd_vec<8>(blocks, warp_smem, st, dx, partial, dout, x, weight, rstd, n_rows, dim, accumulate_dx);
         }
+        CUDA_CHECK(e);
         LAUNCH_CHECK();
-        return 0;
+        return rl_cuda_add_partials(ctx, dweight, partial, (int)blocks, dim);
     }
     return RL_ACT_CALL(ctx, rmsnorm_bwd_general, (ctx, dx, dweight, dout, x, weight, rstd, n_rows, dim, accumulate_dx));
 }
