@@ -137,14 +137,26 @@ static void run_fused(int m, int n, int k, int with_bias, int fused_gate_up, uin
     float *out = gu_host(&g, mn * 4), *xn = gu_host(&g, mk * 4), *rstd = gu_host(&g, (size_t)m * 4);
     GU_CPU_OK(&g, rl_cpu_rmsnorm_matmul_fwd(&g.cpu, out, xn, rstd, x, nw, 1e-6f, w, bias, m, n, k));
     /* the product reads xn as stored (bf16 on CUDA): the reference from xn rounded the same way */
-    float *xn_b = gu_copy(&g, xn, mk);
+    float *xn_b = gu_copy(&g, xn, mk), *out_f32 = gu_copy(&g, out, mn);
     gu_round_bf16(xn_b, mk);
     GU_CPU_OK(&g, rl_cpu_matmul_fwd(&g.cpu, out, xn_b, w, bias, m, n, k, 0));
     char what[96];
     snprintf(what, sizeof what, "rmsnorm_matmul_fwd %dx%dx%d bias%d", m, n, k, with_bias);
     float *got_out = gu_get_bf16(&g, d_out, mn), *got_xn = gu_get_bf16(&g, d_xn, mk);
     float *got_rstd = gu_get_f32(&g, d_rstd, m);
-    gu_check(what, got_out, out, mn, 2e-2);
+    if (m <= 8) {
+        gu_check(what, got_out, out, mn, 2e-2);
+    } else {
+        /* gemm_rows.cu multiplies bf16(x * w) by rstd after the sum: another rounding of the
+         * product's input than bf16(x * rstd * w), of the same size. Against the fp32 reference
+         * (xn not rounded), beside the two ops' own error there. */
+        gu_check(what, got_out, out_f32, mn, 1e-1);
+        void *t_out = gu_nan_bf16(&g, mn), *t_xn = gu_nan_bf16(&g, mk);
+        GU_OK(&g, rl_rmsnorm_fwd(&g.gpu, t_xn, gu_nan_f32(&g, m), d_x, d_nw, m, k, 1e-6f));
+        GU_OK(&g, rl_matmul_fwd(&g.gpu, t_out, t_xn, d_w, d_bias, m, n, k, 0));
+        snprintf(what, sizeof what, "the two ops %dx%dx%d vs fp32", m, n, k);
+        gu_check(what, gu_get_bf16(&g, t_out, mn), out_f32, mn, 1e-1);
+    }
     snprintf(what, sizeof what, "rmsnorm_matmul_fwd xn %dx%d", m, k);
     gu_check(what, got_xn, xn, mk, 1e-2);
     snprintf(what, sizeof what, "rmsnorm_matmul_fwd rstd %d (fp32)", m);

@@ -44,6 +44,8 @@ typedef struct rl_cuda_state {
     unsigned *split_counters; /* RL_CUDA_SPLIT_COUNTERS zeros between launches (split-KV attention) */
     rl_cuda_matmul_plan *plans; /* cache of cuBLASLt descriptors and algorithms per shape */
     int n_plans;
+    struct { int key[4], plan[5]; } rows_plans[32]; /* gemm_rows.cu's tiling per (mode, m, n, k) */
+    int n_rows_plans;
 } rl_cuda_state;
 
 #define RL_CUDA_REDUCE_SLOTS 4096 /* doubles in rl_cuda_state.reduce */

@@ -35,14 +35,16 @@
 #include "backend/cuda/mma.cuh"
 
 #include <cooperative_groups.h>
+#include <stdlib.h>
+#include <string.h>
 
 namespace cg = cooperative_groups;
 
 #define ROWS_MIN_M 9
 #define ROWS_MAX_M 128
 #define ROWS_THREADS 128
-#define ROWS_MAX_SPLITS 8             /* the portable cluster size */
-#define ROWS_SMEM_MAX (200 * 1024)    /* dynamic shared memory per block */
+#define ROWS_MAX_SPLITS 16            /* cluster size (over 8: non-portable, sm_90 allows 16) */
+#define ROWS_SMEM_MAX (110 * 1024)    /* dynamic shared memory per block: 2 blocks fit an SM */
 #define ROWS_NORM_MAX_K 2048          /* rmsnorm.cu's warp-per-row path (VEC_MAX_DIM) */
 
 /* One row of the op's RMSNorm outputs, as rmsnorm_fwd_vec_kernel computes it (lane order,
@@ -101,6 +103,16 @@ __device__ __forceinline__ int rows_at(int r, int p, int rows)
     return (p >> 3) * rows * 64 + swz<64>(r, (p & 7) * 8);
 }
 
+/* The piece ROWS_THREADS after (r, p) in row-major order of rows of `pieces` pieces. */
+__device__ __forceinline__ void rows_next(int &r, int &p, int pieces)
+{
+    p += ROWS_THREADS;
+    while (p >= pieces) {
+        p -= pieces;
+        r++;
+    }
+}
+
 template <int MT, int NT>
 __global__ void __launch_bounds__(ROWS_THREADS) gemm_rows_kernel(rl_rows_args a, int m, int mode)
 {
@@ -115,8 +127,9 @@ __global__ void __launch_bounds__(ROWS_THREADS) gemm_rows_kernel(rl_rows_args a,
     bf16 *us = xs + (size_t)MP * a.kc, *nws = us + (mode == RL_ROWS_SWIGLU ? (size_t)MP * a.kc : 0);
 
     /* before the wait: the weight slice (and the norm weight's), read by nothing else */
-    for (int idx = tid; idx < BN * pieces; idx += ROWS_THREADS) {
-        int r = idx / pieces, p = idx - r * pieces, kk = k0 + p * 8;
+    int r0 = tid / pieces, p0 = tid - r0 * pieces; /* a thread's first piece; then ROWS_THREADS on */
+    for (int r = r0, p = p0; r < BN; rows_next(r, p, pieces)) {
+        int kk = k0 + p * 8;
         bool ok = n0 + r < a.n && kk < a.k;
         cp_async16(ws + rows_at(r, p, BN), a.weight + (ok ? (size_t)(n0 + r) * a.k + kk : 0), ok);
     }
@@ -128,8 +141,8 @@ __global__ void __launch_bounds__(ROWS_THREADS) gemm_rows_kernel(rl_rows_args a,
     cp_async_commit();
     rl_pdl_begin();
 
-    for (int idx = tid; idx < MP * pieces; idx += ROWS_THREADS) {
-        int r = idx / pieces, p = idx - r * pieces, kk = k0 + p * 8;
+    for (int r = r0, p = p0; r < MP; rows_next(r, p, pieces)) {
+        int kk = k0 + p * 8;
         bool ok = r < m && kk < a.k;
         size_t off = ok ? (size_t)r * a.x_stride + kk : 0;
         cp_async16(xs + rows_at(r, p, MP), a.x + off, ok);
@@ -168,8 +181,8 @@ __global__ void __launch_bounds__(ROWS_THREADS) gemm_rows_kernel(rl_rows_args a,
         }
     } else if (mode == RL_ROWS_SWIGLU) {
         bool writer = blockIdx.y == 0 && a.x_out != NULL;
-        for (int idx = tid; idx < MP * pieces; idx += ROWS_THREADS) {
-            int r = idx / pieces, p = idx - r * pieces, kk = k0 + p * 8;
+        for (int r = r0, p = p0; r < MP; rows_next(r, p, pieces)) {
+            int kk = k0 + p * 8;
             uint4 *px = (uint4 *)(xs + rows_at(r, p, MP));
             float g[8], u[8];
             rl_unpack_bf16x8(*px, g);
@@ -292,29 +305,94 @@ static size_t rows_smem(int mode, int mt, int nt, int kc)
     return slices > part ? slices : part;
 }
 
-/* The tile width and split count: the most blocks that still make one wave (one block per
- * multiprocessor), then the least shared memory (fewer input bytes per weight byte). Accumulators
- * per thread (MT * NT * 4) at most 96. */
-static int rows_choose(int mode, int m, int n, int k, int n_sms, rows_plan *best)
+static cudaError_t rows_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute attr[2], rows_kernel_fn kernel,
+                               const rows_plan &p, cudaStream_t stream)
 {
-    int mt = m <= 16 ? 1 : m <= 32 ? 2 : m <= 64 ? 4 : 8;
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.smem);
+    if (e == cudaSuccess && p.splits > 8)
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    attr[1].id = cudaLaunchAttributeClusterDimension;
+    attr[1].val.clusterDim.x = (unsigned)p.splits;
+    attr[1].val.clusterDim.y = 1;
+    attr[1].val.clusterDim.z = 1;
+    *cfg = cudaLaunchConfig_t{};
+    cfg->gridDim = dim3((unsigned)p.splits, (unsigned)p.tiles);
+    cfg->blockDim = dim3(ROWS_THREADS);
+    cfg->dynamicSmemBytes = p.smem;
+    cfg->stream = stream;
+    cfg->attrs = attr;
+    cfg->numAttrs = 2;
+    return e;
+}
+
+/* The tile width and split count: among the tilings whose clusters are all resident at once
+ * (one wave; asked of the occupancy calculator), the least bytes copied per multiprocessor
+ * (weight and input slices of its blocks), then the most blocks. Accumulators per thread
+ * (MT * NT * 4) at most 96. */
+static int rows_choose(int mode, int mt, int n, int k, int n_sms, cudaStream_t stream, rows_plan *best)
+{
     static const int nts[] = {2, 4, 6};
+    double best_load = 0;
     *best = (rows_plan){0, 0, 0, 0, 0, 0};
     for (int i = 0; i < 3; i++) {
         int nt = nts[i];
-        if (mt * nt * 4 > 96) continue;
+        rows_kernel_fn kernel = rows_kernel(mt, nt);
+        if (!kernel || mt * nt * 4 > 96) continue;
         int bn = 32 * nt, tiles = (n + bn - 1) / bn;
         for (int splits = 1; splits <= ROWS_MAX_SPLITS; splits *= 2) {
             int kc = ((k + splits - 1) / splits + 63) / 64 * 64;
-            if (tiles * splits > n_sms || (splits - 1) * kc >= k) continue;
-            size_t smem = rows_smem(mode, mt, nt, kc);
-            if (smem > ROWS_SMEM_MAX) continue;
-            int blocks = tiles * splits, best_blocks = best->tiles * best->splits;
-            if (blocks > best_blocks || (blocks == best_blocks && smem < best->smem))
-                *best = (rows_plan){mt, nt, splits, kc, tiles, smem};
+            if ((splits - 1) * kc >= k) continue;
+            rows_plan p = {mt, nt, splits, kc, tiles, rows_smem(mode, mt, nt, kc)};
+            if (p.smem > ROWS_SMEM_MAX) continue;
+            cudaLaunchConfig_t cfg;
+            cudaLaunchAttribute attr[2];
+            int clusters = 0;
+            if (rows_config(&cfg, attr, kernel, p, stream) != cudaSuccess ||
+                cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+                cudaGetLastError(); /* a tiling the device refuses is not a candidate */
+                continue;
+            }
+            if (clusters < tiles) continue;
+            int blocks = tiles * splits, per_sm = (blocks + n_sms - 1) / n_sms;
+            double load = (double)per_sm * (bn + 16 * mt) * kc;
+            int best_blocks = best->tiles * best->splits;
+            if (!best->tiles || load < best_load || (load == best_load && blocks > best_blocks)) {
+                *best = p;
+                best_load = load;
+            }
         }
     }
     return best->tiles > 0;
+}
+
+/* The plan of a shape (rows rounded up to 16, 32, 64 or 128), chosen once per context and kept
+ * (a model has a few shapes). */
+static int rows_plan_get(rl_cuda_state *st, int mode, int m, int n, int k, rows_plan *p)
+{
+    int mt = m <= 16 ? 1 : m <= 32 ? 2 : m <= 64 ? 4 : 8;
+    int key[4] = {mode, mt, n, k};
+    for (int i = 0; i < st->n_rows_plans; i++)
+        if (!memcmp(st->rows_plans[i].key, key, sizeof key)) {
+            const int *v = st->rows_plans[i].plan;
+            if (!v[0]) return 0;
+            *p = (rows_plan){v[0], v[1], v[2], v[3], v[4], rows_smem(mode, v[0], v[1], v[3])};
+            return 1;
+        }
+    int ok = rows_choose(mode, mt, n, k, st->n_sms > 0 ? st->n_sms : 1, st->stream, p);
+    int slot = st->n_rows_plans < 32 ? st->n_rows_plans++ : (int)(((unsigned)mt * 31u + (unsigned)n + (unsigned)k) % 32u);
+    memcpy(st->rows_plans[slot].key, key, sizeof key);
+    int v[5] = {ok ? p->mt : 0, p->nt, p->splits, p->kc, p->tiles};
+    memcpy(st->rows_plans[slot].plan, v, sizeof v);
+    return ok;
+}
+
+/* MEASUREMENT ONLY (removed after the i10-rows call): RL_ROWS_MAX_M caps the rows taken. */
+static int rows_max_m(void)
+{
+    const char *e = getenv("RL_ROWS_MAX_M");
+    return e ? atoi(e) : ROWS_MAX_M;
 }
 
 static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
@@ -330,25 +408,12 @@ int rl_cuda_gemm_rows(rl_ctx *ctx, int mode, rl_rows_args a, int m, int *ran)
         return 0;
     rl_cuda_state *st = rl_cuda_st(ctx);
     rows_plan p;
-    if (!rows_choose(mode, m, a.n, a.k, st->n_sms > 0 ? st->n_sms : 1, &p)) return 0;
+    if (m > rows_max_m() || !rows_plan_get(st, mode, m, a.n, a.k, &p)) return 0;
     rows_kernel_fn kernel = rows_kernel(p.mt, p.nt);
-    if (!kernel) return 0;
     a.kc = p.kc;
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.smem));
+    cudaLaunchConfig_t cfg;
     cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    attr[1].id = cudaLaunchAttributeClusterDimension;
-    attr[1].val.clusterDim.x = (unsigned)p.splits;
-    attr[1].val.clusterDim.y = 1;
-    attr[1].val.clusterDim.z = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)p.splits, (unsigned)p.tiles);
-    cfg.blockDim = dim3(ROWS_THREADS);
-    cfg.dynamicSmemBytes = p.smem;
-    cfg.stream = st->stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = 2;
+    CUDA_CHECK(rows_config(&cfg, attr, kernel, p, st->stream));
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, m, mode));
     LAUNCH_CHECK();
     *ran = 1;
