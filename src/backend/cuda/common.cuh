@@ -221,7 +221,8 @@ int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int 
                  int ldd, cudaDataType_t d_type, const void *bias);
 void rl_cuda_gemm_plans_free(rl_cuda_state *st);
 /* gemv.cu: out[m, n] = in[m, k] weight[n, k]^T (+ bias) (+ residual, may be out) for the few-row
- * products (m <= 8) its kernel takes; sets *ran = 0 (and does nothing) for other shapes. */
+ * products its kernels take (m <= 8; 9..16 through gemm_rows.cu); sets *ran = 0 (and does
+ * nothing) for other shapes. */
 int rl_cuda_gemv(rl_ctx *ctx, void *out, const void *residual, const void *in, const void *weight, const void *bias,
                  int m, int n, int k, int *ran);
 

@@ -1,7 +1,10 @@
-/* gemm_rows.cu — forward products of 9..128 rows (a decode step of many sequences) on tensor
+/* gemm_rows.cu — forward products of 9..16 rows (a decode step of a dozen sequences) on tensor
  * cores, with gemv.cu's folds (RMSNorm of the input, SwiGLU of gate|up, bias, residual), bf16
  * only, fast mode only (deterministic mode runs matmul_det.cu). gemv.cu sends its products of
- * more than GEMV_MAX_M rows here.
+ * more than GEMV_MAX_M rows here. The kernel is written for up to 128 rows (16 * MT, MT a
+ * template parameter) and was correct there, but from 17 rows on it lost to cuBLASLt in the
+ * decode graph (docs/benchmarks.md, "An own few-row tensor-core product ... (i10-rows)"), so
+ * only MT = 1 is built and ROWS_MAX_M is 16.
  *
  * Such a product is bound by reading its weight (4-12 MB for Qwen3-0.6B's layers) once. The
  * idea, as in gemv.cu: the weight is never written during a decode step, so a block copies its
@@ -10,7 +13,7 @@
  * rows wait for it. cuBLASLt's kernels cannot do that.
  *  - Tiles: the output is cut into BN-column tiles (BN = 32 * NT: 64, 128 or 192) and k into
  *    `splits` slices of kc (a multiple of 64); a block owns one (tile, slice), the grid is one
- *    wave on the multiprocessors (host: rows_plan picks BN and splits for the shape). A block
+ *    wave on the multiprocessors (host: rows_choose picks BN and splits for the shape). A block
  *    moves BN x kc weight bytes from memory and 16*MT x kc input bytes from the L2; wide tiles
  *    keep the second small (the failed earlier attempt re-read all input rows per few weight rows).
  *  - Copies: cp.async 16-byte pieces, weight slice before the wait, input slice after it, both
@@ -29,19 +32,19 @@
  *    the rounding of xn (within bf16 tolerance), while xn and rstd are those of the op.
  *  - SwiGLU: gate and up slices are staged and combined in place (swiglu.cu's expression, the
  *    same bf16 act); the blocks of tile 0 write their act slices out.
- * Shapes the kernel does not take (m outside 9..128, k or the stride not a multiple of 8,
- * misaligned rows, RMSNorm rows over 2048, no plan that fits one wave) return *ran = 0. */
+ * Shapes the kernel does not take (m outside 9..ROWS_MAX_M, k or the stride not a multiple of
+ * 8, misaligned rows, RMSNorm rows over 2048, no tiling whose clusters all fit at once) return
+ * *ran = 0. */
 #include "backend/cuda/rows.cuh"
 #include "backend/cuda/mma.cuh"
 
 #include <cooperative_groups.h>
-#include <stdlib.h>
 #include <string.h>
 
 namespace cg = cooperative_groups;
 
 #define ROWS_MIN_M 9
-#define ROWS_MAX_M 128
+#define ROWS_MAX_M 16 /* measured: past 16 rows cuBLASLt's products won in the decode graph */
 #define ROWS_THREADS 128
 #define ROWS_MAX_SPLITS 16            /* cluster size (over 8: non-portable, sm_90 allows 16) */
 #define ROWS_SMEM_MAX (110 * 1024)    /* dynamic shared memory per block: 2 blocks fit an SM */
@@ -216,11 +219,13 @@ __global__ void __launch_bounds__(ROWS_THREADS) gemm_rows_kernel(rl_rows_args a,
             uint32_t af[MT][4];
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
-                ldmatrix_x4(af[mt], xt + swz<64>(mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, kk * 16 + (lane >> 4) * 8));
+                ldmatrix_x4(af[mt],
+                            xt + swz<64>(mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, kk * 16 + (lane >> 4) * 8));
 #pragma unroll
             for (int np = 0; np < NT / 2; np++) {
                 uint32_t b[4];
-                ldmatrix_x4(b, wt + swz<64>(wcol + np * 16 + (lane & 7) + ((lane >> 4) << 3), kk * 16 + ((lane >> 3) & 1) * 8));
+                ldmatrix_x4(b, wt + swz<64>(wcol + np * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                            kk * 16 + ((lane >> 3) & 1) * 8));
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
                     mma16816(acc[mt][2 * np], af[mt], b[0], b[1]);
@@ -242,30 +247,45 @@ __global__ void __launch_bounds__(ROWS_THREADS) gemm_rows_kernel(rl_rows_args a,
         }
     cluster.sync();
 
-    /* block `split` of the cluster: every (splits * threads)-th group of 4 outputs */
+    /* block `split` of the cluster: every (splits * threads)-th group of 4 outputs. A thread
+     * issues its residual and bias loads and all the splits' DSMEM loads before it sums (a
+     * loop that waited on each load in turn cost several microseconds), then adds in split order. */
     int n_splits = gridDim.x;
     for (int i4 = split * ROWS_THREADS + tid; i4 < m * (BN / 4); i4 += n_splits * ROWS_THREADS) {
         int r = i4 / (BN / 4), col = (i4 - r * (BN / 4)) * 4;
-        float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        float ss = 0.0f;
-        for (int q = 0; q < n_splits; q++) {
-            float4 v = *(const float4 *)(cluster.map_shared_rank(part, q) + r * BN + col);
-            s.x += v.x;
-            s.y += v.y;
-            s.z += v.z;
-            s.w += v.w;
-            if (mode == RL_ROWS_RMSNORM) ss += cluster.map_shared_rank(ss_part, q)[r];
+        float add[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            int j = n0 + col + e;
+            add[e] = 0.0f;
+            if (j < a.n && a.bias) add[e] += rl_b2f(a.bias[j]);
+            if (j < a.n && a.residual) add[e] += rl_b2f(a.residual[(size_t)r * a.n + j]);
         }
-        float y[4] = {s.x, s.y, s.z, s.w};
+        float y[4] = {0.0f, 0.0f, 0.0f, 0.0f}, ss = 0.0f;
+        for (int q0 = 0; q0 < n_splits; q0 += 8) { /* 8 splits' loads in flight at a time */
+            float4 v[8];
+            float ssq[8];
+#pragma unroll
+            for (int q = 0; q < 8; q++)
+                if (q0 + q < n_splits) {
+                    v[q] = *(const float4 *)(cluster.map_shared_rank(part, q0 + q) + r * BN + col);
+                    ssq[q] = mode == RL_ROWS_RMSNORM ? cluster.map_shared_rank(ss_part, q0 + q)[r] : 0.0f;
+                }
+#pragma unroll
+            for (int q = 0; q < 8; q++)
+                if (q0 + q < n_splits) {
+                    y[0] += v[q].x;
+                    y[1] += v[q].y;
+                    y[2] += v[q].z;
+                    y[3] += v[q].w;
+                    ss += ssq[q];
+                }
+        }
         float scale = mode == RL_ROWS_RMSNORM ? rsqrtf(ss / a.k + a.eps) : 1.0f;
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             int j = n0 + col + e;
-            if (j >= a.n) break;
-            float v = y[e] * scale;
-            if (a.bias) v += rl_b2f(a.bias[j]);
-            if (a.residual) v += rl_b2f(a.residual[(size_t)r * a.n + j]);
-            a.out[(size_t)r * a.n + j] = rl_f2b(v);
+            if (j < a.n) a.out[(size_t)r * a.n + j] = rl_f2b(y[e] * scale + add[e]);
         }
     }
     cluster.sync(); /* no block leaves while another reads its partial */
@@ -275,17 +295,10 @@ typedef void (*rows_kernel_fn)(rl_rows_args, int, int);
 
 static rows_kernel_fn rows_kernel(int mt, int nt)
 {
-    switch (mt * 10 + nt) {
+    switch (mt * 10 + nt) { /* MT > 1 (17..128 rows, measured slower than cuBLASLt) not built */
     case 12: return gemm_rows_kernel<1, 2>;
     case 14: return gemm_rows_kernel<1, 4>;
     case 16: return gemm_rows_kernel<1, 6>;
-    case 22: return gemm_rows_kernel<2, 2>;
-    case 24: return gemm_rows_kernel<2, 4>;
-    case 26: return gemm_rows_kernel<2, 6>;
-    case 42: return gemm_rows_kernel<4, 2>;
-    case 44: return gemm_rows_kernel<4, 4>;
-    case 46: return gemm_rows_kernel<4, 6>;
-    case 82: return gemm_rows_kernel<8, 2>;
     default: return NULL;
     }
 }
@@ -356,7 +369,9 @@ static int rows_choose(int mode, int mt, int n, int k, int n_sms, cudaStream_t s
             }
             if (clusters < tiles) continue;
             int blocks = tiles * splits, per_sm = (blocks + n_sms - 1) / n_sms;
-            double load = (double)per_sm * (bn + 16 * mt) * kc;
+            /* bytes per multiprocessor: weight and input slices, and the fp32 partial tile that
+             * the cluster sum reads back */
+            double load = (double)per_sm * ((double)(bn + 16 * mt) * kc * 2 + 16.0 * mt * bn * 4);
             int best_blocks = best->tiles * best->splits;
             if (!best->tiles || load < best_load || (load == best_load && blocks > best_blocks)) {
                 *best = p;
@@ -381,18 +396,12 @@ static int rows_plan_get(rl_cuda_state *st, int mode, int m, int n, int k, rows_
             return 1;
         }
     int ok = rows_choose(mode, mt, n, k, st->n_sms > 0 ? st->n_sms : 1, st->stream, p);
-    int slot = st->n_rows_plans < 32 ? st->n_rows_plans++ : (int)(((unsigned)mt * 31u + (unsigned)n + (unsigned)k) % 32u);
+    int slot = st->n_rows_plans < 32 ? st->n_rows_plans++
+                                     : (int)(((unsigned)mt * 31u + (unsigned)n + (unsigned)k) % 32u);
     memcpy(st->rows_plans[slot].key, key, sizeof key);
     int v[5] = {ok ? p->mt : 0, p->nt, p->splits, p->kc, p->tiles};
     memcpy(st->rows_plans[slot].plan, v, sizeof v);
     return ok;
-}
-
-/* MEASUREMENT ONLY (removed after the i10-rows call): RL_ROWS_MAX_M caps the rows taken. */
-static int rows_max_m(void)
-{
-    const char *e = getenv("RL_ROWS_MAX_M");
-    return e ? atoi(e) : ROWS_MAX_M;
 }
 
 static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
@@ -408,7 +417,7 @@ int rl_cuda_gemm_rows(rl_ctx *ctx, int mode, rl_rows_args a, int m, int *ran)
         return 0;
     rl_cuda_state *st = rl_cuda_st(ctx);
     rows_plan p;
-    if (m > rows_max_m() || !rows_plan_get(st, mode, m, a.n, a.k, &p)) return 0;
+    if (!rows_plan_get(st, mode, m, a.n, a.k, &p)) return 0;
     rows_kernel_fn kernel = rows_kernel(p.mt, p.nt);
     a.kc = p.kc;
     cudaLaunchConfig_t cfg;

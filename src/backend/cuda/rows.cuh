@@ -1,5 +1,5 @@
 /* rows.cuh — what the few-row forward products share (gemv.cu: at most 8 rows on CUDA cores;
- * gemm_rows.cu: 9..128 rows on tensor cores): the op before the product that they fold in, and
+ * gemm_rows.cu: 9..16 rows on tensor cores): the op before the product that they fold in, and
  * their arguments. The input rows are used as they are (RL_ROWS_PLAIN), RMSNorm-ed with
  * norm_weight (RL_ROWS_RMSNORM: the op's xn and rstd written to x_out / rstd_out), or made
  * SwiGLU(x, up) (RL_ROWS_SWIGLU: act written to x_out). */
@@ -25,7 +25,7 @@ typedef struct rl_rows_args {
     int kc;                       /* gemm_rows.cu: k per split (a multiple of 64) */
 } rl_rows_args;
 
-/* gemm_rows.cu: out = the product for 9..128 rows; sets *ran = 0 (and does nothing) for shapes
+/* gemm_rows.cu: out = the product for 9..16 rows; sets *ran = 0 (and does nothing) for shapes
  * it does not take. */
 int rl_cuda_gemm_rows(rl_ctx *ctx, int mode, rl_rows_args a, int m, int *ran);
 
