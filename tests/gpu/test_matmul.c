@@ -253,10 +253,13 @@ static void run_rows(int m, int n, int k, uint64_t seed)
     snprintf(what, sizeof what, "rows matmul_residual_fwd %dx%dx%d apart", m, n, k);
     float *got2 = gu_get_bf16(&g, d_out2, mn);
     gu_check(what, got2, acc, mn, 2e-2);
-    /* the same call again: the same bits (the splits combine in a fixed order) */
-    GU_OK(&g, rl_matmul_residual_fwd(&g.gpu, d_out2, d_res, d_in, d_w, m, n, k));
-    int d = count_diff(got2, gu_get_bf16(&g, d_out2, mn), mn);
-    cr_assert(d == 0, "rows matmul_residual_fwd %dx%dx%d: %d outputs differ between two runs", m, n, k, d);
+    /* gemm_rows.cu's rows: the same call again gives the same bits (its k-slices are summed in
+     * a fixed order) */
+    if (m <= 16) {
+        GU_OK(&g, rl_matmul_residual_fwd(&g.gpu, d_out2, d_res, d_in, d_w, m, n, k));
+        int d = count_diff(got2, gu_get_bf16(&g, d_out2, mn), mn);
+        cr_assert(d == 0, "rows matmul_residual_fwd %dx%dx%d: %d outputs differ between two runs", m, n, k, d);
+    }
     gu_end(&g);
 }
 
