@@ -6,7 +6,8 @@
  * tensor cores (TFLOP/s),
  * the sampler over the Qwen3 vocabulary (bytes = the fp32 logits read once), and the four
  * projections of a layer at 16 to 256 rows (bytes = the weight read once; 8 copies of each
- * weight in turn, so that they come from memory, not from the L2).
+ * weight in turn, so that they come from memory, not from the L2), and a layer's four products
+ * back to back with their folded RMSNorm / SwiGLU ("layer_products": one layer's time).
  *
  * usage: bench_paged [--block-size N] [--products]   (--products: only the projections)
  * Each line: "paged <what> ... us=<median microseconds> gbps=<GB/s>|tflops=<TFLOP/s>".
@@ -115,6 +116,60 @@ static int run_prod(void *arg)
                        : rl_matmul_fwd(&ctx, c->out, c->in, w, NULL, c->m, c->n, c->k, 0);
 }
 
+/* A layer's four products back to back, as the model's decode forward runs them (the fused
+ * RMSNorm + q|k|v, o + residual, RMSNorm + gate|up, SwiGLU + down + residual; no attention
+ * between), over 8 layers' weights in turn: what consecutive products cost, each one's weight
+ * copy overlapping the kernel before it where the product does that. */
+typedef struct layer_case {
+    void *w[8][4], *norm, *x, *xn, *qkv, *attn, *gu, *act;
+    float *rstd;
+    int m, next;
+} layer_case;
+
+static int run_layer(void *arg)
+{
+    enum { HIDDEN = 1024, INTER = 3072, QKV = (H + 2 * KV) * HD };
+    layer_case *c = arg;
+    void **w = c->w[c->next++ % 8];
+    int m = c->m;
+    return rl_rmsnorm_matmul_fwd(&ctx, c->qkv, c->xn, c->rstd, c->x, c->norm, 1e-6f, w[0], NULL, m, QKV, HIDDEN) ||
+           rl_matmul_residual_fwd(&ctx, c->x, c->x, c->attn, w[1], m, HIDDEN, H * HD) ||
+           rl_rmsnorm_matmul_fwd(&ctx, c->gu, c->xn, c->rstd, c->x, c->norm, 1e-6f, w[2], NULL, m, 2 * INTER, HIDDEN) ||
+           rl_swiglu_matmul_residual_fwd(&ctx, c->x, c->act, c->x, c->gu, (char *)c->gu + INTER * 2, 2 * INTER, w[3], m,
+                                         HIDDEN, INTER);
+}
+
+static void bench_layer(void)
+{
+    enum { HIDDEN = 1024, INTER = 3072, QKV = (H + 2 * KV) * HD, MAXM = 256 };
+    static const int rows[] = {16, 32, 64, 128, 256};
+    const size_t wn[4][2] = {{QKV, HIDDEN}, {HIDDEN, H * HD}, {2 * INTER, HIDDEN}, {HIDDEN, INTER}};
+    layer_case c = {0};
+    for (int l = 0; l < 8; l++)
+        for (int i = 0; i < 4; i++) {
+            c.w[l][i] = dev(wn[i][0] * wn[i][1] * 2);
+            fill_random(c.w[l][i], wn[i][0] * wn[i][1], 20 + i);
+        }
+    c.norm = dev(HIDDEN * 2);
+    fill_random(c.norm, HIDDEN, 30);
+    c.x = dev((size_t)MAXM * HIDDEN * 2), c.xn = dev((size_t)MAXM * HIDDEN * 2), c.qkv = dev((size_t)MAXM * QKV * 2);
+    c.attn = dev((size_t)MAXM * H * HD * 2), c.gu = dev((size_t)MAXM * 2 * INTER * 2), c.act = dev((size_t)MAXM * INTER * 2);
+    c.rstd = dev(MAXM * 4);
+    fill_random(c.attn, (size_t)MAXM * H * HD, 31);
+    double bytes = 0;
+    for (int i = 0; i < 4; i++) bytes += (double)wn[i][0] * wn[i][1] * 2;
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        c.m = rows[r];
+        fill_random(c.x, (size_t)MAXM * HIDDEN, 32); /* the residual stream grows by the products: restart it */
+        double us = median_us(run_layer, &c);
+        printf("paged layer_products rows=%d us=%.1f gbps=%.0f\n", c.m, us, bytes / us / 1e3);
+    }
+    for (int l = 0; l < 8; l++)
+        for (int i = 0; i < 4; i++) rl_free(&ctx, c.w[l][i]);
+    void *bufs[] = {c.norm, c.x, c.xn, c.qkv, c.attn, c.gu, c.act, c.rstd};
+    for (int i = 0; i < 8; i++) rl_free(&ctx, bufs[i]);
+}
+
 /* Qwen3-0.6B's q|k|v, o (+ residual), gate|up and down (+ residual) at decode batch sizes. */
 static void bench_products(void)
 {
@@ -163,6 +218,7 @@ int main(int argc, char **argv)
     }
     if (products) {
         bench_products();
+        bench_layer();
         rl_ctx_free(&ctx);
         return 0;
     }

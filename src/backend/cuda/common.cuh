@@ -44,6 +44,8 @@ typedef struct rl_cuda_state {
     unsigned *split_counters; /* RL_CUDA_SPLIT_COUNTERS zeros between launches (split-KV attention) */
     rl_cuda_matmul_plan *plans; /* cache of cuBLASLt descriptors and algorithms per shape */
     int n_plans;
+    struct { int key[4], plan[5]; } rows_plans[32]; /* gemm_rows.cu's tiling per (mode, m, n, k) */
+    int n_rows_plans;
 } rl_cuda_state;
 
 #define RL_CUDA_REDUCE_SLOTS 4096 /* doubles in rl_cuda_state.reduce */
@@ -224,7 +226,8 @@ int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int 
                  int ldd, cudaDataType_t d_type, const void *bias);
 void rl_cuda_gemm_plans_free(rl_cuda_state *st);
 /* gemv.cu: out[m, n] = in[m, k] weight[n, k]^T (+ bias) (+ residual, may be out) for the few-row
- * products (m <= 8) its kernel takes; sets *ran = 0 (and does nothing) for other shapes. */
+ * products its kernels take (m <= 8; 9..16 through gemm_rows.cu); sets *ran = 0 (and does
+ * nothing) for other shapes. */
 int rl_cuda_gemv(rl_ctx *ctx, void *out, const void *residual, const void *in, const void *weight, const void *bias,
                  int m, int n, int k, int *ran);
 

@@ -23,29 +23,19 @@
  *    the staged rows (and rstd) out: the op's xn / act outputs.
  *  - Sums in fp32, reduced over the row's threads by shuffles (and shared memory when a row has
  *    more than one warp); bias and residual added in fp32, one bf16 rounding.
- * Shapes the kernel does not take (m > GEMV_MAX_M, k not a multiple of 8, misaligned rows,
- * staged rows over GEMV_SMEM_MAX) go to cuBLASLt, or for the fused ops to the two ops. */
-#include "backend/cuda/common.cuh"
+ * More rows than GEMV_MAX_M go to gemm_rows.cu (tensor cores, the same folds). Shapes neither
+ * takes (k not a multiple of 8, misaligned rows, staged rows over GEMV_SMEM_MAX, more than
+ * gemm_rows.cu's rows) go to cuBLASLt, or for the fused ops to the two ops. */
+#include "backend/cuda/rows.cuh"
 
 #define GEMV_MAX_M 8
 #define GEMV_THREADS 256
 #define GEMV_LOADS 8                /* 16-byte weight loads per thread per round */
 #define GEMV_SMEM_MAX (96 * 1024)   /* staged input rows, bytes */
 
-enum { X_PLAIN, X_RMSNORM, X_SWIGLU };
+enum { X_PLAIN = RL_ROWS_PLAIN, X_RMSNORM = RL_ROWS_RMSNORM, X_SWIGLU = RL_ROWS_SWIGLU };
 
-typedef struct gemv_args {
-    bf16 *out;                    /* [m, n] */
-    const bf16 *weight;           /* [n, k] */
-    const bf16 *bias, *residual;  /* [n], [m, n]; may be NULL */
-    const bf16 *x, *up;           /* input rows x_stride apart (SwiGLU: x is the gate) */
-    int x_stride;
-    const bf16 *norm_weight;      /* RMSNorm [k] */
-    float eps;
-    bf16 *x_out;                  /* [m, k]: the staged rows (xn or act), written by block 0 */
-    float *rstd_out;              /* RMSNorm [m] */
-    int n, k, rows;               /* rows: weight rows per block (a power of two <= 32) */
-} gemv_args;
+typedef rl_rows_args gemv_args;
 
 __device__ __forceinline__ uint4 gv_pack(const float f[8])
 {
@@ -260,7 +250,9 @@ static int gemv_run(rl_ctx *ctx, int mode, gemv_args a, int m, int *ran)
     *ran = 0;
     size_t smem = (size_t)m * a.k * sizeof(bf16);
     /* bf16 only: the fp32 mode (tiny models) takes the two ops and cuBLASLt */
-    if (rl_cuda_f32(ctx) || m > GEMV_MAX_M || a.k % 8 || a.x_stride % 8 || smem > GEMV_SMEM_MAX) return 0;
+    if (rl_cuda_f32(ctx)) return 0;
+    if (m > GEMV_MAX_M) return rl_cuda_gemm_rows(ctx, mode, a, m, ran);
+    if (a.k % 8 || a.x_stride % 8 || smem > GEMV_SMEM_MAX) return 0;
     if (!aligned16(a.x) || !aligned16(a.weight) || (a.up && !aligned16(a.up)) ||
         (a.norm_weight && !aligned16(a.norm_weight)) || (a.x_out && !aligned16(a.x_out)))
         return 0;

@@ -14,7 +14,8 @@
  * Forward products of at most 8 rows (a decode step of a few sequences) are matrix-vector
  * products bound by reading the weight: they run our own kernel (gemv.cu: the whole weight in
  * flight at once, bias and residual added in the same pass); cuBLASLt's kernels for such shapes
- * reach about half the bandwidth.
+ * reach about half the bandwidth. 9..16 rows run gemm_rows.cu's tensor-core kernel (the weight
+ * slices copied before the programmatic-launch wait); more rows, cuBLASLt.
  * That kernel is bf16's; the fp32 mode (tiny models, where the weight read costs nothing) takes
  * cuBLASLt at every m. Deterministic mode (ctx->deterministic) runs every forward product through
  * matmul_det.cu's batch-invariant kernel instead (the backward keeps cuBLASLt). */
