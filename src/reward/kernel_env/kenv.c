@@ -365,6 +365,7 @@ static void run_python(const rl_kenv_opts *o, const char *problem, const char *d
     argv[n++] = "--nonce-stdin";
     if (o->require_kernel) argv[n++] = "--require-kernel";
     if (mode == MODE_COMPILE) argv[n++] = "--build-only";
+    if (mode == MODE_COMPILE && ke->use_light) argv[n++] = "--light-check";
     if (mode == MODE_CHECK) argv[n++] = "--check-only";
     if (mode == MODE_FULL && o->profile) argv[n++] = "--profile";
     n = shared_args(p, val, argv, n);
@@ -475,12 +476,17 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
             if (o->build_acquire) o->build_acquire(o->gpu_ctx);
             double build_s = run_build(o, problem, dir, build, path, ke, res);
             if (ke->use_light && is_status(res, "compile_error")) {
-                /* The light header must never decide a verdict: what failed with it is built
-                 * again as written (the GPU run never gets it either). */
+                /* The light headers must never decide a verdict: what failed with them, or
+                 * whose two nvcc passes made different kernels (the worker's --light-check,
+                 * which then removed the objects), is built again as written (the GPU run never
+                 * gets them either). */
+                int mismatch = cJSON_HasObjectItem(res, "light_mismatch");
                 drop_run_fields(res);
+                cJSON_DeleteItemFromObjectCaseSensitive(res, "light_mismatch");
                 ke->use_light = 0;
                 build_s += run_build(o, problem, dir, build, path, ke, res);
-                cJSON_AddStringToObject(res, "kb_header", "original after light failed");
+                cJSON_AddStringToObject(res, "kb_header", mismatch ? "original after light mismatch"
+                                                                   : "original after light failed");
             } else if (ke->use_light) {
                 cJSON_AddStringToObject(res, "kb_header", "light");
             }

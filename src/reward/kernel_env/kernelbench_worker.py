@@ -371,6 +371,17 @@ def build_only(a, res):
         if "Error building extension" in str(e) or type(e).__name__ in ("CalledProcessError", "SyntaxError"):
             raise Fail("compile_error", "setup", text)
         res.d["build_note"] = text[-300:]
+    if a.light_check:  # nvcc's device pass had the stand-in: the kernels must be the host's
+        import kb_kernelcheck
+        try:
+            bad = kb_kernelcheck.check_tree(os.environ.get("TORCH_EXTENSIONS_DIR", ""))
+        except Exception as e:  # no verdict without the check: built again with torch's header
+            bad = {"(check)": [f"{type(e).__name__}: {e}"]}
+        if bad:
+            kb_kernelcheck.drop_builds(o for o in bad if o != "(check)")
+            res.d["light_mismatch"] = sorted({n for v in bad.values() for n in v})[:20]
+            raise Fail("compile_error", "setup", "the light headers' device pass lacks kernels the host code launches: "
+                       + ", ".join(res.d["light_mismatch"])[:600])
     res.passed("setup")
 
 
@@ -747,6 +758,9 @@ def main():
     ap.add_argument("--nonce-stdin", action="store_true")
     ap.add_argument("--build-only", action="store_true",
                     help="import the candidate (its load_inline extensions build) and stop; needs no GPU")
+    ap.add_argument("--light-check", action="store_true",
+                    help="with --build-only: the device pass had kb_light's stand-in; fail when its kernels "
+                         "differ from the host's (kb_kernelcheck.py)")
     ap.add_argument("--check-only", action="store_true", help="correctness trials only, no timing")
     ap.add_argument("--profile", action="store_true", help="then each side's GPU kernels with their times")
     ap.add_argument("--gpu-lock", help="the GPU's lock file: correctness shared, timing exclusive")
