@@ -481,8 +481,7 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
                  * which then removed the objects), is built again as written (the GPU run never
                  * gets them either). */
                 int mismatch = cJSON_HasObjectItem(res, "light_mismatch");
-                drop_run_fields(res);
-                cJSON_DeleteItemFromObjectCaseSensitive(res, "light_mismatch");
+                drop_run_fields(res); /* "light_mismatch" stays: the kernels that differed */
                 ke->use_light = 0;
                 build_s += run_build(o, problem, dir, build, path, ke, res);
                 cJSON_AddStringToObject(res, "kb_header", mismatch ? "original after light mismatch"
