@@ -59,7 +59,31 @@ RLC_KB_TENSOR_FN(permute) RLC_KB_TENSOR_FN(reshape) RLC_KB_TENSOR_FN(flatten) RL
 RLC_KB_TENSOR_FN(unsqueeze) RLC_KB_TENSOR_FN(narrow) RLC_KB_TENSOR_FN(select) RLC_KB_TENSOR_FN(slice)
 RLC_KB_TENSOR_FN(index_select) RLC_KB_TENSOR_FN(gather) RLC_KB_TENSOR_FN(masked_fill) RLC_KB_TENSOR_FN(cumsum)
 RLC_KB_TENSOR_FN(contiguous)
-RLC_KB_TENSORS_FN(split) RLC_KB_TENSORS_FN(chunk) RLC_KB_TENSORS_FN(unbind)
+RLC_KB_TENSOR_FN(erf) RLC_KB_TENSOR_FN(sin) RLC_KB_TENSOR_FN(cos) RLC_KB_TENSOR_FN(square)
+RLC_KB_TENSOR_FN(reciprocal) RLC_KB_TENSOR_FN(sign) RLC_KB_TENSOR_FN(floor) RLC_KB_TENSOR_FN(ceil)
+RLC_KB_TENSOR_FN(round) RLC_KB_TENSOR_FN(hardtanh) RLC_KB_TENSOR_FN(leaky_relu) RLC_KB_TENSOR_FN(elu)
+RLC_KB_TENSOR_FN(softplus) RLC_KB_TENSOR_FN(mish) RLC_KB_TENSOR_FN(logsumexp) RLC_KB_TENSOR_FN(norm)
+RLC_KB_TENSOR_FN(var) RLC_KB_TENSOR_FN(std) RLC_KB_TENSOR_FN(cumprod) RLC_KB_TENSOR_FN(einsum)
+RLC_KB_TENSOR_FN(outer) RLC_KB_TENSOR_FN(mv) RLC_KB_TENSOR_FN(dot) RLC_KB_TENSOR_FN(addcmul)
+RLC_KB_TENSOR_FN(lerp) RLC_KB_TENSOR_FN(expand) RLC_KB_TENSOR_FN(repeat) RLC_KB_TENSOR_FN(roll)
+RLC_KB_TENSOR_FN(flip) RLC_KB_TENSOR_FN(pad) RLC_KB_TENSOR_FN(constant_pad_nd) RLC_KB_TENSOR_FN(tril)
+RLC_KB_TENSOR_FN(triu) RLC_KB_TENSOR_FN(scatter) RLC_KB_TENSOR_FN(scatter_add) RLC_KB_TENSOR_FN(index_add)
+RLC_KB_TENSOR_FN(masked_select) RLC_KB_TENSOR_FN(nonzero) RLC_KB_TENSOR_FN(isnan) RLC_KB_TENSOR_FN(isinf)
+RLC_KB_TENSOR_FN(any) RLC_KB_TENSOR_FN(all) RLC_KB_TENSOR_FN(count_nonzero)
+RLC_KB_TENSOR_FN(_softmax)
+RLC_KB_TENSOR_FN(mse_loss) RLC_KB_TENSOR_FN(instance_norm) RLC_KB_TENSOR_FN(max_pool1d) RLC_KB_TENSOR_FN(max_pool3d)
+RLC_KB_TENSOR_FN(avg_pool1d) RLC_KB_TENSOR_FN(avg_pool3d) RLC_KB_TENSOR_FN(adaptive_avg_pool2d)
+RLC_KB_TENSOR_FN(upsample_nearest2d) RLC_KB_TENSOR_FN(upsample_bilinear2d) RLC_KB_TENSOR_FN(embedding)
+RLC_KB_TENSOR_FN(scaled_dot_product_attention) RLC_KB_TENSOR_FN(_scaled_mm) RLC_KB_TENSOR_FN(addmv)
+RLC_KB_TENSOR_FN(view_as_real) RLC_KB_TENSOR_FN(view_as_complex) RLC_KB_TENSOR_FN(clone)
+/* max, min, sort, topk, ... also have overloads that return a tuple (with a dim): declared as
+ * returning a Tensor, host code that takes a tuple from them fails to build with the stand-in
+ * and is built again with torch's header; a kernel instantiated from such a type is caught by
+ * the kernel check. */
+RLC_KB_TENSOR_FN(max) RLC_KB_TENSOR_FN(min) RLC_KB_TENSOR_FN(sort) RLC_KB_TENSOR_FN(topk) RLC_KB_TENSOR_FN(median)
+RLC_KB_TENSOR_FN(mode) RLC_KB_TENSOR_FN(aminmax) RLC_KB_TENSOR_FN(var_mean) RLC_KB_TENSOR_FN(std_mean)
+RLC_KB_TENSORS_FN(split) RLC_KB_TENSORS_FN(chunk) RLC_KB_TENSORS_FN(unbind) RLC_KB_TENSORS_FN(split_with_sizes)
+RLC_KB_TENSORS_FN(meshgrid) RLC_KB_TENSORS_FN(tensor_split)
 #undef RLC_KB_TENSOR_FN
 #undef RLC_KB_TENSORS_FN
 template <class... A> bool allclose(A &&...);
