@@ -1,5 +1,6 @@
 #!/bin/sh
-# torch-headers.sh — torch's C++ headers (no library, no Python package) in build/torch-headers/
+# torch-headers.sh — torch's C++ headers (no library, no Python package) in
+# ~/.cache/rlc-torch-headers/ (or DIR, the argument), kept across clones,
 # for the CPU test that compiles KernelBench CUDA text in nvcc's device pass against kb_light's
 # stand-in (tests/reward/kernel_env/kb_device_pass.py, test_kb_light.c): the stand-in includes
 # torch's at::Tensor and c10 headers, and CI has nvcc but no torch. Takes PyPI's torch wheel of
@@ -8,7 +9,7 @@
 # or the download fails.
 set -eu
 VERSION=${RLC_TORCH_HEADERS_VERSION:-2.11.0}
-DEST=${1:-build/torch-headers}
+DEST=${1:-${HOME:-/root}/.cache/rlc-torch-headers}
 [ -f "$DEST/ready-$VERSION" ] && exit 0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

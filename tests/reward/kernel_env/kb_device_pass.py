@@ -13,7 +13,7 @@ they must differ there).
     python3 tests/reward/kernel_env/kb_device_pass.py [--compare] [--arch 90a] [--jobs N]
         [--torch-include DIR] [--out DIR]
 Torch's headers: --torch-include DIR (a torch/include directory), else $RLC_TORCH_INCLUDE, else
-build/torch-headers/torch/include (scripts/torch-headers.sh), else the torch Python imports.
+~/.cache/rlc-torch-headers/torch/include (scripts/torch-headers.sh), else the torch Python imports.
 None found: prints why and exits 77 (test_kb_light.c skips). Needs nvcc and readelf. Exits 0
 when all hold, 1 with the failures."""
 import argparse
@@ -36,7 +36,8 @@ SKIP = 77
 
 
 def torch_include(given):
-    for d in (given, os.environ.get("RLC_TORCH_INCLUDE"), os.path.join(ROOT, "build", "torch-headers", "torch", "include")):
+    cache = os.path.join(os.path.expanduser("~"), ".cache", "rlc-torch-headers", "torch", "include")
+    for d in (given, os.environ.get("RLC_TORCH_INCLUDE"), cache):
         if d and os.path.exists(os.path.join(d, "torch", "csrc", "api", "include", "torch", "types.h")):
             return d
     try:
