@@ -374,7 +374,9 @@ def build_only(a, res):
     if a.light_check:  # nvcc's device pass had the stand-in: the kernels must be the host's
         import kb_kernelcheck
         try:
-            bad = kb_kernelcheck.check_tree(os.environ.get("TORCH_EXTENSIONS_DIR", ""))
+            bad = {}  # load_inline's place, and the candidate's own directory (the sandbox's other writable one)
+            for root in {os.environ.get("TORCH_EXTENSIONS_DIR") or "", os.path.dirname(os.path.abspath(a.cand))}:
+                bad.update(kb_kernelcheck.check_tree(root) if root else {})
         except Exception as e:  # no verdict without the check: built again with torch's header
             bad = {"(check)": [f"{type(e).__name__}: {e}"]}
         if bad:
