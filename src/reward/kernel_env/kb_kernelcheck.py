@@ -54,11 +54,16 @@ def missing(obj):
     return sorted(w for w in wrappers if w not in made)
 
 
+def objects(root):
+    """The CUDA objects of load_inline builds under root (load_inline names them *.cuda.o)."""
+    return sorted(glob.glob(os.path.join(root, "**", "*.cuda.o"), recursive=True)) if root else []
+
+
 def check_tree(root):
     """missing() over every CUDA object of load_inline builds under root: {object: [names]}
     for the objects with any."""
     out = {}
-    for obj in sorted(glob.glob(os.path.join(root, "**", "*.cuda.o"), recursive=True)):
+    for obj in objects(root):
         m = missing(obj)
         if m:
             out[obj] = m
@@ -73,3 +78,18 @@ def drop_builds(bad):
                 os.remove(path)
             except FileNotFoundError:
                 pass
+
+
+def check_and_drop(roots):
+    """The worker's --light-check: check_tree() over roots (None or "" skipped); the objects with
+    kernels missing are removed with their modules (drop_builds). Returns the missing names
+    (at most 20), or the reason the check could not run (no verdict without it: the caller
+    builds again with torch's header); [] when all match."""
+    bad = {}
+    try:
+        for root in {r for r in roots if r}:
+            bad.update(check_tree(root))
+    except Exception as e:
+        return [f"(check failed: {type(e).__name__}: {e})"]
+    drop_builds(bad)
+    return sorted({n for v in bad.values() for n in v})[:20]

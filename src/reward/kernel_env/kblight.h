@@ -9,9 +9,10 @@
  * (kb_light/rlc/device_torch.h: torch's at::Tensor and light c10 headers, the op functions
  * declared); the host passes get torch's own. The worker then gets --light-check: a build whose
  * two passes made different kernels (kb_kernelcheck.py) is reported and its objects removed.
- * When that build fails or mismatches, the original text is built again without the light
- * headers (kenv.c), and the GPU run never gets them (it finds the build done, or builds the
- * original): the light headers never decide a verdict. */
+ * When that build fails or mismatches, or its kernels fail to launch in the GPU run ("invalid
+ * device function"), the original text is built again without the light headers (kenv.c), and
+ * the GPU run never gets them (it finds the build done, or builds the original): the light
+ * headers never decide a verdict. */
 #ifndef RL_REWARD_KENV_KBLIGHT_H
 #define RL_REWARD_KENV_KBLIGHT_H
 

@@ -364,6 +364,9 @@ def build_only(a, res):
         import torch  # noqa: F401
     except Exception as e:
         raise Fail("error", "setup", f"PyTorch cannot be imported by {sys.executable} ({type(e).__name__}: {e})")
+    if a.drop_build:  # the light build's CUDA objects and modules go: ninja builds them again
+        import kb_kernelcheck
+        kb_kernelcheck.drop_builds(kb_kernelcheck.objects(os.environ.get("TORCH_EXTENSIONS_DIR") or ""))
     try:
         load_module(a.cand, "rl_kb_candidate")
     except Exception as e:
@@ -372,18 +375,12 @@ def build_only(a, res):
             raise Fail("compile_error", "setup", text)
         res.d["build_note"] = text[-300:]
     if a.light_check:  # nvcc's device pass had the stand-in: the kernels must be the host's
-        import kb_kernelcheck
-        try:
-            bad = {}  # load_inline's place, and the candidate's own directory (the sandbox's other writable one)
-            for root in {os.environ.get("TORCH_EXTENSIONS_DIR") or "", os.path.dirname(os.path.abspath(a.cand))}:
-                bad.update(kb_kernelcheck.check_tree(root) if root else {})
-        except Exception as e:  # no verdict without the check: built again with torch's header
-            bad = {"(check)": [f"{type(e).__name__}: {e}"]}
-        if bad:
-            kb_kernelcheck.drop_builds(o for o in bad if o != "(check)")
-            res.d["light_mismatch"] = sorted({n for v in bad.values() for n in v})[:20]
+        import kb_kernelcheck  # the candidate's own directory too: a build_directory= there
+        names = kb_kernelcheck.check_and_drop([os.environ.get("TORCH_EXTENSIONS_DIR"), os.path.dirname(os.path.abspath(a.cand))])
+        if names:
+            res.d["light_mismatch"] = names
             raise Fail("compile_error", "setup", "the light headers' device pass lacks kernels the host code launches: "
-                       + ", ".join(res.d["light_mismatch"])[:600])
+                       + ", ".join(names)[:600])
     res.passed("setup")
 
 
@@ -763,6 +760,9 @@ def main():
     ap.add_argument("--light-check", action="store_true",
                     help="with --build-only: the device pass had kb_light's stand-in; fail when its kernels "
                          "differ from the host's (kb_kernelcheck.py)")
+    ap.add_argument("--drop-build", action="store_true",
+                    help="with --build-only: remove the CUDA objects and modules of TORCH_EXTENSIONS_DIR first "
+                         "(a light build whose kernels failed to launch)")
     ap.add_argument("--check-only", action="store_true", help="correctness trials only, no timing")
     ap.add_argument("--profile", action="store_true", help="then each side's GPU kernels with their times")
     ap.add_argument("--gpu-lock", help="the GPU's lock file: correctness shared, timing exclusive")

@@ -8,7 +8,7 @@ run by test_kb_light.c (no torch: a stub module stands in for it; needs nvcc, nm
     reports k<float>, and only that object;
   - the build-only run with --light-check fails that build as compile_error with
     "light_mismatch", removes the object and the module beside it (ninja builds them again),
-    and passes the matching build.
+    and passes the matching build; --drop-build removes every CUDA object and module first.
 Exits 0 when all hold, 1 with a message otherwise; 77 without nvcc."""
 import os
 import shutil
@@ -91,7 +91,7 @@ def main():
     for so in (os.path.join(differ_dir, "ext_differ.so"), os.path.join(same_dir, "ext_same.so")):
         open(so, "w").close()
     os.environ["TORCH_EXTENSIONS_DIR"] = root
-    a = types.SimpleNamespace(cand=cand, light_check=True)
+    a = types.SimpleNamespace(cand=cand, light_check=True, drop_build=False)
     res = k.Result(None)
     try:
         k.build_only(a, res)
@@ -105,6 +105,9 @@ def main():
     res = k.Result(None)
     k.build_only(a, res)  # only the matching build is left
     check(res.d["status"] == "ok" and "light_mismatch" not in res.d, f"matching build: {res.d}")
+    k.build_only(types.SimpleNamespace(cand=cand, light_check=False, drop_build=True), k.Result(None))
+    check(not os.path.exists(same) and not os.path.exists(os.path.join(same_dir, "ext_same.so")),
+          "--drop-build removes every CUDA object and module")
     shutil.rmtree(root)
     print("kb_light units: ok")
     return 0
