@@ -22,11 +22,16 @@ printing each one's wall time:
                              torch/types.h in the device pass only (#include_next elsewhere)
   cuda.cu-lightall           one that is torch/types.h in both passes (what kblight.h does)
   cuda.cu-light*-O0host      the same with the host code unoptimised
+  cuda.cu-kblight            the light headers of src/reward/kernel_env/kb_light as the evaluator gives
+                             them (kblight.h): torch/extension.h is torch/types.h in both passes, and
+                             torch/types.h is the stand-in rlc/device_torch.h in the device pass
+  cuda.cu-kblight-devonly    the same, the device half alone (-cuda)
   load_inline                the whole candidate build the way the evaluator runs it (import, ninja)
   load_inline+pch[+light*]   the same with CXX=kb_cxx.sh and RLC_KB_PCH (what rlc sets), and the
-                             light header; the ninja log of each says how long each step took
+                             light header (+kblight: kb_light's); the ninja log of each says how long
+                             each step took
 
-    python3 bench/kb_build_steps.py [--pch DIR] [--out DIR] [--python python3]
+    python3 bench/kb_build_steps.py [--pch DIR] [--out DIR] [--only REGEX]
 Needs torch and nvcc. Not a test."""
 import argparse
 import json
@@ -57,6 +62,7 @@ def main():
                                                         "gelu_inline_ok.py"))
     ap.add_argument("--pch", help="kb_pch.py's directory (built here when it is not ready)")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--only", default=None, help="run only the variants whose name matches this regex")
     a = ap.parse_args()
     import kb_pch
     work = tempfile.mkdtemp(prefix="rlc-kb-steps-")
@@ -94,6 +100,7 @@ def main():
         with open(os.path.join(work, "shadow-" + k, "torch", "extension.h"), "w") as f:
             f.write(body)
     light = lambda k: {"NVCC_PREPEND_FLAGS": "-I" + os.path.join(work, "shadow-" + k)}
+    kblight = {"NVCC_PREPEND_FLAGS": "-I" + os.path.join(ROOT, "src", "reward", "kernel_env", "kb_light")}
     cflags = var("cflags").replace("-DTORCH_EXTENSION_NAME=rl_pch_probe", "-DTORCH_EXTENSION_NAME=rl_steps")
     post = var("post_cflags").replace("-DTORCH_EXTENSION_NAME=rl_pch_probe", "-DTORCH_EXTENSION_NAME=rl_steps")
     ccflags = var("cuda_cflags").replace("-DTORCH_EXTENSION_NAME=rl_pch_probe", "-DTORCH_EXTENSION_NAME=rl_steps")
@@ -113,6 +120,8 @@ def main():
         ("cuda.cu-lightall", nv("lightall"), light("all")),
         ("cuda.cu-lightdev-O0host", nv("lightdev-O0host"), {**light("dev"), **o0}),
         ("cuda.cu-lightall-O0host", nv("lightall-O0host"), {**light("all"), **o0}),
+        ("cuda.cu-kblight", nv("kblight"), kblight),
+        ("cuda.cu-kblight-devonly", f"{nvcc} {ccflags} -cuda {cuda_cu} -o {o('c4')}.ii {cpost}", kblight),
     ]
 
     kb_cxx = os.path.join(ROOT, "src", "reward", "kernel_env", "kb_cxx.sh")
@@ -132,7 +141,11 @@ def main():
         load_inline("load_inline+pch", with_pch),
         load_inline("load_inline+pch+lightdev", {**with_pch, **light("dev")}),
         load_inline("load_inline+pch+lightall", {**with_pch, **light("all")}),
+        load_inline("load_inline+pch+kblight", {**with_pch, **kblight}),
     ]
+    if a.only:
+        first = [v for v in first if re.search(a.only, v[0])]
+        second = [v for v in second if re.search(a.only, v[0])]
 
     def run(v):
         name, cmd, env = v
@@ -145,12 +158,25 @@ def main():
         for name, s, rc, err in rows:
             print(f"{name:<26} {s:7.1f} s  rc {rc}  {err.strip()[-300:] if rc or 'pch' in name else ''}", flush=True)
             res[name] = {"seconds": round(s, 1), "rc": rc, "stderr": err}
-    with ThreadPoolExecutor(len(first)) as ex:
+    with ThreadPoolExecutor(max(1, len(first))) as ex:
         show(list(ex.map(run, first)))
+    for name, _, env in first:  # nvcc --time: seconds per phase (cicc is the device pass)
+        csv = os.path.join(out, "nvcc-" + name.replace("cuda.cu-", "").replace("cuda.cu", "cuda") + ".csv")
+        if name.startswith("cuda.cu") and os.path.exists(csv):
+            phases = {}
+            for row in open(csv).read().splitlines()[1:]:
+                cols = [c.strip() for c in row.split(",")]
+                if len(cols) >= 8 and cols[-1] == "ms":
+                    try:
+                        phases[cols[1]] = phases.get(cols[1], 0) + float(cols[-2]) / 1e3
+                    except ValueError:
+                        pass
+            res.setdefault(name, {})["phases"] = {k: round(v, 2) for k, v in phases.items()}
+            print(f"{name:<26} phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()), flush=True)
     if pch_proc:
         pout, perr = pch_proc.communicate()
         print(f"kb_pch.py: {time.monotonic() - t0:.1f} s from the start: {pout.strip()[:600]} {perr.strip()[-300:]}", flush=True)
-    with ThreadPoolExecutor(len(second)) as ex:
+    with ThreadPoolExecutor(max(1, len(second))) as ex:
         show(list(ex.map(run, second)))
     for tag in [v[0] for v in first + second if v[0].startswith("load_inline")]:
         for root, _, files in os.walk(os.path.join(work, "ext-" + tag)):

@@ -10,6 +10,8 @@ missing=""
 for p in $pkgs $fuzz_pkgs $browser_pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# torch's C++ headers for the device-pass test of KernelBench builds (no torch install needed)
+sh "$(dirname "$0")/torch-headers.sh" || true
 [ -z "$missing" ] && exit 0
 echo "installing:$missing"
 SUDO=""

@@ -8,19 +8,20 @@
 
 #include "core/file.h"
 
-static int names_extension_h(const char *source, size_t len)
+/* Whether nvcc can see the light headers at all: the text includes torch/extension.h or uses
+ * torch.utils.cpp_extension (load_inline puts torch/types.h before every CUDA source). */
+static int names(const char *source, size_t len, const char *needle)
 {
-    static const char needle[] = "torch/extension.h";
-    size_t n = sizeof needle - 1;
+    size_t n = strlen(needle);
     for (size_t i = 0; i + n <= len; i++)
-        if (source[i] == 't' && !memcmp(source + i, needle, n)) return 1;
+        if (source[i] == needle[0] && !memcmp(source + i, needle, n)) return 1;
     return 0;
 }
 
 int rl_kblight_env(const rl_kenv_opts *o, const char *source, size_t len, char *env, size_t env_size, char *dir,
                    size_t dir_size)
 {
-    if (o->kb_no_light || !names_extension_h(source, len)) return 0;
+    if (o->kb_no_light || !(names(source, len, "torch/extension.h") || names(source, len, "cpp_extension"))) return 0;
     char kdir[PATH_MAX], header[PATH_MAX + 64], real[PATH_MAX];
     snprintf(kdir, sizeof kdir, "%s", o->kb_worker);
     char *slash = strrchr(kdir, '/');

@@ -343,7 +343,7 @@ typedef struct kb_env {
     char cxx[PATH_MAX + 16], pch[PATH_MAX + 16], real_cxx[PATH_MAX + 16];
     int have_pch;
     char light[PATH_MAX + 600], light_dir[PATH_MAX];
-    int use_light;
+    int use_light, drop_build;
 } kb_env;
 
 /* build_dir: load_inline's build directory (TORCH_EXTENSIONS_DIR, kb_build_dir). mode
@@ -365,6 +365,8 @@ static void run_python(const rl_kenv_opts *o, const char *problem, const char *d
     argv[n++] = "--nonce-stdin";
     if (o->require_kernel) argv[n++] = "--require-kernel";
     if (mode == MODE_COMPILE) argv[n++] = "--build-only";
+    if (mode == MODE_COMPILE && ke->use_light) argv[n++] = "--light-check";
+    if (mode == MODE_COMPILE && ke->drop_build) argv[n++] = "--drop-build";
     if (mode == MODE_CHECK) argv[n++] = "--check-only";
     if (mode == MODE_FULL && o->profile) argv[n++] = "--profile";
     n = shared_args(p, val, argv, n);
@@ -417,7 +419,17 @@ static void drop_run_fields(cJSON *res)
     static const char *const keys[] = {"checks", "trials", "max_err_ratio", "max_abs_err", "ref_ms", "cand_ms",
                                        "speedup", "noisy", "ref_solo_ms", "device", "kernels", "build_note",
                                        "profile", "phases", "worker_seconds"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) cJSON_DeleteItemFromObjectCaseSensitive(res, keys[i]);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        while (cJSON_HasObjectItem(res, keys[i])) cJSON_DeleteItemFromObjectCaseSensitive(res, keys[i]);
+}
+
+/* A failed launch of the candidate's kernels ("invalid device function", "no kernel image is
+ * available"): what a build whose two nvcc passes made different kernels gives at run time. */
+static int launch_failed(const cJSON *res)
+{
+    const cJSON *fa = cJSON_GetObjectItemCaseSensitive(res, "failure");
+    return !is_status(res, "ok") && cJSON_IsString(fa) &&
+           (strstr(fa->valuestring, "invalid device function") || strstr(fa->valuestring, "no kernel image is available"));
 }
 
 /* The build-only run; returns its seconds (taken out of res). */
@@ -475,12 +487,16 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
             if (o->build_acquire) o->build_acquire(o->gpu_ctx);
             double build_s = run_build(o, problem, dir, build, path, ke, res);
             if (ke->use_light && is_status(res, "compile_error")) {
-                /* The light header must never decide a verdict: what failed with it is built
-                 * again as written (the GPU run never gets it either). */
-                drop_run_fields(res);
+                /* The light headers must never decide a verdict: what failed with them, or
+                 * whose two nvcc passes made different kernels (the worker's --light-check,
+                 * which then removed the objects), is built again as written (the GPU run never
+                 * gets them either). */
+                int mismatch = cJSON_HasObjectItem(res, "light_mismatch");
+                drop_run_fields(res); /* "light_mismatch" stays: the kernels that differed */
                 ke->use_light = 0;
                 build_s += run_build(o, problem, dir, build, path, ke, res);
-                cJSON_AddStringToObject(res, "kb_header", "original after light failed");
+                cJSON_AddStringToObject(res, "kb_header", mismatch ? "original after light mismatch"
+                                                                   : "original after light failed");
             } else if (ke->use_light) {
                 cJSON_AddStringToObject(res, "kb_header", "light");
             }
@@ -490,7 +506,27 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
                 /* the GPU run's record replaces the build run's */
                 static const char *const drop[] = {"checks", "trials", "max_err_ratio", "max_abs_err", "device"};
                 for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++) cJSON_DeleteItemFromObjectCaseSensitive(res, drop[i]);
+                int light_built = ke->use_light;
                 run_python(o, problem, dir, build, path, mode, ke, res);
+                if (light_built && launch_failed(res)) {
+                    /* A kernel the check did not see differ: no verdict from that build. The
+                     * worker removes its CUDA objects and modules (--drop-build), the text is
+                     * built as written and run again. */
+                    drop_run_fields(res);
+                    cJSON_DeleteItemFromObjectCaseSensitive(res, "gpu_wait_seconds");
+                    cJSON_DeleteItemFromObjectCaseSensitive(res, "gpu_slot_seconds");
+                    ke->use_light = 0, ke->drop_build = 1;
+                    if (o->build_acquire) o->build_acquire(o->gpu_ctx);
+                    build_s += run_build(o, problem, dir, build, path, ke, res);
+                    if (o->build_release) o->build_release(o->gpu_ctx);
+                    ke->drop_build = 0;
+                    cJSON_ReplaceItemInObject(res, "kb_header", cJSON_CreateString("original after light launch failure"));
+                    cJSON_ReplaceItemInObject(res, "build_seconds", cJSON_CreateNumber(build_s));
+                    if (!is_status(res, "compile_error")) {
+                        for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++) cJSON_DeleteItemFromObjectCaseSensitive(res, drop[i]);
+                        run_python(o, problem, dir, build, path, mode, ke, res);
+                    }
+                }
             }
             rl_remove_tree(dir, &e); /* best effort: a leftover temporary directory harms nothing */
         }

@@ -364,6 +364,9 @@ def build_only(a, res):
         import torch  # noqa: F401
     except Exception as e:
         raise Fail("error", "setup", f"PyTorch cannot be imported by {sys.executable} ({type(e).__name__}: {e})")
+    if a.drop_build:  # the light build's CUDA objects and modules go: ninja builds them again
+        import kb_kernelcheck
+        kb_kernelcheck.drop_builds(kb_kernelcheck.objects(os.environ.get("TORCH_EXTENSIONS_DIR") or ""))
     try:
         load_module(a.cand, "rl_kb_candidate")
     except Exception as e:
@@ -371,6 +374,13 @@ def build_only(a, res):
         if "Error building extension" in str(e) or type(e).__name__ in ("CalledProcessError", "SyntaxError"):
             raise Fail("compile_error", "setup", text)
         res.d["build_note"] = text[-300:]
+    if a.light_check:  # nvcc's device pass had the stand-in: the kernels must be the host's
+        import kb_kernelcheck  # the candidate's own directory too: a build_directory= there
+        names = kb_kernelcheck.check_and_drop([os.environ.get("TORCH_EXTENSIONS_DIR"), os.path.dirname(os.path.abspath(a.cand))])
+        if names:
+            res.d["light_mismatch"] = names
+            raise Fail("compile_error", "setup", "the light headers' device pass lacks kernels the host code launches: "
+                       + ", ".join(names)[:600])
     res.passed("setup")
 
 
@@ -747,6 +757,12 @@ def main():
     ap.add_argument("--nonce-stdin", action="store_true")
     ap.add_argument("--build-only", action="store_true",
                     help="import the candidate (its load_inline extensions build) and stop; needs no GPU")
+    ap.add_argument("--light-check", action="store_true",
+                    help="with --build-only: the device pass had kb_light's stand-in; fail when its kernels "
+                         "differ from the host's (kb_kernelcheck.py)")
+    ap.add_argument("--drop-build", action="store_true",
+                    help="with --build-only: remove the CUDA objects and modules of TORCH_EXTENSIONS_DIR first "
+                         "(a light build whose kernels failed to launch)")
     ap.add_argument("--check-only", action="store_true", help="correctness trials only, no timing")
     ap.add_argument("--profile", action="store_true", help="then each side's GPU kernels with their times")
     ap.add_argument("--gpu-lock", help="the GPU's lock file: correctness shared, timing exclusive")

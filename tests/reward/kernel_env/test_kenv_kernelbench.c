@@ -676,8 +676,10 @@ Test(kbench, identical_texts_share_their_build)
 /* The light torch/extension.h (kblight.h): the build-only run of a candidate whose text names
  * torch/extension.h gets NVCC_PREPEND_FLAGS=-I<kb_light> before the caller's own flags, the GPU
  * run never does; a build that fails with it is built again as written, and that build decides
- * (a real error stays a compile_error, a candidate that needs the full header is ok); a text
- * without the include, and --kb-no-light, leave nvcc's flags as they were. */
+ * (a real error stays a compile_error, a candidate that needs the full header is ok), and so is
+ * one whose two nvcc passes made different kernels (the worker's --light-check, or a launch that
+ * fails with "invalid device function" after the light build: built again, --drop-build); a text without
+ * the include or cpp_extension, and --kb-no-light, leave nvcc's flags as they were. */
 static void light_case(const rl_kenv_opts *o, const char *mode, const char *src, const char *log, const char *status,
                        const char *header, const char *want_runs)
 {
@@ -713,6 +715,10 @@ Test(kbench, light_header_only_in_the_build_and_never_decides)
     light_case(&o, "light_fails", with_ext, log, "ok", "original after light failed", want);
     snprintf(want, sizeof want, "%s%s", first, build);
     light_case(&o, "compile_error", with_ext, log, "compile_error", "original after light failed", want);
+    snprintf(want, sizeof want, "%s%s%s", first, build, gpu); /* the build-only run's --light-check */
+    light_case(&o, "light_mismatch", with_ext, log, "ok", "original after light mismatch", want);
+    snprintf(want, sizeof want, "%s%s%s%s", first, gpu, build, gpu); /* caught at launch: built again */
+    light_case(&o, "light_launch_fails", with_ext, log, "ok", "original after light launch failure", want);
     snprintf(want, sizeof want, "%s%s", build, gpu);
     light_case(&o, "light_fails", cand_src, log, "ok", "", want); /* no torch/extension.h in the text */
     o.kb_no_light = 1;
