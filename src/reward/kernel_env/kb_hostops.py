@@ -13,7 +13,6 @@ torch's own (kb_light/torch/types.h: __has_include). A text that needs an operat
 misses fails to build and is built again with torch's header (kenv.c)."""
 import os
 import re
-import sys
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DIR = "rlc_kb_ops"
@@ -79,12 +78,16 @@ def prepare(text, include_dir, root, env):
 
 def for_build(cand):
     """The worker's build-only run with --light-check: prepare() for the candidate file cand,
-    torch's include directory, TORCH_EXTENSIONS_DIR and os.environ. Any failure leaves the host
-    passes torch's own header (a slower build, the same verdict), said on stderr."""
+    torch's include directory, TORCH_EXTENSIONS_DIR and os.environ. Returns what the host passes
+    get, for the result's "light_host": "<n> operators", or "torch's header: <why>" (any failure
+    leaves them torch's own header: a slower build, the same verdict)."""
     try:
         import torch.utils.cpp_extension as ce
         with open(cand, errors="replace") as f:
             text = f.read()
-        prepare(text, ce.include_paths()[0], os.environ.get("TORCH_EXTENSIONS_DIR"), os.environ)
+        names = prepare(text, ce.include_paths()[0], os.environ.get("TORCH_EXTENSIONS_DIR"), os.environ)
+        if names is None:
+            return "torch's header: a macro of TORCH_ONLY_MACROS, or no usable TORCH_EXTENSIONS_DIR or NVCC_PREPEND_FLAGS"
+        return f"{len(names)} operators"
     except Exception as e:
-        print(f"kb_hostops: light host header not used: {type(e).__name__}: {e}", file=sys.stderr)
+        return f"torch's header: {type(e).__name__}: {str(e)[-200:]}"

@@ -369,7 +369,7 @@ def build_only(a, res):
         kb_kernelcheck.drop_builds(kb_kernelcheck.objects(os.environ.get("TORCH_EXTENSIONS_DIR") or ""))
     if a.light_check:  # the host passes' light torch/types.h: the operators the text names
         import kb_hostops
-        kb_hostops.for_build(a.cand)
+        res.d["light_host"] = kb_hostops.for_build(a.cand)
     try:
         load_module(a.cand, "rl_kb_candidate")
     except Exception as e:

@@ -139,6 +139,7 @@ def main():
     except k.Fail as f:
         check(f.status == "compile_error" and "k<float>" in f.msg, f"status {f.status}: {f.msg}")
     check(res.d.get("light_mismatch") == ["k<float>"], f"light_mismatch {res.d.get('light_mismatch')}")
+    check(res.d.get("light_host") == "1 operators", f"light_host {res.d.get('light_host')}")
     with open(os.path.join(root, "rlc_kb_ops", "rlc_kb_ops.h")) as f:
         check(f.read().endswith("#include <ATen/ops/sigmoid.h>\n"), "the build-only run writes the operator list")
     check(os.environ["NVCC_PREPEND_FLAGS"] == "-I/x/kb_light -I" + os.path.join(root, "rlc_kb_ops"),
