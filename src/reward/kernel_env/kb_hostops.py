@@ -46,12 +46,19 @@ def operators(text, include_dir):
 
 
 def write_header(root, names):
-    """Writes root/rlc_kb_ops/rlc_kb_ops.h including ATen/ops/<name>.h for each of names; returns
-    the directory (for -I)."""
+    """Writes root/rlc_kb_ops/rlc_kb_ops.h including ATen/ops/<name>.h for each of names (not
+    when it already says that: ninja compares its mtime with the build's); returns the directory
+    (for -I)."""
     d = os.path.join(root, DIR)
     os.makedirs(d, exist_ok=True)
     body = "/* written by kb_hostops.py: the operators the candidate's text names */\n#pragma once\n"
     body += "".join(f"#include <ATen/ops/{n}.h>\n" for n in names)
+    try:  # the same list again (a cached build): left as it is, or ninja would rebuild on its mtime
+        with open(os.path.join(d, HEADER)) as f:
+            if f.read() == body:
+                return d
+    except OSError:
+        pass
     tmp = os.path.join(d, HEADER + ".tmp")
     with open(tmp, "w") as f:
         f.write(body)

@@ -86,6 +86,12 @@ def hostops(root):
     with open(os.path.join(d, "rlc_kb_ops.h")) as f:
         body = f.read()
     check("#include <ATen/ops/empty_like.h>\n#include <ATen/ops/sigmoid.h>\n" in body and "helper" not in body, body)
+    h = os.path.join(d, "rlc_kb_ops.h")
+    os.utime(h, (1, 1))
+    kb_hostops.prepare(text, inc, os.path.join(root, "ext"), {"NVCC_PREPEND_FLAGS": "-Ik"})
+    check(os.stat(h).st_mtime == 1, "the same list again must leave the header (and its mtime) as it is")
+    kb_hostops.prepare("at::sigmoid(x)", inc, os.path.join(root, "ext"), {"NVCC_PREPEND_FLAGS": "-Ik"})
+    check(os.stat(h).st_mtime != 1, "another list must be written")
     for t, r, e in (("#ifdef TORCH_LIBRARY\n" + text, os.path.join(root, "e2"), {"NVCC_PREPEND_FLAGS": "-Ik"}),
                     (text, os.path.join(root, "a b"), {"NVCC_PREPEND_FLAGS": "-Ik"}), (text, os.path.join(root, "e3"), {})):
         before = dict(e)
