@@ -33,6 +33,11 @@ TORCH_PRECOMPUTE_STRUCT2 TORCH_SELECTIVE_CLASS TORCH_SELECTIVE_NAME TORCH_SELECT
 _GLIBCXX_THIS_THREAD_SLEEP_H _GLIBCXX_THREAD _GLIBCXX_THREAD_H _LIST_TCC _STL_LIST_H _TORCH_LIBRARY_FRAGMENT
 _TORCH_LIBRARY_IMPL""".split())
 HEADER = "rlc_kb_ops.h"
+# A text including any torch/ header but torch/extension.h and torch/types.h (kb_light's) gets
+# torch's own header: the C++ frontend (torch/torch.h, torch/script.h, torch/nn, ...) includes
+# torch/csrc/api/include/torch/types.h by its full path, which would declare torch/types.h's
+# names a second time beside host_torch.h's, and needs operators no scan of the text sees.
+OTHER_TORCH_INCLUDE = re.compile(r'#\s*include\s*[<"]torch/(?!(?:extension|types)\.h[>"])')
 
 
 def operators(text, include_dir):
@@ -70,12 +75,13 @@ def prepare(text, include_dir, root, env):
     """For the build-only run with kb_light (--light-check: env's NVCC_PREPEND_FLAGS has its -I):
     when root (TORCH_EXTENSIONS_DIR) is a path nvcc can take (no blank or quote), writes the
     header for text under root and appends -I<its dir> to env's NVCC_PREPEND_FLAGS. Returns the
-    operators, or None when it does not apply (or text names a macro of TORCH_ONLY_MACROS) (the host passes then get torch's own
+    operators, or None when it does not apply (or text names a macro of TORCH_ONLY_MACROS, or
+    includes another torch/ header: OTHER_TORCH_INCLUDE) (the host passes then get torch's own
     torch/types.h)."""
     flags = env.get("NVCC_PREPEND_FLAGS", "")
     if not root or not include_dir or not flags or re.search(r"[\s\"'\\]", root):
         return None
-    if TORCH_ONLY_MACROS & set(IDENT.findall(text)):
+    if TORCH_ONLY_MACROS & set(IDENT.findall(text)) or OTHER_TORCH_INCLUDE.search(text):
         return None
     names = operators(text, include_dir)
     d = write_header(root, names)

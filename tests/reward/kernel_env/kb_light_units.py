@@ -11,8 +11,8 @@ run by test_kb_light.c (no torch: a stub module stands in for it; needs nvcc, nm
     and passes the matching build; --drop-build removes every CUDA object and module first.
   - kb_hostops.py: the operators of a text are its identifiers with a per-operator header
     (and its _ops.h) in torch's include directory; the header lists them; prepare() appends
-    -I<its dir> to NVCC_PREPEND_FLAGS, and does nothing for a text naming TORCH_LIBRARY, a
-    directory with a blank, or no kb_light flags; the build-only run with --light-check writes
+    -I<its dir> to NVCC_PREPEND_FLAGS, and does nothing for a text naming TORCH_LIBRARY or
+    including torch/torch.h or torch/script.h, a directory with a blank, or no kb_light flags; the build-only run with --light-check writes
     it under TORCH_EXTENSIONS_DIR.
 Exits 0 when all hold, 1 with a message otherwise; 77 without nvcc."""
 import os
@@ -80,6 +80,7 @@ def hostops(root):
     text = "auto y = torch::empty_like(x); at::sigmoid(y); helper(y); sigmoidal(y); // empty"
     check(kb_hostops.operators(text, inc) == ["empty_like", "sigmoid"], f"operators {kb_hostops.operators(text, inc)}")
     env = {"NVCC_PREPEND_FLAGS": "-I/x/kb_light"}
+    text = "#include <torch/extension.h>\n#include <torch/types.h>\n#include <ATen/cuda/CUDAContext.h>\n" + text
     check(kb_hostops.prepare(text, inc, os.path.join(root, "ext"), env) == ["empty_like", "sigmoid"], "prepare")
     d = os.path.join(root, "ext", "rlc_kb_ops")
     check(env["NVCC_PREPEND_FLAGS"] == "-I/x/kb_light -I" + d, f"flags {env['NVCC_PREPEND_FLAGS']}")
@@ -93,6 +94,8 @@ def hostops(root):
     kb_hostops.prepare("at::sigmoid(x)", inc, os.path.join(root, "ext"), {"NVCC_PREPEND_FLAGS": "-Ik"})
     check(os.stat(h).st_mtime != 1, "another list must be written")
     for t, r, e in (("#ifdef TORCH_LIBRARY\n" + text, os.path.join(root, "e2"), {"NVCC_PREPEND_FLAGS": "-Ik"}),
+                    ("#include <torch/torch.h>\n" + text, os.path.join(root, "e4"), {"NVCC_PREPEND_FLAGS": "-Ik"}),
+                    ('# include "torch/script.h"\n' + text, os.path.join(root, "e5"), {"NVCC_PREPEND_FLAGS": "-Ik"}),
                     (text, os.path.join(root, "a b"), {"NVCC_PREPEND_FLAGS": "-Ik"}), (text, os.path.join(root, "e3"), {})):
         before = dict(e)
         check(kb_hostops.prepare(t, inc, r, e) is None and e == before and not os.path.exists(os.path.join(r, "rlc_kb_ops")),
