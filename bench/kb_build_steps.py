@@ -26,9 +26,13 @@ printing each one's wall time:
                              them (kblight.h): torch/extension.h is torch/types.h in both passes, and
                              torch/types.h is the stand-in rlc/device_torch.h in the device pass
   cuda.cu-kblight-devonly    the same, the device half alone (-cuda)
+  cuda.cu-kblight-host       kb_light with the candidate's operator list (kb_hostops.py), as the
+                             build-only run with --light-check gives it: the host passes get
+                             rlc/host_torch.h (torch's own declarations, only the operators named)
   load_inline                the whole candidate build the way the evaluator runs it (import, ninja)
   load_inline+pch[+light*]   the same with CXX=kb_cxx.sh and RLC_KB_PCH (what rlc sets), and the
-                             light header (+kblight: kb_light's); the ninja log of each says how long
+                             light header (+kblight: kb_light's; +kblight-host: with the operator
+                             list, as the build-only run gives it); the ninja log of each says how long
                              each step took
 
     python3 bench/kb_build_steps.py [--pch DIR] [--out DIR] [--only REGEX]
@@ -101,6 +105,11 @@ def main():
             f.write(body)
     light = lambda k: {"NVCC_PREPEND_FLAGS": "-I" + os.path.join(work, "shadow-" + k)}
     kblight = {"NVCC_PREPEND_FLAGS": "-I" + os.path.join(ROOT, "src", "reward", "kernel_env", "kb_light")}
+    import kb_hostops  # the operator list of the candidate's text, for the host passes
+    kblight_host = dict(kblight)
+    inc = re.search(r"-isystem (\S+/torch/include)\b", var("cuda_cflags"))
+    if kb_hostops.prepare(open(a.candidate).read(), inc.group(1) if inc else "", work, kblight_host) is None:
+        kblight_host = None
     cflags = var("cflags").replace("-DTORCH_EXTENSION_NAME=rl_pch_probe", "-DTORCH_EXTENSION_NAME=rl_steps")
     post = var("post_cflags").replace("-DTORCH_EXTENSION_NAME=rl_pch_probe", "-DTORCH_EXTENSION_NAME=rl_steps")
     ccflags = var("cuda_cflags").replace("-DTORCH_EXTENSION_NAME=rl_pch_probe", "-DTORCH_EXTENSION_NAME=rl_steps")
@@ -122,7 +131,7 @@ def main():
         ("cuda.cu-lightall-O0host", nv("lightall-O0host"), {**light("all"), **o0}),
         ("cuda.cu-kblight", nv("kblight"), kblight),
         ("cuda.cu-kblight-devonly", f"{nvcc} {ccflags} -cuda {cuda_cu} -o {o('c4')}.ii {cpost}", kblight),
-    ]
+    ] + ([("cuda.cu-kblight-host", nv("kblight-host"), kblight_host)] if kblight_host else [])
 
     kb_cxx = os.path.join(ROOT, "src", "reward", "kernel_env", "kb_cxx.sh")
     imp = (f"{sys.executable} -c \"import importlib.util as u; s = u.spec_from_file_location('c', '{a.candidate}'); "
@@ -142,7 +151,7 @@ def main():
         load_inline("load_inline+pch+lightdev", {**with_pch, **light("dev")}),
         load_inline("load_inline+pch+lightall", {**with_pch, **light("all")}),
         load_inline("load_inline+pch+kblight", {**with_pch, **kblight}),
-    ]
+    ] + ([load_inline("load_inline+pch+kblight-host", {**with_pch, **kblight_host})] if kblight_host else [])
     if a.only:
         first = [v for v in first if re.search(a.only, v[0])]
         second = [v for v in second if re.search(a.only, v[0])]

@@ -7,7 +7,9 @@
  * kernelbench_worker.py), where torch/extension.h is torch/types.h alone in every pass, and
  * torch/types.h (with ATen/ATen.h and torch/torch.h) is, in the device pass only, a stand-in
  * (kb_light/rlc/device_torch.h: torch's at::Tensor and light c10 headers, the op functions
- * declared); the host passes get torch's own. The worker then gets --light-check: a build whose
+ * declared); the host passes get torch's own declarations, in per-operator mode with only the
+ * operators the text names when the worker wrote their list (kb_light/rlc/host_torch.h,
+ * kb_hostops.py; the result's "light_host" says which), else torch's own header. The worker then gets --light-check: a build whose
  * two passes made different kernels (kb_kernelcheck.py) is reported and its objects removed.
  * When that build fails or mismatches, or its kernels fail to launch in the GPU run ("invalid
  * device function"), the original text is built again without the light headers (kenv.c), and

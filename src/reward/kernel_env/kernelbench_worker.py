@@ -367,6 +367,9 @@ def build_only(a, res):
     if a.drop_build:  # the light build's CUDA objects and modules go: ninja builds them again
         import kb_kernelcheck
         kb_kernelcheck.drop_builds(kb_kernelcheck.objects(os.environ.get("TORCH_EXTENSIONS_DIR") or ""))
+    if a.light_check:  # the host passes' light torch/types.h: the operators the text names
+        import kb_hostops
+        res.d["light_host"] = kb_hostops.for_build(a.cand)
     try:
         load_module(a.cand, "rl_kb_candidate")
     except Exception as e:
