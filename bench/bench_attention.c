@@ -79,8 +79,8 @@ int main(int argc, char **argv)
             double t0 = rl_time_now();
             int rc = dir == 0 ? rl_attention_fwd(&ctx, out, lse, q, k, v, d_cu, d_cu, NULL, batch, seqlen, seqlen,
                                                  n_heads, n_heads, head_dim, scale, 1)
-                              : rl_attention_bwd(&ctx, dq, dk, dv, dout, out, lse, q, k, v, d_cu, batch, seqlen,
-                                                 n_heads, n_heads, head_dim, scale, 1);
+                              : rl_attention_bwd(&ctx, dq, dk, dv, dout, out, lse, q, k, v, d_cu, d_cu, batch, seqlen,
+                                                 seqlen, n_heads, n_heads, head_dim, scale, 1);
             if (rc || rl_sync(&ctx)) {
                 fprintf(stderr, "bench_attention: %s\n", ctx.err.msg);
                 return 1;

@@ -3,12 +3,14 @@
  * 256 new tokens" step, with its generation time and memory.
  *
  * usage: bench_grpo_step CONFIG_JSON TOKENIZER_JSON [STEPS] [--device cuda|cpu]
- *        [--max-new-tokens N] [--deterministic] [--tis-cap C] [--gpu-memory-utilization X]
+ *        [--max-new-tokens N] [--deterministic] [--no-share-prompts] [--tis-cap C]
+ *        [--gpu-memory-utilization X]
  * 8 prompts of 120-140 random ids in [0, 10000] (seed 0), 8 samples each at temperature 1, up
  * to 256 new tokens (a random model rarely ends earlier), reward regex:^[a-m] (about half the
  * completions, so the advantages are not all 0), GRPO defaults otherwise (one update per
- * rollout, micro-batches of 8192 tokens, lr 1e-6). One warm-up step (the engine's pool and
- * graphs are made there), then STEPS (default 5) timed ones; per step and the median:
+ * rollout, micro-batches of 8192 tokens, each group's prompt run once per micro-batch unless
+ * --no-share-prompts, lr 1e-6). One warm-up step (the engine's pool and graphs are made
+ * there), then STEPS (default 5) timed ones; per step and the median:
  *   "rlc grpo_step step=<k> seconds=<s> gen_seconds=<g> completion_len=<l> used_gib=<u>
  *    logp_diff_mean=<m> logp_diff_max=<x>"
  *   "rlc grpo_step median seconds=<s> gen_seconds=<g> peak_used_gib=<u> pool_gib=<p>"
@@ -38,7 +40,8 @@ int main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: bench_grpo_step CONFIG_JSON TOKENIZER_JSON [STEPS] [--device cuda|cpu] "
-                        "[--max-new-tokens N] [--deterministic] [--tis-cap C] [--gpu-memory-utilization X]\n");
+                        "[--max-new-tokens N] [--deterministic] [--no-share-prompts] [--tis-cap C] "
+                        "[--gpu-memory-utilization X]\n");
         return 2;
     }
     int steps = 5, cuda = 1, deterministic = 0;
@@ -49,6 +52,7 @@ int main(int argc, char **argv)
     for (int i = 3; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--deterministic")) deterministic = 1;
+        else if (!strcmp(a, "--no-share-prompts")) c.share_prompts = 0;
         else if (a[0] == '-' && !v) return fail(a, "needs a value");
         else if (!strcmp(a, "--device") && ++i) cuda = strcmp(v, "cpu") != 0;
         else if (!strcmp(a, "--max-new-tokens") && ++i) c.gen.max_new_tokens = atoi(v);
@@ -101,10 +105,11 @@ int main(int argc, char **argv)
     }
     rl_engine_stats es;
     rl_engine_stats_get(t.engine, &es);
-    printf("rlc grpo_step median seconds=%.3f gen_seconds=%.3f peak_used_gib=%.2f pool_gib=%.2f (%s%s, %d x %d, "
+    printf("rlc grpo_step median seconds=%.3f gen_seconds=%.3f peak_used_gib=%.2f pool_gib=%.2f (%s%s%s, %d x %d, "
            "%d new tokens)\n",
            bench_median(secs, steps), bench_median(gens, steps), peak, (double)es.pool_bytes / (1 << 30), rl_backend_name(&ctx),
-           deterministic ? " deterministic" : "", PROMPTS, GROUP, c.gen.max_new_tokens);
+           deterministic ? " deterministic" : "", c.share_prompts ? "" : " whole prompts", PROMPTS, GROUP,
+           c.gen.max_new_tokens);
     rl_grpo_free(&t);
     rl_reward_free(reward);
     rl_tok_free(tok);

@@ -158,13 +158,14 @@ static int check_attention_fwd(rl_ctx *ctx, void *out, float *lse, const void *q
 
 static int check_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const void *out,
                                const float *lse, const void *q, const void *k, const void *v,
-                               const int32_t *cu_seqlens, int n_seqs, int max_seqlen, int n_heads, int n_kv_heads,
-                               int head_dim, float scale, int causal)
+                               const int32_t *cu_seqlens_q, const int32_t *cu_seqlens_k, int n_seqs, int max_seqlen_q,
+                               int max_seqlen_k, int n_heads, int n_kv_heads, int head_dim, float scale, int causal)
 {
     if (check_heads(ctx, n_seqs, n_heads, n_kv_heads, head_dim)) return -1;
-    AT_LEAST(max_seqlen, 0);
-    if (n_seqs > 0) NEED(cu_seqlens);
-    if (n_seqs > 0 && max_seqlen > 0) NEED(dq, dk, dv, dout, out, lse, q, k, v);
+    AT_LEAST(max_seqlen_q, 0);
+    AT_LEAST(max_seqlen_k, 0);
+    if (n_seqs > 0) NEED(cu_seqlens_q, cu_seqlens_k);
+    if (n_seqs > 0 && max_seqlen_q > 0) NEED(dq, dk, dv, dout, out, lse, q, k, v);
     return 0;
 }
 
@@ -431,6 +432,15 @@ static int check_gather_rows(rl_ctx *ctx, void *out, const void *in, const int32
     AT_LEAST(n_rows, 0);
     AT_LEAST(dim, 1);
     if (n_rows > 0) NEED(out, in, rows);
+    return 0;
+}
+
+static int check_sum_rows(rl_ctx *ctx, void *out, const void *in, const int32_t *offsets, const int32_t *rows,
+                          int n_rows, int dim)
+{
+    AT_LEAST(n_rows, 0);
+    AT_LEAST(dim, 1);
+    if (n_rows > 0) NEED(out, in, offsets, rows);
     return 0;
 }
 

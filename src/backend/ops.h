@@ -168,14 +168,18 @@ RL_OPDEF(attention_fwd, (rl_ctx *ctx, void *out, float *lse, const void *q, cons
                          int head_dim, float scale, int causal),
          (ctx, out, lse, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, n_seqs, max_seqlen_q, max_seqlen_k,
           n_heads, n_kv_heads, head_dim, scale, causal))
-/* Gradients wrt q, k, v (overwritten; dk/dv sum over the query heads sharing a kv head).
- * Training layout only: cu_seqlens shared by q and k, no seqused_k. */
+/* Gradients wrt q, k, v (overwritten; dk/dv sum over the query heads sharing a kv head) of the
+ * forward with the same arguments: queries cut by cu_seqlens_q, keys by cu_seqlens_k (each
+ * sequence's key slab, cu_seqlens_k[0] = 0, no seqused_k), causal bottom-right as the forward.
+ * Training passes one cu_seqlens for both; a sequence that continues a shared prefix has its
+ * queries alone and the prefix's keys then its own in its slab (model.h, shared prefixes). Key
+ * rows no query sees get dk = dv = 0; so do queries that see no key (dq). */
 RL_OPDEF(attention_bwd, (rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const void *out,
-                         const float *lse, const void *q, const void *k, const void *v, const int32_t *cu_seqlens,
-                         int n_seqs, int max_seqlen, int n_heads, int n_kv_heads, int head_dim, float scale,
-                         int causal),
-         (ctx, dq, dk, dv, dout, out, lse, q, k, v, cu_seqlens, n_seqs, max_seqlen, n_heads, n_kv_heads, head_dim,
-          scale, causal))
+                         const float *lse, const void *q, const void *k, const void *v, const int32_t *cu_seqlens_q,
+                         const int32_t *cu_seqlens_k, int n_seqs, int max_seqlen_q, int max_seqlen_k, int n_heads,
+                         int n_kv_heads, int head_dim, float scale, int causal),
+         (ctx, dq, dk, dv, dout, out, lse, q, k, v, cu_seqlens_q, cu_seqlens_k, n_seqs, max_seqlen_q, max_seqlen_k,
+          n_heads, n_kv_heads, head_dim, scale, causal))
 
 /* ---- SwiGLU: out = silu(gate) * up --------------------------------------------------------- */
 /* gate and up rows are in_stride (>= dim) elements apart (dim for separate buffers, 2*dim when
@@ -325,6 +329,13 @@ RL_OPDEF(qk_norm_rope_attention_fwd, (rl_ctx *ctx, void *out, void *q_out, const
 /* out[i] = in[rows[i]] for i < n_rows (rows of dim act-dtype elements; rows may repeat). */
 RL_OPDEF(gather_rows, (rl_ctx *ctx, void *out, const void *in, const int32_t *rows, int n_rows, int dim),
          (ctx, out, in, rows, n_rows, dim))
+/* The sum over gathered copies (the backward of gather_rows with repeats): out[i] = the sum of
+ * in[rows[j]] for j in [offsets[i], offsets[i + 1]), i < n_rows (rows of dim act-dtype elements,
+ * summed in fp32 in the order of rows and rounded once; offsets[0] = 0; an empty range gives 0;
+ * out must not overlap in). */
+RL_OPDEF(sum_rows, (rl_ctx *ctx, void *out, const void *in, const int32_t *offsets, const int32_t *rows, int n_rows,
+                    int dim),
+         (ctx, out, in, offsets, rows, n_rows, dim))
 /* The decode state's advance after a sampled step, for each active row i < n_rows
  * (seqlens_k[i] > 0): tokens[i] = sampled[i]; positions[i] += 1; seqlens_k[i] += 1;
  * rows[i].step += 1; slots[i] = block_tables[i * max_blocks + positions[i] / block_size] *

@@ -111,6 +111,8 @@ int rl_cmd_grpo(int argc, char **argv)
         RL_OPT_F("std-scale", &o.c.scale_std, "divide advantages by the group std (--no-std-scale: Dr. GRPO)"),
         RL_OPT_I("mu", &o.c.mu, 1, 1 << 20, "optimizer updates per rollout"),
         RL_OPT_F("recompute-old-logp", &o.c.recompute_old_logp, "old log-probs from a training forward, not the sampler"),
+        RL_OPT_F("share-prompts", &o.c.share_prompts,
+                 "the update runs a group's prompt once per micro-batch (--no-share-prompts: every sample whole)"),
         RL_OPT_D("tis-cap", &o.tis_cap, 0, 1e6,
                  "truncated importance sampling: weight each token's loss by min(exp(trainer - sampler log-prob), X) "
                  "(0 = off)"),

@@ -119,6 +119,12 @@ static void plan(planner *p, rl_acts *a)
     a->positions = i32(p, T);
     a->targets = i32(p, T);
     a->cu_q = i32(p, T + 1);
+    a->kx = act(p, T * kd);
+    a->vx = act(p, T * kd);
+    a->kmap = i32(p, T);
+    a->cu_k = i32(p, T + 1);
+    a->kinv_off = i32(p, T + 1);
+    a->kinv_rows = i32(p, T);
     if (a->mode == RL_ACTS_INFER) return;
 
     a->dres = act(p, T * D);
@@ -127,6 +133,8 @@ static void plan(planner *p, rl_acts *a)
     a->dq = act(p, T * qd);
     a->dk = act(p, T * kd);
     a->dv = act(p, T * kd);
+    a->dkx = act(p, T * kd);
+    a->dvx = act(p, T * kd);
     if (c->qk_norm) {
         a->dq_raw = act(p, T * qd);
         a->dk_raw = act(p, T * kd);
@@ -182,15 +190,19 @@ int rl_acts_create(rl_acts **out, const rl_model *m, int max_tokens, rl_acts_mod
     a->x = calloc((size_t)L + 1, sizeof *a->x);
     a->layers = calloc((size_t)L, sizeof *a->layers);
     size_t host_n = (size_t)max_tokens + 1;
-    int32_t *host = malloc(3 * host_n * sizeof(int32_t));
+    int32_t *host = malloc(7 * host_n * sizeof(int32_t));
     if (!a->x || !a->layers || !host) {
         free(host);
         rl_acts_free(a);
-        return rl_err_oom(err, "activation tables", 3 * host_n * sizeof(int32_t));
+        return rl_err_oom(err, "activation tables", 7 * host_n * sizeof(int32_t));
     }
     a->host_positions = host;
     a->host_targets = host + host_n;
     a->host_cu = host + 2 * host_n;
+    a->host_kmap = host + 3 * host_n;
+    a->host_cu_k = host + 4 * host_n;
+    a->host_kinv_off = host + 5 * host_n;
+    a->host_kinv_rows = host + 6 * host_n;
 
     planner p = {.esize = rl_dtype_size(m->ctx->act_dtype)};
     rl_arena_create(&p.arena, 0);

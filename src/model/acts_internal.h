@@ -51,6 +51,12 @@ struct rl_acts {
     float *head_lse, *logp_next, *entropy_next; /* [T] each; row t scores token t + 1 */
     int32_t *tokens, *positions, *targets;      /* [T] each (backend) */
     int32_t *cu_q;                              /* [T + 1] (backend) */
+    /* shared prefixes (rl_model_forward_shared): each sequence's key slab is its prefix's rows then
+     * its own, copied by kmap [T] into kx, vx [T, KV*hd] (cu_k [T + 1] its slab offsets); kinv
+     * lists, per row, the slab rows that copy it (offsets [T + 1], rows [T]) for the dk/dv sums of
+     * dkx, dvx [T, KV*hd] (training modes) */
+    void *kx, *vx, *dkx, *dvx;
+    int32_t *kmap, *cu_k, *kinv_off, *kinv_rows; /* backend */
 
     /* backward scratch (training modes only) */
     void *dres, *dxn, *dattn, *dq, *dk, *dv, *dq_raw, *dk_raw, *dgate, *dup, *dact;
@@ -64,10 +70,11 @@ struct rl_acts {
     int n_logits;                        /* logit rows of the last paged forward */
 
     /* host mirrors [T + 1] of the batch being run */
-    int32_t *host_positions, *host_targets, *host_cu;
+    int32_t *host_positions, *host_targets, *host_cu, *host_kmap, *host_cu_k, *host_kinv_off, *host_kinv_rows;
 
     /* the batch of the last rl_model_forward (what rl_model_backward differentiates) */
     int n_tokens, n_seqs, max_seqlen;
+    int n_kx, max_seqlen_k; /* slab rows (0: no shared prefix) and the longest slab */
     float inv_temperature;
     int have_batch;
     int have_entropy; /* the forward wrote entropy_next (rl_model_backward_entropy needs it) */

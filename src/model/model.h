@@ -186,6 +186,19 @@ int rl_model_forward(rl_model *m, rl_acts *a, const int32_t *tokens, const int32
                      int n_seqs, float inv_temperature, float *logp, float *entropy,
                      rl_err *err);
 
+/* rl_model_forward where sequences may continue another one of the batch, whose rows then run
+ * once for all of them (GRPO's samples of one prompt: the prompt without its last token once,
+ * each sample as [last prompt token, its completion]). prefix_of (host, [n_seqs]): -1, or the
+ * index p < s of a sequence with no prefix itself; sequence s then attends to all of p's keys
+ * before its own (causally) and its positions start at p's length, so its rows get the values of
+ * p's tokens followed by s's as one sequence (p + s at most max_position_embeddings). Log-probs
+ * and entropies stay per sequence: 0 at s's first token, and p's last row has no target. The
+ * key slabs (p's rows copied once per continuation) must fit the acts' max_tokens rows. The
+ * backward adds each continuation's gradient into p's rows. */
+int rl_model_forward_shared(rl_model *m, rl_acts *a, const int32_t *tokens, const int32_t *cu_seqlens,
+                            const int32_t *prefix_of, int n_seqs, float inv_temperature, float *logp, float *entropy,
+                            rl_err *err);
+
 /* Backward of sum_t dlogp[t] * logp[t] for the batch of the last rl_model_forward on a
  * (training-mode acts): dlogp (backend, [n_tokens], same alignment; entries at sequence starts
  * are ignored). Gradients are ADDED to m->grads (micro-batches accumulate), or to where the

@@ -29,16 +29,19 @@
  * the same values, fewer kernels in a decode step), except with ctx->deterministic, where every
  * op keeps the training forward's shapes and order. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/ops.h"
 #include "model/acts_internal.h"
 
-/* A batch as the attention of one layer sees it. Training: q and k share cu_q. Generation:
- * keys and values go to the block pool and come from it (pool and paged set). */
+/* A batch as the attention of one layer sees it. Training: q and k share cu_q, or with shared
+ * prefixes (kmap set) the keys and values are first copied into slabs (cu_k; acts_internal.h).
+ * Generation: keys and values go to the block pool and come from it (pool and paged set). */
 typedef struct attn_batch {
-    int n_tokens, n_seqs, max_seqlen_q, max_seqlen_k;
-    const int32_t *positions, *cu_q;   /* backend */
+    int n_tokens, n_seqs, max_seqlen_q, max_seqlen_k, n_kx;
+    const int32_t *positions, *cu_q, *cu_k;    /* backend */
+    const int32_t *kmap, *kinv_off, *kinv_rows; /* backend, shared prefixes only */
     const rl_kv_pool_view *pool;       /* NULL when training */
     const rl_paged_batch *paged;       /* with pool */
 } attn_batch;
@@ -138,6 +141,16 @@ static int norm_product(rl_model *m, int fold, void *out, void *xn, float *rstd,
     return 0;
 }
 
+/* Shared prefixes: each sequence's key slab, its prefix's keys and values then its own (k after
+ * QK-norm and RoPE), in a->kx, a->vx. */
+static int prefix_slabs(rl_model *m, rl_acts *a, const rl_layer_acts *s, const attn_batch *b, rl_err *err)
+{
+    int kd = m->config.n_kv_heads * m->config.head_dim;
+    RL_TRY_OP(m->ctx, err, rl_gather_rows(m->ctx, a->kx, s->k, b->kmap, b->n_kx, kd));
+    RL_TRY_OP(m->ctx, err, rl_gather_rows(m->ctx, a->vx, s->v, b->kmap, b->n_kx, kd));
+    return 0;
+}
+
 /* Layer l from a->x[l] into a->layers[l]; the output a->x[l + 1] only when write_output (the
  * checkpoint recompute needs the layer's insides, not its output). */
 static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int write_output, rl_err *err)
@@ -198,8 +211,11 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
             RL_TRY_OP(ctx, err, rl_gather_rows(ctx, s->v, a->qkv, a->split_v, T * KV, hd));
         }
         if (qk_fwd(m, a, l, b, err)) return -1;
-        RL_TRY_OP(ctx, err, rl_attention_fwd(ctx, s->attn, s->lse, s->q, s->k, s->v, b->cu_q, b->cu_q, NULL,
-                            b->n_seqs, b->max_seqlen_q, b->max_seqlen_q, H, KV, hd, scale, 1));
+        const void *k_att = s->k, *v_att = s->v;
+        if (b->kmap && prefix_slabs(m, a, s, b, err)) return -1;
+        if (b->kmap) k_att = a->kx, v_att = a->vx;
+        RL_TRY_OP(ctx, err, rl_attention_fwd(ctx, s->attn, s->lse, s->q, k_att, v_att, b->cu_q, b->cu_k, NULL,
+                            b->n_seqs, b->max_seqlen_q, b->max_seqlen_k, H, KV, hd, scale, 1));
     }
 
     RL_TRY_OP(ctx, err, rl_matmul_residual_fwd(ctx, s->h, x, s->attn, weight(m, W->o), T, D, H * hd));
@@ -257,8 +273,18 @@ static int layer_bwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, rl_err
                                       H * hd, 0));
     if (remake && c->qk_norm && qk_fwd(m, a, l, b, err)) return -1;
     float scale = 1.0f / sqrtf((float)hd);
-    RL_TRY_OP(ctx, err, rl_attention_bwd(ctx, a->dq, a->dk, a->dv, a->dattn, s->attn, s->lse, s->q, s->k, s->v,
-                                         b->cu_q, b->n_seqs, b->max_seqlen_q, H, KV, hd, scale, 1));
+    if (!b->kmap) {
+        RL_TRY_OP(ctx, err, rl_attention_bwd(ctx, a->dq, a->dk, a->dv, a->dattn, s->attn, s->lse, s->q, s->k, s->v,
+                                             b->cu_q, b->cu_q, b->n_seqs, b->max_seqlen_q, b->max_seqlen_q, H, KV, hd,
+                                             scale, 1));
+    } else { /* through the key slabs; a prefix row's dk, dv add up over the slabs that copy it */
+        if (prefix_slabs(m, a, s, b, err)) return -1;
+        RL_TRY_OP(ctx, err, rl_attention_bwd(ctx, a->dq, a->dkx, a->dvx, a->dattn, s->attn, s->lse, s->q, a->kx,
+                                             a->vx, b->cu_q, b->cu_k, b->n_seqs, b->max_seqlen_q, b->max_seqlen_k, H,
+                                             KV, hd, scale, 1));
+        RL_TRY_OP(ctx, err, rl_sum_rows(ctx, a->dk, a->dkx, b->kinv_off, b->kinv_rows, T, KV * hd));
+        RL_TRY_OP(ctx, err, rl_sum_rows(ctx, a->dv, a->dvx, b->kinv_off, b->kinv_rows, T, KV * hd));
+    }
     RL_TRY_OP(ctx, err, rl_rope_bwd(ctx, a->dq, b->positions, m->inv_freq, T, H, hd));
     RL_TRY_OP(ctx, err, rl_rope_bwd(ctx, a->dk, b->positions, m->inv_freq, T, KV, hd));
     void *dq = a->dq, *dk = a->dk;
@@ -282,24 +308,28 @@ static int layer_bwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, rl_err
     return 0;
 }
 
-/* Validates a packed batch against the acts and the vocabulary; returns the longest sequence
- * through *max_len. */
-static int check_batch(const rl_model *m, const rl_acts *a, const int32_t *tokens,
-                       const int32_t *cu_seqlens, int n_seqs, int *max_len, rl_err *err)
+/* Validates a packed batch against the acts and the vocabulary (prefix_of as
+ * rl_model_forward_shared's, or NULL); returns the longest sequence through *max_len. */
+static int check_batch(const rl_model *m, const rl_acts *a, const int32_t *tokens, const int32_t *cu_seqlens,
+                       const int32_t *prefix_of, int n_seqs, int *max_len, rl_err *err)
 {
     if (a->model != m) return rl_err_set(err, "model: the activations were planned for another model");
     if (n_seqs < 1) return rl_err_set(err, "model: batch has %d sequences, need at least 1", n_seqs);
     if (cu_seqlens[0] != 0) return rl_err_set(err, "model: cu_seqlens[0] = %d, must be 0", cu_seqlens[0]);
     int longest = 0;
     for (int s = 0; s < n_seqs; s++) {
-        int len = cu_seqlens[s + 1] - cu_seqlens[s];
+        int len = cu_seqlens[s + 1] - cu_seqlens[s], p = prefix_of ? prefix_of[s] : -1, whole = len;
         if (len < 1)
             return rl_err_set(err, "model: sequence %d has length %d (cu_seqlens must increase)", s, len);
         if (cu_seqlens[s + 1] > a->max_tokens)
             return rl_err_set(err, "model: batch has more than %d tokens (the activations' plan)", a->max_tokens);
-        if (len > m->config.max_position_embeddings)
-            return rl_err_set(err, "model: sequence %d has %d tokens, more than max_position_embeddings = %d",
-                              s, len, m->config.max_position_embeddings);
+        if (p != -1 && (p < 0 || p >= s || prefix_of[p] != -1))
+            return rl_err_set(err, "model: prefix_of[%d] = %d is neither -1 nor an earlier sequence without a prefix",
+                              s, p);
+        if (p >= 0) whole += cu_seqlens[p + 1] - cu_seqlens[p];
+        if (whole > m->config.max_position_embeddings)
+            return rl_err_set(err, "model: sequence %d has %d tokens%s, more than max_position_embeddings = %d", s,
+                              whole, p >= 0 ? " with its prefix" : "", m->config.max_position_embeddings);
         if (len > longest) longest = len;
     }
     int n_tokens = cu_seqlens[n_seqs];
@@ -309,6 +339,51 @@ static int check_batch(const rl_model *m, const rl_acts *a, const int32_t *token
                               tokens[t], t, m->config.vocab_size);
     *max_len = longest;
     return 0;
+}
+
+/* The key slabs of a batch with shared prefixes (acts_internal.h), made on the host and
+ * uploaded: slab s is its prefix's rows then its own; kinv lists each row's copies in slab order.
+ * Sets a->n_kx (the slab rows) and *max_k (the longest slab). */
+static int plan_slabs(rl_model *m, rl_acts *a, const int32_t *cu, const int32_t *prefix_of, int n_seqs, int *max_k,
+                      rl_err *err)
+{
+    rl_ctx *ctx = m->ctx;
+    int T = cu[n_seqs], n = 0;
+    for (int s = 0; s < n_seqs; s++) {
+        int p = prefix_of[s], from[2] = {p >= 0 ? cu[p] : 0, cu[s]}, to[2] = {p >= 0 ? cu[p + 1] : 0, cu[s + 1]};
+        if (n + (to[0] - from[0]) + (to[1] - from[1]) > a->max_tokens)
+            return rl_err_set(err, "model: the key slabs of the shared prefixes need more than %d rows (the "
+                                   "activations' plan)", a->max_tokens);
+        a->host_cu_k[s] = n;
+        for (int part = 0; part < 2; part++)
+            for (int r = from[part]; r < to[part]; r++) a->host_kmap[n++] = r;
+        if (n - a->host_cu_k[s] > *max_k) *max_k = n - a->host_cu_k[s];
+    }
+    a->host_cu_k[n_seqs] = n;
+    int32_t *off = a->host_kinv_off, *cursor = malloc((size_t)T * sizeof *cursor);
+    if (!cursor) return rl_err_oom(err, "key slab lists", (size_t)T * sizeof *cursor);
+    memset(off, 0, (size_t)(T + 1) * sizeof *off);
+    for (int e = 0; e < n; e++) off[a->host_kmap[e] + 1]++;
+    for (int r = 0; r < T; r++) off[r + 1] += off[r];
+    memcpy(cursor, off, (size_t)T * sizeof *cursor);
+    for (int e = 0; e < n; e++) a->host_kinv_rows[cursor[a->host_kmap[e]]++] = e;
+    free(cursor);
+    a->n_kx = n;
+    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->kmap, a->host_kmap, (size_t)n * sizeof(int32_t), RL_H2D));
+    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->cu_k, a->host_cu_k, (size_t)(n_seqs + 1) * sizeof(int32_t), RL_H2D));
+    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->kinv_off, off, (size_t)(T + 1) * sizeof(int32_t), RL_H2D));
+    RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->kinv_rows, a->host_kinv_rows, (size_t)n * sizeof(int32_t), RL_H2D));
+    return 0;
+}
+
+/* The attention's view of the acts' current batch (training forward and backward). */
+static attn_batch acts_batch(const rl_acts *a)
+{
+    int shared = a->n_kx > 0;
+    return (attn_batch){.n_tokens = a->n_tokens, .n_seqs = a->n_seqs, .max_seqlen_q = a->max_seqlen,
+                        .max_seqlen_k = a->max_seqlen_k, .n_kx = a->n_kx, .positions = a->positions, .cu_q = a->cu_q,
+                        .cu_k = shared ? a->cu_k : a->cu_q, .kmap = shared ? a->kmap : NULL,
+                        .kinv_off = shared ? a->kinv_off : NULL, .kinv_rows = shared ? a->kinv_rows : NULL};
 }
 
 /* From the lm_head's next-token rows to token-aligned values (logp, entropy):
@@ -323,35 +398,38 @@ static int shift_to_tokens(rl_model *m, float *dst, const float *src, const int3
     return 0;
 }
 
-int rl_model_forward(rl_model *m, rl_acts *a, const int32_t *tokens, const int32_t *cu_seqlens,
-                     int n_seqs, float inv_temperature, float *logp, float *entropy, rl_err *err)
-{
-    return rl_model_forward_value(m, a, tokens, cu_seqlens, n_seqs, inv_temperature, logp, entropy, NULL, NULL, err);
-}
-
-int rl_model_forward_value(rl_model *m, rl_acts *a, const int32_t *tokens, const int32_t *cu_seqlens, int n_seqs,
-                           float inv_temperature, float *logp, float *entropy, const rl_value_head *head,
-                           float *values, rl_err *err)
+/* The training forward of every rl_model_forward* (prefix_of and head may be NULL). */
+static int forward_batch(rl_model *m, rl_acts *a, const int32_t *tokens, const int32_t *cu_seqlens,
+                         const int32_t *prefix_of, int n_seqs, float inv_temperature, float *logp, float *entropy,
+                         const rl_value_head *head, float *values, rl_err *err)
 {
     rl_ctx *ctx = m->ctx;
     const rl_model_config *c = &m->config;
     int max_len = 0;
     a->have_batch = 0;
-    if (check_batch(m, a, tokens, cu_seqlens, n_seqs, &max_len, err)) return -1;
-    int T = cu_seqlens[n_seqs], D = c->hidden_size;
-    for (int s = 0; s < n_seqs; s++)
+    if (check_batch(m, a, tokens, cu_seqlens, prefix_of, n_seqs, &max_len, err)) return -1;
+    int T = cu_seqlens[n_seqs], D = c->hidden_size, shared = 0;
+    for (int s = 0; prefix_of && s < n_seqs; s++) shared |= prefix_of[s] >= 0;
+    a->n_kx = 0;
+    a->max_seqlen_k = max_len;
+    if (shared && plan_slabs(m, a, cu_seqlens, prefix_of, n_seqs, &a->max_seqlen_k, err)) return -1;
+    for (int s = 0; s < n_seqs; s++) {
+        int p = shared ? prefix_of[s] : -1, start = p >= 0 ? cu_seqlens[p + 1] - cu_seqlens[p] : 0;
         for (int t = cu_seqlens[s]; t < cu_seqlens[s + 1]; t++) {
-            a->host_positions[t] = t - cu_seqlens[s];
+            a->host_positions[t] = start + t - cu_seqlens[s];
             a->host_targets[t] = t + 1 < cu_seqlens[s + 1] ? tokens[t + 1] : -1;
         }
+    }
     memcpy(a->host_cu, cu_seqlens, (size_t)(n_seqs + 1) * sizeof(int32_t));
     RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->tokens, tokens, (size_t)T * sizeof(int32_t), RL_H2D));
     RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->positions, a->host_positions, (size_t)T * sizeof(int32_t), RL_H2D));
     RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->targets, a->host_targets, (size_t)T * sizeof(int32_t), RL_H2D));
     RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->cu_q, cu_seqlens, (size_t)(n_seqs + 1) * sizeof(int32_t), RL_H2D));
 
-    attn_batch b = {.n_tokens = T, .n_seqs = n_seqs, .max_seqlen_q = max_len, .max_seqlen_k = max_len,
-                    .positions = a->positions, .cu_q = a->cu_q};
+    a->n_tokens = T;
+    a->n_seqs = n_seqs;
+    a->max_seqlen = max_len;
+    attn_batch b = acts_batch(a);
     RL_TRY_OP(ctx, err, rl_embedding_fwd(ctx, a->x[0], a->tokens, weight(m, m->embed), T, D));
     for (int l = 0; l < c->n_layers; l++)
         if (layer_fwd(m, a, l, &b, 1, err)) return rl_err_prefix(err, "layer %d: ", l);
@@ -378,13 +456,31 @@ int rl_model_forward_value(rl_model *m, rl_acts *a, const int32_t *tokens, const
     if (shift_to_tokens(m, logp, a->logp_next, cu_seqlens, n_seqs, err)) return -1;
     if (entropy && shift_to_tokens(m, entropy, a->entropy_next, cu_seqlens, n_seqs, err)) return -1;
 
-    a->n_tokens = T;
-    a->n_seqs = n_seqs;
-    a->max_seqlen = max_len;
     a->inv_temperature = inv_temperature;
     a->have_batch = a->mode != RL_ACTS_INFER;
     a->have_entropy = entropy != NULL;
     return 0;
+}
+
+int rl_model_forward(rl_model *m, rl_acts *a, const int32_t *tokens, const int32_t *cu_seqlens,
+                     int n_seqs, float inv_temperature, float *logp, float *entropy, rl_err *err)
+{
+    return forward_batch(m, a, tokens, cu_seqlens, NULL, n_seqs, inv_temperature, logp, entropy, NULL, NULL, err);
+}
+
+int rl_model_forward_shared(rl_model *m, rl_acts *a, const int32_t *tokens, const int32_t *cu_seqlens,
+                            const int32_t *prefix_of, int n_seqs, float inv_temperature, float *logp, float *entropy,
+                            rl_err *err)
+{
+    return forward_batch(m, a, tokens, cu_seqlens, prefix_of, n_seqs, inv_temperature, logp, entropy, NULL, NULL,
+                         err);
+}
+
+int rl_model_forward_value(rl_model *m, rl_acts *a, const int32_t *tokens, const int32_t *cu_seqlens, int n_seqs,
+                           float inv_temperature, float *logp, float *entropy, const rl_value_head *head,
+                           float *values, rl_err *err)
+{
+    return forward_batch(m, a, tokens, cu_seqlens, NULL, n_seqs, inv_temperature, logp, entropy, head, values, err);
 }
 
 int rl_model_backward(rl_model *m, rl_acts *a, const float *dlogp, rl_err *err)
@@ -421,8 +517,7 @@ int rl_model_backward_value(rl_model *m, rl_acts *a, const float *dlogp, const f
             RL_TRY_OP(ctx, err, rl_memcpy(ctx, a->dentropy_next, dentropy + 1, (size_t)(T - 1) * sizeof(float), RL_D2D));
     }
 
-    attn_batch b = {.n_tokens = T, .n_seqs = n_seqs, .max_seqlen_q = a->max_seqlen,
-                    .max_seqlen_k = a->max_seqlen, .positions = a->positions, .cu_q = a->cu_q};
+    attn_batch b = acts_batch(a);
     int L = c->n_layers, tied = m->lm_head == m->embed;
     if ((tied && region_hook(m, 1, L + 1, err)) || region_hook(m, 1, 0, err)) return -1;
     if (c->head != RL_HEAD_LM)

@@ -29,6 +29,7 @@ rl_grpo_config rl_grpo_defaults(void)
     c.scale_std = 1;
     c.mu = 1;
     c.max_tokens = 8192;
+    c.share_prompts = 1;
     c.shuffle = 1;
     c.seed = 1234;
     c.engine = rl_engine_options_default();
@@ -80,6 +81,11 @@ void rl_grpo_free(rl_grpo *t)
     free(t->train_lp);
     free(t->completion);
     free(t->own);
+    free(t->view.tokens);
+    free(t->view.full_of);
+    free(t->view.cu);
+    free(t->view.prefix_of);
+    free(t->view.vals);
     memset(t, 0, sizeof *t);
 }
 
@@ -140,7 +146,7 @@ int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *t
     t->adv = calloc((size_t)n, sizeof(float));
     t->seq_w = calloc((size_t)n, sizeof(float));
     t->tokens = malloc(bt * sizeof(int32_t));
-    t->cu = malloc((size_t)(2 * n + 2) * sizeof(int32_t));
+    t->cu = malloc((size_t)(n + 1) * sizeof(int32_t));
     t->old_lp = malloc(bt * sizeof(float));
     t->ref_lp = malloc(bt * sizeof(float));
     t->tok_adv = malloc(bt * sizeof(float));
@@ -148,6 +154,11 @@ int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *t
     t->rollout_lp = malloc(bt * sizeof(float));
     t->train_lp = malloc(bt * sizeof(float));
     t->completion = malloc(bt);
+    t->view.tokens = malloc((size_t)cfg->max_tokens * sizeof(int32_t));
+    t->view.full_of = malloc((size_t)cfg->max_tokens * sizeof(int32_t));
+    t->view.cu = malloc((size_t)(2 * n + 1) * sizeof(int32_t));
+    t->view.prefix_of = malloc((size_t)(2 * n + 1) * sizeof(int32_t));
+    t->view.vals = malloc((size_t)5 * cfg->max_tokens * sizeof(float));
     if (cfg->hooks.episode && !(t->own = malloc((size_t)n * after))) {
         rl_grpo_free(t);
         return rl_err_oom(err, "grpo episode masks", (size_t)n * after);
@@ -155,7 +166,8 @@ int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *t
     t->dev = rl_alloc(m->ctx, (size_t)N_DEV * cfg->max_tokens * sizeof(float));
     if (!t->results || !t->gen_prompts || !t->items || !t->prompt_of || !t->comp_len || !t->rewards ||
         !t->adv || !t->seq_w || !t->tokens || !t->cu || !t->old_lp || !t->ref_lp || !t->tok_adv ||
-        !t->tok_w || !t->rollout_lp || !t->train_lp || !t->completion || !t->dev) {
+        !t->tok_w || !t->rollout_lp || !t->train_lp || !t->completion || !t->dev || !t->view.tokens ||
+        !t->view.full_of || !t->view.cu || !t->view.prefix_of || !t->view.vals) {
         rl_grpo_free(t);
         return rl_err_oom(err, "grpo buffers", bt * 24);
     }
@@ -177,20 +189,61 @@ int rl_grpo_create(rl_grpo *t, rl_model *m, rl_model *ref, const rl_tokenizer *t
 
 static float *dev(rl_grpo *t, int which) { return t->dev + (size_t)which * t->cfg.max_tokens; }
 
-/* Sequences [s0, s1) as a packed micro-batch: forward of model into dev(D_LOGP) and, when
- * host_out is not NULL, a copy of the log-probs there (at the batch's token offsets). */
+/* Whether sequence s and the next one (both in [s0, s1)) repeat one prompt of two or more tokens
+ * (share_prompts). */
+static int same_prompt_next(const rl_grpo *t, int s, int s1)
+{
+    if (!t->cfg.share_prompts || s + 1 >= s1 || t->prompt_of[s] != t->prompt_of[s + 1]) return 0;
+    int P = t->data[t->prompt_of[s]].n_ids;
+    return P >= 2 && memcmp(t->tokens + t->cu[s], t->tokens + t->cu[s + 1], (size_t)P * sizeof(int32_t)) == 0;
+}
+
+/* Sequences [s0, s1) as the model runs them (t->view): each run of sequences that repeat one
+ * prompt becomes the prompt without its last token once, then each sequence from its last
+ * prompt token on (grpo.h); the others stay whole. Row r holds the step layout's token
+ * full_of[r] (a prefix row, the first sequence's). */
+static void build_view(rl_grpo *t, int s0, int s1)
+{
+    struct rl_grpo_view *v = &t->view;
+    int r = 0, g = 0, prefix = -1;
+    v->cu[0] = 0;
+    for (int s = s0; s < s1; s++) {
+        int from = t->cu[s], P = t->data[t->prompt_of[s]].n_ids;
+        if (prefix >= 0 || same_prompt_next(t, s, s1)) {
+            if (prefix < 0) { /* the run's prefix: its first sequence's prompt but the last token */
+                for (int i = from; i < from + P - 1; i++, r++) v->tokens[r] = t->tokens[i], v->full_of[r] = i;
+                v->prefix_of[g] = -1;
+                prefix = g++;
+                v->cu[g] = r;
+            }
+            from += P - 1;
+        }
+        for (int i = from; i < t->cu[s + 1]; i++, r++) v->tokens[r] = t->tokens[i], v->full_of[r] = i;
+        v->prefix_of[g] = from > t->cu[s] ? prefix : -1;
+        v->cu[++g] = r;
+        if (!same_prompt_next(t, s, s1)) prefix = -1;
+    }
+    v->n_rows = r;
+    v->n_segs = g;
+}
+
+/* Sequences [s0, s1) as a packed micro-batch (build_view): forward of model into dev(D_LOGP),
+ * per row of the view, and, when host_out is not NULL, the log-probs at the step layout's token
+ * offsets there (0 for prompt tokens without a row or at a row sequence's start). */
 static int forward_slice(rl_grpo *t, rl_model *m, rl_acts *a, int s0, int s1, float *host_out, rl_err *err)
 {
-    int32_t *cu_local = t->cu + t->n_seqs + 1;
-    for (int s = s0; s <= s1; s++) cu_local[s - s0] = t->cu[s] - t->cu[s0];
-    float inv_t = 1.0f / t->cfg.gen.sample.temperature;
-    if (rl_model_forward(m, a, t->tokens + t->cu[s0], cu_local, s1 - s0, inv_t, dev(t, D_LOGP), NULL, err) != 0)
+    build_view(t, s0, s1);
+    struct rl_grpo_view *v = &t->view;
+    float inv_t = 1.0f / t->cfg.gen.sample.temperature, *lp = v->vals + 4 * (size_t)t->cfg.max_tokens;
+    if (rl_model_forward_shared(m, a, v->tokens, v->cu, v->prefix_of, v->n_segs, inv_t, dev(t, D_LOGP), NULL, err))
         return -1;
-    size_t bytes = (size_t)cu_local[s1 - s0] * sizeof(float);
-    if (host_out && rl_memcpy(m->ctx, host_out + t->cu[s0], dev(t, D_LOGP), bytes, RL_D2H) != 0) {
+    if (!host_out) return 0;
+    if (rl_memcpy(m->ctx, lp, dev(t, D_LOGP), (size_t)v->n_rows * sizeof(float), RL_D2H) != 0) {
         rl_ctx_error(m->ctx, err);
         return rl_err_prefix(err, "grpo: ");
     }
+    memset(host_out + t->cu[s0], 0, (size_t)(t->cu[s1] - t->cu[s0]) * sizeof(float));
+    for (int r = 0; r < v->n_rows; r++) host_out[v->full_of[r]] = lp[r];
     return 0;
 }
 
@@ -229,10 +282,20 @@ static void lay_out(rl_grpo *t, int *mb, int *n_mb)
         pos += p->n_ids + r->n_ids;
         t->cu[s + 1] = pos;
     }
-    int k = 0;
+    /* A micro-batch's attention key slabs hold its sequences whole, plus, with share_prompts, the
+     * prompt but its last token once more per prompt (its prefix sequence): at most max_tokens. */
+    int k = 0, rows = 0;
     mb[k++] = 0;
-    for (int s = 0; s < n; s++)
-        if (s > mb[k - 1] && t->cu[s + 1] - t->cu[mb[k - 1]] > t->cfg.max_tokens) mb[k++] = s;
+    for (int s = 0; s < n; s++) {
+        int len = t->cu[s + 1] - t->cu[s], first = s == mb[k - 1] || t->prompt_of[s] != t->prompt_of[s - 1];
+        int extra = t->cfg.share_prompts && first ? t->data[t->prompt_of[s]].n_ids - 1 : 0;
+        if (s > mb[k - 1] && rows + len + extra > t->cfg.max_tokens) {
+            mb[k++] = s;
+            rows = 0;
+            extra = t->cfg.share_prompts ? t->data[t->prompt_of[s]].n_ids - 1 : 0;
+        }
+        rows += len + extra;
+    }
     mb[k] = n;
     *n_mb = k;
 }
@@ -289,15 +352,19 @@ typedef struct update_acc {
 /* After the first pass's forward of tokens [off, off + n_tok): the trainer's log-probs, their
  * distance to the sampler's, and with truncated importance sampling the new old log-probs and
  * the tokens' weights, min(exp(old - rollout), cap). */
-static int first_pass(rl_grpo *t, size_t off, size_t n_tok, update_acc *a, rl_err *err)
+static int first_pass(rl_grpo *t, update_acc *a, rl_err *err)
 {
     rl_ctx *ctx = t->model->ctx;
-    if (rl_memcpy(ctx, t->train_lp + off, dev(t, D_LOGP), n_tok * sizeof(float), RL_D2H)) {
+    const struct rl_grpo_view *v = &t->view;
+    float *lp = v->vals + 4 * (size_t)t->cfg.max_tokens;
+    if (rl_memcpy(ctx, lp, dev(t, D_LOGP), (size_t)v->n_rows * sizeof(float), RL_D2H)) {
         rl_ctx_error(ctx, err);
         return rl_err_prefix(err, "grpo: ");
     }
-    for (size_t i = off; i < off + n_tok; i++) {
+    for (int r = 0; r < v->n_rows; r++) {
+        int i = v->full_of[r];
         if (!t->completion[i]) continue;
+        t->train_lp[i] = lp[r];
         double d = (double)t->train_lp[i] - t->rollout_lp[i];
         a->diff_sum += fabs(d);
         if (fabs(d) > a->diff_max) a->diff_max = fabs(d);
@@ -333,23 +400,26 @@ static int update(rl_grpo *t, int pass, const int *mb, int n_mb, update_acc *a, 
     rl_policy_loss_params lp = {t->cfg.clip_low, t->cfg.clip_high, beta};
     if (rl_dp_begin_update(t->cfg.optim.dp, n_mb, err) != 0) return -1;
     for (int b = 0; b < n_mb; b++) {
-        int s0 = mb[b], s1 = mb[b + 1];
-        size_t off = (size_t)t->cu[s0], n_tok = (size_t)(t->cu[s1] - t->cu[s0]);
-        if (forward_slice(t, t->model, t->acts, s0, s1, NULL, err) != 0) return -1;
-        if (pass == 0 && first_pass(t, off, n_tok, a, err)) return -1;
-        size_t bytes = n_tok * sizeof(float);
+        if (forward_slice(t, t->model, t->acts, mb[b], mb[b + 1], NULL, err) != 0) return -1;
+        if (pass == 0 && first_pass(t, a, err)) return -1;
+        /* the loss's inputs per row of the view (a prefix row's are its prompt token's: 0) */
+        const struct rl_grpo_view *v = &t->view;
+        size_t n_rows = (size_t)v->n_rows, stride = (size_t)t->cfg.max_tokens, bytes = n_rows * sizeof(float);
+        float *old = v->vals, *ref = old + stride, *adv = ref + stride, *w = adv + stride;
+        double wsum = 0;
+        for (size_t r = 0; r < n_rows; r++) {
+            int i = v->full_of[r];
+            old[r] = t->old_lp[i], ref[r] = t->ref_lp[i], adv[r] = t->tok_adv[i], w[r] = t->tok_w[i];
+            wsum += w[r];
+        }
         double st[RL_LOSS_N_STATS];
-        if (rl_memcpy(ctx, dev(t, D_OLD), t->old_lp + off, bytes, RL_H2D) ||
-            rl_memcpy(ctx, dev(t, D_REF), t->ref_lp + off, bytes, RL_H2D) ||
-            rl_memcpy(ctx, dev(t, D_ADV), t->tok_adv + off, bytes, RL_H2D) ||
-            rl_memcpy(ctx, dev(t, D_W), t->tok_w + off, bytes, RL_H2D) ||
+        if (rl_memcpy(ctx, dev(t, D_OLD), old, bytes, RL_H2D) || rl_memcpy(ctx, dev(t, D_REF), ref, bytes, RL_H2D) ||
+            rl_memcpy(ctx, dev(t, D_ADV), adv, bytes, RL_H2D) || rl_memcpy(ctx, dev(t, D_W), w, bytes, RL_H2D) ||
             rl_policy_loss(ctx, dev(t, D_DLOGP), st, dev(t, D_LOGP), dev(t, D_OLD), dev(t, D_REF), dev(t, D_ADV),
-                           dev(t, D_W), (int)n_tok, &lp) != 0) {
+                           dev(t, D_W), (int)n_rows, &lp) != 0) {
             rl_ctx_error(ctx, err);
             return rl_err_prefix(err, "grpo: ");
         }
-        double wsum = 0;
-        for (size_t i = 0; i < n_tok; i++) wsum += t->tok_w[off + i];
         a->loss += st[RL_LOSS_STAT_LOSS];
         a->kl += st[RL_LOSS_STAT_KL] * wsum;
         a->clipped += st[RL_LOSS_STAT_CLIPPED] * wsum;

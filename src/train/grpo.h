@@ -9,7 +9,12 @@
  * "old" log-probs (the sampler's, or recomputed by a training forward when
  * recompute_old_logp), the loss normalisation carried by per-token weights, and, when
  * kl_beta > 0, the k3 KL to a frozen reference model. The training forward scales logits by
- * 1 / temperature, as the sampler did.
+ * 1 / temperature, as the sampler did. With share_prompts (the default) the samples of one
+ * prompt that share a micro-batch run their prompt once (rl_model_forward_shared): the prompt
+ * without its last token as one sequence, each sample as [last prompt token, completion]; the
+ * completion tokens' log-probs and the gradients are those of the whole sequences (up to the
+ * order of float sums), for ~(G - 1) / G of the prompt tokens' work less. Micro-batches are
+ * then cut so that the attention's key slabs (the prompt again for each sample) fit max_tokens.
  *
  * Data parallel (cfg.optim.dp, train/dp.h): prompts_per_step is per rank. Each step takes
  * N x prompts_per_step prompts in the data order, rank r the r-th block (a group stays on one
@@ -83,6 +88,7 @@ typedef struct rl_grpo_config {
     int mu;                  /* optimizer updates per rollout batch */
     int recompute_old_logp;
     int max_tokens;          /* token budget of one packed micro-batch */
+    int share_prompts;       /* run a group's prompt once per micro-batch (above) */
     int shuffle;
     uint64_t seed;
     int recompute;           /* activation checkpointing */
@@ -120,6 +126,12 @@ typedef struct rl_grpo {
     unsigned char *completion;     /* per token: 1 on completion tokens (the model's own) */
     unsigned char *own;            /* episodes: [n_seqs, max_seq_tokens] 1 on the model's own tokens */
     float *dev;                    /* backend: logp, old, ref, adv, weight, dlogp [max_tokens] */
+    struct rl_grpo_view {          /* the micro-batch as the model runs it (grpo.c, build_view) */
+        int n_rows, n_segs;
+        int32_t *tokens, *full_of;  /* [max_tokens]: row tokens, and each row's token in the step layout */
+        int32_t *cu, *prefix_of;   /* [2 n_seqs + 1] segments (rl_model_forward_shared) */
+        float *vals;               /* [5 max_tokens]: old, ref, adv, weight, log-prob per row */
+    } view;
     struct rl_runlog *log;         /* samples and broken reward answers (train/runlog.h); not
                                       owned, NULL: none. Set after rl_grpo_create */
 } rl_grpo;

@@ -66,11 +66,15 @@ Test(ops, attention)
     REFUSED(rl_attention_fwd(&ctx, a, lse, a, a, NULL, cu, cu, NULL, 2, 4, 4, 2, 1, 2, 1.0f, 1),
             "rl_attention_fwd: v is NULL");
     for (int i = 0; i < 64; i++) cr_expect(isnan(a[i]), "a refused op wrote element %d", i);
-    REFUSED(rl_attention_bwd(&ctx, a, a, NULL, a, a, lse, a, a, a, cu, 2, 4, 2, 1, 2, 1.0f, 1),
+    REFUSED(rl_attention_bwd(&ctx, a, a, NULL, a, a, lse, a, a, a, cu, cu, 2, 4, 4, 2, 1, 2, 1.0f, 1),
             "rl_attention_bwd: dv is NULL");
-    REFUSED(rl_attention_bwd(&ctx, a, a, a, a, a, lse, a, a, a, NULL, 2, 4, 2, 1, 2, 1.0f, 1),
-            "rl_attention_bwd: cu_seqlens is NULL");
-    REFUSED(rl_attention_bwd(&ctx, a, a, a, a, a, lse, a, a, a, cu, 2, 4, 3, 2, 2, 1.0f, 1),
+    REFUSED(rl_attention_bwd(&ctx, a, a, a, a, a, lse, a, a, a, NULL, cu, 2, 4, 4, 2, 1, 2, 1.0f, 1),
+            "rl_attention_bwd: cu_seqlens_q is NULL");
+    REFUSED(rl_attention_bwd(&ctx, a, a, a, a, a, lse, a, a, a, cu, NULL, 2, 4, 4, 2, 1, 2, 1.0f, 1),
+            "rl_attention_bwd: cu_seqlens_k is NULL");
+    REFUSED(rl_attention_bwd(&ctx, a, a, a, a, a, lse, a, a, a, cu, cu, 2, 4, -1, 2, 1, 2, 1.0f, 1),
+            "rl_attention_bwd: max_seqlen_k -1 is negative");
+    REFUSED(rl_attention_bwd(&ctx, a, a, a, a, a, lse, a, a, a, cu, cu, 2, 4, 4, 3, 2, 2, 1.0f, 1),
             "rl_attention_bwd: n_heads 3 is not a multiple of n_kv_heads 2");
     ACCEPTED(rl_attention_fwd(&ctx, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 4, 4, 2, 1, 2, 1.0f, 1));
 }

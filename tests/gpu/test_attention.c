@@ -1,6 +1,7 @@
 /* test_attention.c — CUDA attention forward and backward against the CPU op: packed varlen
- * batches with awkward lengths (1, 37, 200), GQA, causal (bottom-right) and not, decode with
- * seqused_k shorter than the cache slab, head_dim 64, 128 and odd ones.
+ * batches with awkward lengths (1, 37, 200), GQA, causal (bottom-right) and not, queries that are
+ * the last rows of longer key slabs (both directions), decode with seqused_k shorter than the
+ * cache slab, head_dim 64, 128 and odd ones.
  * Tolerances: lse (fp32) 1e-3; out and dq/dk/dv (bf16) norm-relative 1e-2 (measured about
  * 2.3e-3) and elementwise 2.5e-1 (measured up to 0.11): head_dim 64/128 run on tensor cores
  * with P and dS rounded to bf16 as FlashAttention does, which moves single small elements
@@ -63,11 +64,11 @@ static void run(const case_ *c, int backward, uint64_t seed)
     float *dout = gu_rand(&g, nq, -1, 1, seed + 3);
     void *d_dq = gu_nan_bf16(&g, nq), *d_dk = gu_nan_bf16(&g, nk), *d_dv = gu_nan_bf16(&g, nk);
     GU_OK(&g, rl_attention_bwd(&g.gpu, d_dq, d_dk, d_dv, gu_up_bf16(&g, dout, nq), gu_up_bf16(&g, out, nq),
-                               gu_up_f32(&g, lse, tq * H), d_q, d_k, d_v, d_cuq, c->n_seqs, max_q, H, HK, D, scale,
-                               c->causal));
+                               gu_up_f32(&g, lse, tq * H), d_q, d_k, d_v, d_cuq, d_cuk, c->n_seqs, max_q, max_k, H, HK,
+                               D, scale, c->causal));
     float *dq = gu_host(&g, nq * 4), *dk = gu_host(&g, nk * 4), *dv = gu_host(&g, nk * 4);
-    GU_CPU_OK(&g, rl_cpu_attention_bwd(&g.cpu, dq, dk, dv, dout, out, lse, q, k, v, cu_q, c->n_seqs, max_q, H, HK, D,
-                                       scale, c->causal));
+    GU_CPU_OK(&g, rl_cpu_attention_bwd(&g.cpu, dq, dk, dv, dout, out, lse, q, k, v, cu_q, cu_k, c->n_seqs, max_q, max_k,
+                                       H, HK, D, scale, c->causal));
     snprintf(what, sizeof what, "attention_bwd dq H%d/%d D%d causal%d", H, HK, D, c->causal);
     gu_check_norm(what, gu_get_bf16(&g, d_dq, nq), dq, nq, 1e-2, 2.5e-1);
     snprintf(what, sizeof what, "attention_bwd dk H%d/%d D%d causal%d", H, HK, D, c->causal);
@@ -103,9 +104,18 @@ Test(gpu_attention, causal_hd256_mqa)
 
 Test(gpu_attention, causal_q_shorter_than_k)
 {
-    /* Chunked prefill: 20 new queries over 90 keys, bottom-right causal. */
-    case_ c = {2, {20, 3}, {90, 40}, {-1}, 4, 2, 128, 1};
-    run(&c, 0, 105);
+    /* Chunked prefill, or a sequence continuing a shared prefix (model.h): 20 new queries over
+     * 90 keys, bottom-right causal, forward and backward. */
+    case_ c = {3, {20, 3, 130}, {90, 40, 200}, {-1}, 4, 2, 128, 1};
+    run(&c, 1, 105);
+}
+
+Test(gpu_attention, causal_q_shorter_than_k_hd64_and_odd)
+{
+    case_ c = {3, {70, 1, 9}, {140, 65, 9}, {-1}, 4, 2, 64, 1};
+    run(&c, 1, 107);
+    case_ odd = {2, {33, 5}, {100, 6}, {-1}, 2, 1, 80, 1};
+    run(&odd, 1, 108);
 }
 
 Test(gpu_attention, decode_seqused_k)

@@ -141,10 +141,10 @@ static void attention_case(int n_seqs, const int *lens, int H, int KV, int D, ui
     float *dv = gu_host(&g, nk * sizeof(float));
     void *d_dq = gu_nan_act(&g, nq), *d_dk = gu_nan_act(&g, nk), *d_dv = gu_nan_act(&g, nk);
     GU_OK(&g, rl_attention_bwd(&g.gpu, d_dq, d_dk, d_dv, gu_up_act(&g, dout, nq), gu_up_act(&g, out, nq),
-                               gu_up_f32(&g, lse, (size_t)T * H), d_q, d_k, d_v, d_cu, n_seqs, max_len, H, KV, D, scale,
-                               1));
-    GU_CPU_OK(&g, rl_cpu_attention_bwd(&g.cpu, dq, dk, dv, dout, out, lse, q, k, v, cu, n_seqs, max_len, H, KV, D, scale,
-                                       1));
+                               gu_up_f32(&g, lse, (size_t)T * H), d_q, d_k, d_v, d_cu, d_cu, n_seqs, max_len, max_len, H, KV, D,
+                               scale, 1));
+    GU_CPU_OK(&g, rl_cpu_attention_bwd(&g.cpu, dq, dk, dv, dout, out, lse, q, k, v, cu, cu, n_seqs, max_len, max_len, H, KV,
+                                       D, scale, 1));
     snprintf(what, sizeof what, "fp32 attention_bwd dq D%d", D);
     gu_check(what, gu_get_bf16(&g, d_dq, nq), dq, nq, TOL_SUM);
     snprintf(what, sizeof what, "fp32 attention_bwd dk D%d", D);

@@ -3,7 +3,8 @@
  * reward gives a zero gradient, the reward rises under training, the KL to a frozen copy starts
  * at 0 and grows, and a resumed run is bit-identical to an uninterrupted one; the
  * train-vs-rollout log-prob mismatch is small, and exactly 0 in deterministic mode; truncated
- * importance sampling weighs the loss by min(exp(trainer - sampler), cap). */
+ * importance sampling weighs the loss by min(exp(trainer - sampler), cap); a group's prompt run
+ * once per micro-batch (share_prompts) gives the update of the whole sequences. */
 #include <string.h>
 #include <unistd.h>
 
@@ -252,8 +253,10 @@ Test(grpo, variant_presets)
     cr_expect_str_eq(rl_grpo_variant_names[RL_GRPO_VARIANT_DR_GRPO], "dr_grpo");
 }
 
-/* Steps of a fresh trainer (the fixture's random model) with tis_cap; the stats of each. */
-static void run_steps(int deterministic, float tis_cap, int n_steps, rl_step_stats *st, float **params, size_t *n)
+/* Steps of a fresh trainer (the fixture's random model) with tis_cap; the stats of each.
+ * *shared_rows: rows the last micro-batch's view ran in prefix sequences (0 when not NULL). */
+static void run_steps_sharing(int share, int deterministic, float tis_cap, int n_steps, rl_step_stats *st,
+                              float **params, size_t *n, int *shared_rows)
 {
     fixture f;
     setup(&f, NULL, "regex:^[a-z]", 0);
@@ -261,15 +264,61 @@ static void run_steps(int deterministic, float tis_cap, int n_steps, rl_step_sta
     rl_grpo_config c = config();
     c.tis_cap = tis_cap;
     c.mu = 2;
+    c.share_prompts = share;
     rl_grpo t;
     rl_err err;
     cr_assert_eq(rl_grpo_create(&t, &f.model, NULL, f.tok, f.reward, f.prompts, 4, &c, &err), 0, "%s", err.msg);
     for (int s = 0; s < n_steps; s++) cr_assert_eq(rl_grpo_step(&t, &st[s], &err), 0, "%s", err.msg);
+    if (shared_rows) {
+        *shared_rows = 0;
+        for (int g = 0; g < t.view.n_segs; g++)
+            if (t.view.prefix_of[g] >= 0) *shared_rows += t.view.cu[t.view.prefix_of[g] + 1] - t.view.cu[t.view.prefix_of[g]];
+    }
     *n = f.model.n_elems;
     *params = malloc(*n * sizeof(float));
     memcpy(*params, f.model.master, *n * sizeof(float));
     rl_grpo_free(&t);
     teardown(&f, 0);
+}
+
+static void run_steps(int deterministic, float tis_cap, int n_steps, rl_step_stats *st, float **params, size_t *n)
+{
+    run_steps_sharing(1, deterministic, tis_cap, n_steps, st, params, n, NULL);
+}
+
+/* share_prompts (grpo.h) changes only the order of float sums: the same stats and nearly the
+ * same weights as every sample run whole; in deterministic mode the sampler's log-probs are
+ * still the trainer's bit for bit. */
+Test(grpo, shared_prompts_give_the_whole_sequences_update)
+{
+    for (int det = 0; det < 2; det++) {
+        rl_step_stats whole[2], shared[2];
+        float *p_whole, *p_shared;
+        size_t n;
+        int rows_whole, rows_shared;
+        run_steps_sharing(0, det, 0, 2, whole, &p_whole, &n, &rows_whole);
+        run_steps_sharing(1, det, 0, 2, shared, &p_shared, &n, &rows_shared);
+        cr_assert(rows_whole == 0 && rows_shared > 0, "prefix rows: %d without sharing, %d with", rows_whole,
+                  rows_shared);
+        for (int s = 0; s < 2; s++) {
+            cr_expect(fabs(shared[s].loss - whole[s].loss) <= 1e-6 * fmax(1, fabs(whole[s].loss)),
+                      "step %d loss %.9g shared, %.9g whole", s, shared[s].loss, whole[s].loss);
+            cr_expect(shared[s].reward_mean == whole[s].reward_mean && shared[s].tokens == whole[s].tokens,
+                      "step %d: the same rollout", s);
+            if (det)
+                cr_expect(shared[s].logp_diff_max == 0, "deterministic step %d: gap %g with shared prompts", s,
+                          shared[s].logp_diff_max);
+        }
+        double worst = 0, scale = 0;
+        for (size_t i = 0; i < n; i++) {
+            worst = fmax(worst, fabs((double)p_shared[i] - p_whole[i]));
+            scale = fmax(scale, fabs((double)p_whole[i]));
+        }
+        /* four AdamW updates of lr 5e-3 each move a weight by up to 2e-2; the sums' order moves
+         * that by a few 1e-6 (Adam divides small gradients by their own size) */
+        cr_expect(worst <= 2e-5 * scale, "deterministic %d: weights differ by %.3g (scale %.3g)", det, worst, scale);
+        free(p_whole), free(p_shared);
+    }
 }
 
 Test(grpo, rollout_mismatch_is_measured_and_zero_when_deterministic)

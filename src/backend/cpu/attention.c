@@ -12,7 +12,7 @@
  * (cpu_attention_tile) is shared with the paged attention (paged_attention.c):
  * forward   S = Q K^T, P = exp(scale S - m) row by row (fp32, max subtracted, sums in double),
  *           lse = m + log sum P, out = (P V) / sum P;
- * backward  (training layout, cu_seqlens shared by q and k) with P = exp(scale S - lse):
+ * backward  (key slabs cu_seqlens_k from row 0, no seqused_k) with P = exp(scale S - lse):
  *           dP = dO V^T, D_i = dO_i . O_i, dS = P (dP - D) scale,
  *           dQ = dS K, dK += dS^T Q, dV += P^T dO.
  * Threads take (sequence, head) pairs in the forward and (sequence, kv head) pairs in the
@@ -147,40 +147,48 @@ int rl_cpu_attention_fwd(rl_ctx *ctx, void *out, float *lse, const void *q, cons
 
 int rl_cpu_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout,
                          const void *out, const float *lse, const void *q, const void *k,
-                         const void *v, const int32_t *cu_seqlens, int n_seqs, int max_seqlen,
-                         int n_heads, int n_kv_heads, int head_dim, float scale, int causal)
+                         const void *v, const int32_t *cu_seqlens_q, const int32_t *cu_seqlens_k, int n_seqs,
+                         int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads, int head_dim, float scale,
+                         int causal)
 {
     if (n_seqs == 0) return 0;
-    if (check_cu(ctx, cu_seqlens, n_seqs, max_seqlen, "cu_seqlens")) return -1;
-    int total = cu_seqlens[n_seqs];
-    if (total == 0) return 0;
-
-    int n_threads = cpu_threads(ctx, (double)total * n_heads * head_dim * max_seqlen / 8);
-    int group = n_heads / n_kv_heads;
+    if (check_cu(ctx, cu_seqlens_q, n_seqs, max_seqlen_q, "cu_seqlens_q") ||
+        check_cu(ctx, cu_seqlens_k, n_seqs, max_seqlen_k, "cu_seqlens_k"))
+        return -1;
+    int total_q = cu_seqlens_q[n_seqs], total_k = cu_seqlens_k[n_seqs];
     size_t q_row = (size_t)n_heads * head_dim, kv_row = (size_t)n_kv_heads * head_dim;
-    size_t tile = (size_t)TQ * (max_seqlen > 0 ? max_seqlen : 1);
+    memset(dk, 0, (size_t)total_k * kv_row * sizeof(float));
+    memset(dv, 0, (size_t)total_k * kv_row * sizeof(float));
+    if (total_q == 0) return 0;
+
+    int n_threads = cpu_threads(ctx, (double)total_q * n_heads * head_dim * max_seqlen_k / 8);
+    int group = n_heads / n_kv_heads;
+    size_t tile = (size_t)TQ * (max_seqlen_k > 0 ? max_seqlen_k : 1);
     size_t per_thread = 2 * tile + cpu_gemm_scratch_floats();
     float *scratch = malloc((size_t)n_threads * per_thread * sizeof(float));
     if (!scratch) return rl_err_oom(&ctx->err, "scratch", (size_t)n_threads * per_thread * 4);
     float *dqs = dq, *dks = dk, *dvs = dv;
     const float *dos = dout, *os = out, *qs = q, *ks = k, *vs = v;
-    memset(dks, 0, (size_t)total * kv_row * sizeof(float));
-    memset(dvs, 0, (size_t)total * kv_row * sizeof(float));
     long n_items = (long)n_seqs * n_kv_heads;
 #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (long item = 0; item < n_items; item++) {
         int s = (int)(item / n_kv_heads), kvh = (int)(item % n_kv_heads);
-        int t0 = cu_seqlens[s], len = cu_seqlens[s + 1] - t0;
-        size_t kv_off = (size_t)t0 * kv_row + (size_t)kvh * head_dim;
+        int t0 = cu_seqlens_q[s], len_q = cu_seqlens_q[s + 1] - t0;
+        int len_k = cu_seqlens_k[s + 1] - cu_seqlens_k[s];
+        size_t kv_off = (size_t)cu_seqlens_k[s] * kv_row + (size_t)kvh * head_dim;
         const float *k0 = ks + kv_off, *v0 = vs + kv_off;
         float *dk0 = dks + kv_off, *dv0 = dvs + kv_off;
         float *p = scratch + (size_t)omp_get_thread_num() * per_thread, *ds = p + tile, *gs = ds + tile;
         for (int h = kvh * group; h < (kvh + 1) * group; h++) {
-            for (int i0 = 0; i0 < len; i0 += TQ) {
-                int tq = len - i0 < TQ ? len - i0 : TQ;
-                int kmax = n_visible(causal, len, len, i0 + tq - 1);
+            for (int i0 = 0; i0 < len_q; i0 += TQ) {
+                int tq = len_q - i0 < TQ ? len_q - i0 : TQ;
+                int kmax = n_visible(causal, len_q, len_k, i0 + tq - 1);
                 size_t q_off = (size_t)(t0 + i0) * q_row + (size_t)h * head_dim;
                 const float *qt = qs + q_off, *dot = dos + q_off, *ot = os + q_off;
+                if (kmax == 0) { /* queries that see no key: no gradient */
+                    for (int r = 0; r < tq; r++) memset(dqs + q_off + (size_t)r * q_row, 0, (size_t)head_dim * 4);
+                    continue;
+                }
                 /* P = exp(scale Q K^T - lse), dP = dO V^T */
                 cpu_gemm_args g_s = {.m = tq, .n = kmax, .k = head_dim, .a = qt, .a_rs = (ptrdiff_t)q_row,
                                      .a_cs = 1, .b = k0, .b_rs = 1, .b_cs = (ptrdiff_t)kv_row, .c = p,
@@ -193,7 +201,7 @@ int rl_cpu_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *
                     float *pr = p + (size_t)r * kmax, *dsr = ds + (size_t)r * kmax;
                     const float *dor = dot + (size_t)r * q_row, *orow = ot + (size_t)r * q_row;
                     float l = lse[(size_t)(t0 + i0 + r) * n_heads + h];
-                    int nk = n_visible(causal, len, len, i0 + r);
+                    int nk = n_visible(causal, len_q, len_k, i0 + r);
                     double di = 0;
                     for (int d = 0; d < head_dim; d++) di += (double)dor[d] * orow[d];
                     for (int j = 0; j < nk; j++) {

@@ -154,15 +154,15 @@ __global__ void attn_bwd_dq_kernel(T *dq, const T *dout, const float *lse, const
 {
     extern __shared__ float smem[];
     int s = blockIdx.z, h = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    int base = sh.cu_q[s], len = sh.cu_q[s + 1] - base;
+    int base = sh.cu_q[s], len = sh.cu_q[s + 1] - base, kbase = sh.cu_k[s], len_k = sh.cu_k[s + 1] - kbase;
     int row0 = blockIdx.x * ROWS;
     if (row0 >= len) return;
     int D = sh.head_dim, pitch = D + 1, hk = h / (sh.n_heads / sh.n_kv_heads);
     float *ks = smem, *vs = ks + TILE * pitch, *qs = vs + TILE * pitch + warp * 2 * D, *ds_ = qs + D;
     int i = row0 + warp;
     bool active = i < len;
-    int n_keys = active ? attn_visible(i, len, len, sh.causal) : 0;
-    int block_keys = attn_visible(min(row0 + ROWS, len) - 1, len, len, sh.causal);
+    int n_keys = active ? attn_visible(i, len, len_k, sh.causal) : 0;
+    int block_keys = attn_visible(min(row0 + ROWS, len) - 1, len, len_k, sh.causal);
     size_t row = (size_t)(base + (active ? i : row0)) * sh.n_heads + h;
     for (int d = lane; d < D; d += 32) {
         qs[d] = rl_tof(q[row * D + d]);
@@ -172,7 +172,7 @@ __global__ void attn_bwd_dq_kernel(T *dq, const T *dout, const float *lse, const
 #pragma unroll
     for (int c = 0; c < DPL; c++) acc[c] = 0.0f;
     int kv_row = sh.n_kv_heads * D;
-    const T *k0 = k + (size_t)base * kv_row + hk * D, *v0 = v + (size_t)base * kv_row + hk * D;
+    const T *k0 = k + (size_t)kbase * kv_row + hk * D, *v0 = v + (size_t)kbase * kv_row + hk * D;
     for (int t0 = 0; t0 < block_keys; t0 += TILE) {
         __syncthreads();
         load_tile(ks, k0, t0, block_keys, kv_row, D);
@@ -215,23 +215,24 @@ __global__ void attn_bwd_dkv_kernel(T *dk, T *dv, const T *dout, const float *ls
 {
     extern __shared__ float smem[];
     int s = blockIdx.z, hk = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    int base = sh.cu_q[s], len = sh.cu_q[s + 1] - base;
+    int base = sh.cu_q[s], len = sh.cu_q[s + 1] - base, kbase = sh.cu_k[s], len_k = sh.cu_k[s + 1] - kbase;
     int row0 = blockIdx.x * ROWS;
-    if (row0 >= len) return;
+    if (row0 >= len_k) return;
     int D = sh.head_dim, pitch = D + 1, group = sh.n_heads / sh.n_kv_heads;
     float *qt = smem, *dot_ = qt + TILE * pitch, *lt = dot_ + TILE * pitch, *dt = lt + TILE;
     float *kr = dt + TILE + warp * 2 * D, *vr = kr + D;
     int j = row0 + warp;
-    bool active = j < len;
+    bool active = j < len_k;
     int kv_row = sh.n_kv_heads * D;
-    size_t krow = (size_t)(base + (active ? j : row0)) * kv_row + hk * D;
+    size_t krow = (size_t)(kbase + (active ? j : row0)) * kv_row + hk * D;
     for (int d = lane; d < D; d += 32) {
         kr[d] = rl_tof(k[krow + d]);
         vr[d] = rl_tof(v[krow + d]);
     }
-    /* Key j is seen by queries i >= j (causal, len_q == len_k); the block's first key is row0. */
-    int first_q = sh.causal ? row0 : 0;
-    int my_first = sh.causal ? j : 0;
+    /* Key j is seen by queries i >= j - shift (causal, bottom-right); the block's first key is row0. */
+    int shift = len_k - len;
+    int first_q = sh.causal ? max(0, row0 - shift) : 0;
+    int my_first = sh.causal ? max(0, j - shift) : 0;
     float dk_acc[DPL], dv_acc[DPL];
 #pragma unroll
     for (int c = 0; c < DPL; c++) dk_acc[c] = dv_acc[c] = 0.0f;
@@ -324,13 +325,13 @@ static int attn_fwd(rl_ctx *ctx, dim3 grid, size_t smem, void *out, float *lse, 
 /* dq, dk, dv on CUDA cores, D (dsum) already computed. */
 template <typename T>
 static int attn_bwd_grads(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const float *lse,
-                          const float *dsum, const void *q, const void *k, const void *v, int n_seqs, int max_seqlen,
-                          attn_shape sh)
+                          const float *dsum, const void *q, const void *k, const void *v, int n_seqs, int max_seqlen_q,
+                          int max_seqlen_k, attn_shape sh)
 {
     cudaStream_t st = rl_cuda_st(ctx)->stream;
     int head_dim = sh.head_dim;
-    dim3 grid_q((max_seqlen + ROWS - 1) / ROWS, sh.n_heads, n_seqs);
-    dim3 grid_k((max_seqlen + ROWS - 1) / ROWS, sh.n_kv_heads, n_seqs);
+    dim3 grid_q((max_seqlen_q + ROWS - 1) / ROWS, sh.n_heads, n_seqs);
+    dim3 grid_k((max_seqlen_k + ROWS - 1) / ROWS, sh.n_kv_heads, n_seqs);
     size_t smem_q = (2 * TILE * (head_dim + 1) + ROWS * 2 * head_dim) * sizeof(float);
     size_t smem_k = (2 * TILE * (head_dim + 1) + 2 * TILE + ROWS * 2 * head_dim) * sizeof(float);
     DISPATCH_DPL(head_dim, {
@@ -345,19 +346,6 @@ static int attn_bwd_grads(rl_ctx *ctx, void *dq, void *dk, void *dv, const void 
     });
     LAUNCH_CHECK();
     return 0;
-}
-
-/* The fp32 mode's backward: D, then the CUDA-core kernels (the tensor-core ones are bf16's). */
-template <typename T>
-static int attn_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const void *out, const float *lse,
-                    float *dsum, const void *q, const void *k, const void *v, int n_seqs, int max_seqlen,
-                    attn_shape sh)
-{
-    size_t rows = (size_t)n_seqs * max_seqlen * sh.n_heads;
-    attn_bwd_dot_kernel<T><<<(unsigned)((rows + 7) / 8), 256, 0, rl_cuda_st(ctx)->stream>>>(
-        dsum, (const T *)dout, (const T *)out, sh.cu_q, n_seqs, sh.n_heads, sh.head_dim);
-    LAUNCH_CHECK();
-    return attn_bwd_grads<T>(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, n_seqs, max_seqlen, sh);
 }
 
 extern "C" int rl_cuda_attention_fwd(rl_ctx *ctx, void *out, float *lse, const void *q, const void *k,
@@ -408,28 +396,36 @@ int rl_cuda_attention_fwd_paged(rl_ctx *ctx, void *out, const void *q, const rl_
 
 extern "C" int rl_cuda_attention_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const void *out,
                                      const float *lse, const void *q, const void *k, const void *v,
-                                     const int32_t *cu_seqlens, int n_seqs, int max_seqlen, int n_heads,
-                                     int n_kv_heads, int head_dim, float scale, int causal)
+                                     const int32_t *cu_seqlens_q, const int32_t *cu_seqlens_k, int n_seqs,
+                                     int max_seqlen_q, int max_seqlen_k, int n_heads, int n_kv_heads, int head_dim,
+                                     float scale, int causal)
 {
     ARG_CHECK(head_dim <= MAX_HEAD_DIM, "head_dim %d is more than %d, the most the CUDA attention takes", head_dim,
               MAX_HEAD_DIM);
-    if (n_seqs == 0 || max_seqlen <= 0) return 0;
-    /* D is indexed by token; n_seqs * max_seqlen bounds the token count (cu_seqlens must be
-     * valid: the CPU op checks it, here it is device memory). */
+    if (n_seqs == 0 || max_seqlen_k <= 0) return 0;
+    /* D is indexed by query row; n_seqs * max_seqlen_q bounds the query count (cu_seqlens_q must
+     * be valid: the CPU op checks it, here it is device memory). */
     cudaStream_t st = rl_cuda_st(ctx)->stream;
-    size_t rows = (size_t)n_seqs * max_seqlen * n_heads;
+    size_t rows = (size_t)n_seqs * (max_seqlen_q > 0 ? max_seqlen_q : 1) * n_heads;
     float *dsum = (float *)rl_cuda_scratch(ctx, rows * sizeof(float));
     if (!dsum) return -1;
-    attn_shape sh = {cu_seqlens, cu_seqlens, NULL, n_heads, n_kv_heads, head_dim, scale, causal};
-    if (rl_cuda_f32(ctx))
-        return attn_bwd<float>(ctx, dq, dk, dv, dout, out, lse, dsum, q, k, v, n_seqs, max_seqlen, sh);
+    attn_shape sh = {cu_seqlens_q, cu_seqlens_k, NULL, n_heads, n_kv_heads, head_dim, scale, causal};
+    if (rl_cuda_f32(ctx)) {
+        attn_bwd_dot_kernel<float><<<(unsigned)((rows + 7) / 8), 256, 0, st>>>(dsum, (const float *)dout,
+                                                                               (const float *)out, cu_seqlens_q,
+                                                                               n_seqs, n_heads, head_dim);
+        LAUNCH_CHECK();
+        return attn_bwd_grads<float>(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, n_seqs, max_seqlen_q, max_seqlen_k,
+                                     sh);
+    }
     attn_bwd_dot_kernel<bf16><<<(unsigned)((rows + 7) / 8), 256, 0, st>>>(dsum, (const bf16 *)dout, (const bf16 *)out,
-                                                                          cu_seqlens, n_seqs, n_heads, head_dim);
+                                                                          cu_seqlens_q, n_seqs, n_heads, head_dim);
     LAUNCH_CHECK();
     int ran = 0;
-    if (rl_cuda_attention_bwd_mma(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, cu_seqlens, n_seqs, max_seqlen, n_heads,
-                                  n_kv_heads, head_dim, scale, causal, &ran))
+    attn_bwd_shape bs = {cu_seqlens_q, cu_seqlens_k, n_seqs, max_seqlen_q, max_seqlen_k, n_heads, n_kv_heads,
+                         head_dim, scale, causal};
+    if (rl_cuda_attention_bwd_mma(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, &bs, &ran))
         return -1;
     if (ran) return 0;
-    return attn_bwd_grads<bf16>(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, n_seqs, max_seqlen, sh);
+    return attn_bwd_grads<bf16>(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, n_seqs, max_seqlen_q, max_seqlen_k, sh);
 }

@@ -1,5 +1,6 @@
 /* attention_mma_bwd.cu — tensor-core flash attention backward for head_dim 64 and 128 (training
- * layout: cu_seqlens shared by q and k, no seqused_k), bf16 mma.sync with fp32 accumulation.
+ * layout: queries by cu_q, key slabs by cu_k from row 0, causal bottom-right, no seqused_k), bf16
+ * mma.sync with fp32 accumulation.
  *
  * FlashAttention-2 backward (Dao 2023) split in two kernels so that nothing is accumulated
  * with atomics (deterministic, and no fp32 dq buffer): with P = exp(scale q.k - lse)
@@ -20,8 +21,9 @@
 template <int D, int WARPS, int KB>
 __global__ void __launch_bounds__(32 * WARPS) attn_bwd_dq_mma_kernel(bf16 *dq, const bf16 *dout, const float *lse,
                                                                       const float *dsum, const bf16 *q, const bf16 *k,
-                                                                      const bf16 *v, const int32_t *cu, int n_heads,
-                                                                      int n_kv_heads, float scale, int causal)
+                                                                      const bf16 *v, const int32_t *cu,
+                                                                      const int32_t *cu_k, int n_heads, int n_kv_heads,
+                                                                      float scale, int causal)
 {
     constexpr int QB = 16 * WARPS, BWD_THREADS = 32 * WARPS;
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -31,17 +33,18 @@ __global__ void __launch_bounds__(32 * WARPS) attn_bwd_dq_mma_kernel(bf16 *dq, c
      * most keys. */
     int base = cu[s], len = cu[s + 1] - base, row0 = (gridDim.z - 1 - blockIdx.z) * QB;
     if (row0 >= len) return;
+    int kbase = cu_k[s], len_k = cu_k[s + 1] - kbase, shift = len_k - len; /* query i sees keys <= shift + i */
     int hk = h / (n_heads / n_kv_heads);
     size_t q_stride = (size_t)n_heads * D, kv_stride = (size_t)n_kv_heads * D;
     const bf16 *q0 = q + (size_t)base * q_stride + h * D, *do0 = dout + (size_t)base * q_stride + h * D;
-    const bf16 *k0 = k + (size_t)base * kv_stride + hk * D, *v0 = v + (size_t)base * kv_stride + hk * D;
-    int keys_end = causal ? min(len, row0 + QB) : len;
+    const bf16 *k0 = k + (size_t)kbase * kv_stride + hk * D, *v0 = v + (size_t)kbase * kv_stride + hk * D;
+    int keys_end = causal ? min(len_k, max(0, shift + row0 + QB)) : len_k;
     int n_tiles = (keys_end + KB - 1) / KB;
 
     load_tile_async<D, QB, BWD_THREADS>(qs, q0, row0, len, q_stride);
     load_tile_async<D, QB, BWD_THREADS>(dos, do0, row0, len, q_stride);
-    load_tile_async<D, KB, BWD_THREADS>(ks, k0, 0, len, kv_stride);
-    load_tile_async<D, KB, BWD_THREADS>(vs, v0, 0, len, kv_stride);
+    load_tile_async<D, KB, BWD_THREADS>(ks, k0, 0, len_k, kv_stride);
+    load_tile_async<D, KB, BWD_THREADS>(vs, v0, 0, len_k, kv_stride);
     cp_async_commit();
 
     int g = lane >> 2, tq = lane & 3, row_a = row0 + warp * 16 + g;
@@ -62,8 +65,8 @@ __global__ void __launch_bounds__(32 * WARPS) attn_bwd_dq_mma_kernel(bf16 *dq, c
     for (int j = 0; j < n_tiles; j++) {
         int buf = j & 1;
         if (j + 1 < n_tiles) {
-            load_tile_async<D, KB, BWD_THREADS>(ks + (buf ^ 1) * KB * D, k0, (j + 1) * KB, len, kv_stride);
-            load_tile_async<D, KB, BWD_THREADS>(vs + (buf ^ 1) * KB * D, v0, (j + 1) * KB, len, kv_stride);
+            load_tile_async<D, KB, BWD_THREADS>(ks + (buf ^ 1) * KB * D, k0, (j + 1) * KB, len_k, kv_stride);
+            load_tile_async<D, KB, BWD_THREADS>(vs + (buf ^ 1) * KB * D, v0, (j + 1) * KB, len_k, kv_stride);
             cp_async_commit();
             cp_async_wait<1>();
         } else {
@@ -88,13 +91,14 @@ __global__ void __launch_bounds__(32 * WARPS) attn_bwd_dq_mma_kernel(bf16 *dq, c
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 int half = e >> 1, row = row_a + half * 8, key = j * KB + nt * 8 + tq * 2 + (e & 1);
-                bool valid = row < len && key < len && (!causal || key <= row);
+                bool valid = row < len && key < len_k && (!causal || key <= shift + row);
                 float p = valid ? exp2f(sc[nt][e] * sl2 - lse2[half]) : 0.0f;
                 sc[nt][e] = p * (dp[nt][e] - dd[half]);
             }
         mma_p_tile<D, KB / 8>(acc, sc, kt);
         __syncthreads();
     }
+    cp_async_wait<0>(); /* no tile at all when the block's queries see no key */
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         int row = row_a + half * 8;
@@ -112,8 +116,9 @@ template <int D, int WARPS, int QT>
 __global__ void __launch_bounds__(32 * WARPS) attn_bwd_dkv_mma_kernel(bf16 *dk, bf16 *dv, const bf16 *dout,
                                                                        const float *lse, const float *dsum,
                                                                        const bf16 *q, const bf16 *k, const bf16 *v,
-                                                                       const int32_t *cu, int n_heads, int n_kv_heads,
-                                                                       float scale, int causal)
+                                                                       const int32_t *cu, const int32_t *cu_k,
+                                                                       int n_heads, int n_kv_heads, float scale,
+                                                                       int causal)
 {
     constexpr int KBLK = 16 * WARPS, BWD_THREADS = 32 * WARPS;
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -122,11 +127,12 @@ __global__ void __launch_bounds__(32 * WARPS) attn_bwd_dkv_mma_kernel(bf16 *dk, 
     /* First key tiles first, over all heads and sequences: the most queries see them. */
     int hk = blockIdx.x, s = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int base = cu[s], len = cu[s + 1] - base, key0 = blockIdx.z * KBLK;
-    if (key0 >= len) return;
+    int kbase = cu_k[s], len_k = cu_k[s + 1] - kbase, shift = len_k - len; /* query i sees keys <= shift + i */
+    if (key0 >= len_k) return;
     int group = n_heads / n_kv_heads;
     size_t q_stride = (size_t)n_heads * D, kv_stride = (size_t)n_kv_heads * D;
-    const bf16 *k0 = k + (size_t)base * kv_stride + hk * D, *v0 = v + (size_t)base * kv_stride + hk * D;
-    int q_start = causal ? key0 : 0; /* earlier queries see none of these keys */
+    const bf16 *k0 = k + (size_t)kbase * kv_stride + hk * D, *v0 = v + (size_t)kbase * kv_stride + hk * D;
+    int q_start = causal ? min(len, max(0, key0 - shift)) : 0; /* earlier queries see none of these keys */
     int n_qt = (len - q_start + QT - 1) / QT, n_iter = group * n_qt;
 
     /* Iteration it covers query head hk * group + it / n_qt, rows q_start + (it % n_qt) * QT. */
@@ -142,9 +148,9 @@ __global__ void __launch_bounds__(32 * WARPS) attn_bwd_dkv_mma_kernel(bf16 *dk, 
             dds[buf * QT + threadIdx.x] = row < len ? dsum[r] : 0.0f;
         }
     };
-    load_tile_async<D, KBLK, BWD_THREADS>(ks, k0, key0, len, kv_stride);
-    load_tile_async<D, KBLK, BWD_THREADS>(vs, v0, key0, len, kv_stride);
-    load_q(0, 0);
+    load_tile_async<D, KBLK, BWD_THREADS>(ks, k0, key0, len_k, kv_stride);
+    load_tile_async<D, KBLK, BWD_THREADS>(vs, v0, key0, len_k, kv_stride);
+    if (n_iter > 0) load_q(0, 0);
     cp_async_commit();
 
     int g = lane >> 2, tq = lane & 3, key_a = key0 + warp * 16 + g;
@@ -180,7 +186,7 @@ __global__ void __launch_bounds__(32 * WARPS) attn_bwd_dkv_mma_kernel(bf16 *dk, 
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 int qi = nt * 8 + tq * 2 + (e & 1), query = r0 + qi, key = key_a + (e >> 1) * 8;
-                bool valid = query < len && key < len && (!causal || query >= key);
+                bool valid = query < len && key < len_k && (!causal || shift + query >= key);
                 float p = valid ? exp2f(st[nt][e] * sl2 - l2[qi]) : 0.0f;
                 st[nt][e] = p;
                 dpt[nt][e] = p * (dpt[nt][e] - ddv[qi]);
@@ -189,11 +195,12 @@ __global__ void __launch_bounds__(32 * WARPS) attn_bwd_dkv_mma_kernel(bf16 *dk, 
         mma_p_tile<D, QT / 8>(dk_acc, dpt, qt_);
         __syncthreads();
     }
+    cp_async_wait<0>(); /* no query tile at all when the sequence has no query */
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         int key = key_a + half * 8;
-        if (key >= len) continue;
-        size_t off = (size_t)(base + key) * kv_stride + hk * D;
+        if (key >= len_k) continue;
+        size_t off = (size_t)(kbase + key) * kv_stride + hk * D;
 #pragma unroll
         for (int dt = 0; dt < D / 8; dt++) {
             *(__nv_bfloat162 *)(dk + off + dt * 8 + tq * 2) =
@@ -206,34 +213,32 @@ __global__ void __launch_bounds__(32 * WARPS) attn_bwd_dkv_mma_kernel(bf16 *dk, 
 
 template <int D, int WARPS, int KB>
 static int launch_dq(rl_ctx *ctx, void *dq, const void *dout, const float *lse, const float *dsum, const void *q,
-                     const void *k, const void *v, const int32_t *cu, int n_seqs, int max_seqlen, int n_heads,
-                     int n_kv_heads, float scale, int causal)
+                     const void *k, const void *v, const attn_bwd_shape &sh)
 {
     constexpr int QB = 16 * WARPS;
     size_t smem = (size_t)(2 * QB + 4 * KB) * D * sizeof(bf16);
     CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_dq_mma_kernel<D, WARPS, KB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     (int)smem));
-    dim3 grid(n_heads, n_seqs, (max_seqlen + QB - 1) / QB);
+    dim3 grid(sh.n_heads, sh.n_seqs, (sh.max_seqlen_q + QB - 1) / QB);
     attn_bwd_dq_mma_kernel<D, WARPS, KB><<<grid, 32 * WARPS, smem, rl_cuda_st(ctx)->stream>>>(
-        (bf16 *)dq, (const bf16 *)dout, lse, dsum, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v, cu, n_heads,
-        n_kv_heads, scale, causal);
+        (bf16 *)dq, (const bf16 *)dout, lse, dsum, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v, sh.cu_q, sh.cu_k,
+        sh.n_heads, sh.n_kv_heads, sh.scale, sh.causal);
     LAUNCH_CHECK();
     return 0;
 }
 
 template <int D, int WARPS, int QT>
 static int launch_dkv(rl_ctx *ctx, void *dk, void *dv, const void *dout, const float *lse, const float *dsum,
-                      const void *q, const void *k, const void *v, const int32_t *cu, int n_seqs, int max_seqlen,
-                      int n_heads, int n_kv_heads, float scale, int causal)
+                      const void *q, const void *k, const void *v, const attn_bwd_shape &sh)
 {
     constexpr int KBLK = 16 * WARPS;
     size_t smem = (size_t)(2 * KBLK + 4 * QT) * D * sizeof(bf16) + 4 * QT * sizeof(float);
     CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_dkv_mma_kernel<D, WARPS, QT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     (int)smem));
-    dim3 grid(n_kv_heads, n_seqs, (max_seqlen + KBLK - 1) / KBLK);
+    dim3 grid(sh.n_kv_heads, sh.n_seqs, (sh.max_seqlen_k + KBLK - 1) / KBLK);
     attn_bwd_dkv_mma_kernel<D, WARPS, QT><<<grid, 32 * WARPS, smem, rl_cuda_st(ctx)->stream>>>(
-        (bf16 *)dk, (bf16 *)dv, (const bf16 *)dout, lse, dsum, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v, cu,
-        n_heads, n_kv_heads, scale, causal);
+        (bf16 *)dk, (bf16 *)dv, (const bf16 *)dout, lse, dsum, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v,
+        sh.cu_q, sh.cu_k, sh.n_heads, sh.n_kv_heads, sh.scale, sh.causal);
     LAUNCH_CHECK();
     return 0;
 }
@@ -243,29 +248,22 @@ static int launch_dkv(rl_ctx *ctx, void *dk, void *dv, const void *dout, const f
  * head_dim 128 (1 x 8192) despite a few spilled registers, and lost 3% at 64. */
 template <int D>
 static int launch_bwd(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const float *lse, const float *dsum,
-                      const void *q, const void *k, const void *v, const int32_t *cu, int n_seqs, int max_seqlen,
-                      int n_heads, int n_kv_heads, float scale, int causal)
+                      const void *q, const void *k, const void *v, const attn_bwd_shape &sh)
 {
-    if (launch_dq<D, 4, 64>(ctx, dq, dout, lse, dsum, q, k, v, cu, n_seqs, max_seqlen, n_heads, n_kv_heads, scale,
-                            causal))
-        return -1;
-    return launch_dkv<D, 4, D == 128 ? 64 : 32>(ctx, dk, dv, dout, lse, dsum, q, k, v, cu, n_seqs, max_seqlen, n_heads,
-                                                n_kv_heads, scale, causal);
+    if (launch_dq<D, 4, 64>(ctx, dq, dout, lse, dsum, q, k, v, sh)) return -1;
+    return launch_dkv<D, 4, D == 128 ? 64 : 32>(ctx, dk, dv, dout, lse, dsum, q, k, v, sh);
 }
 
 int rl_cuda_attention_bwd_mma(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const float *lse,
-                              const float *dsum, const void *q, const void *k, const void *v, const int32_t *cu,
-                              int n_seqs, int max_seqlen, int n_heads, int n_kv_heads, int head_dim, float scale,
-                              int causal, int *ran)
+                              const float *dsum, const void *q, const void *k, const void *v,
+                              const attn_bwd_shape *sh, int *ran)
 {
     *ran = 0;
     uintptr_t align = (uintptr_t)dq | (uintptr_t)dk | (uintptr_t)dv | (uintptr_t)dout | (uintptr_t)q |
                       (uintptr_t)k | (uintptr_t)v;
-    if ((head_dim != 64 && head_dim != 128) || (align & 15)) return 0;
-    int rc = head_dim == 64 ? launch_bwd<64>(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, cu, n_seqs, max_seqlen,
-                                             n_heads, n_kv_heads, scale, causal)
-                            : launch_bwd<128>(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, cu, n_seqs, max_seqlen,
-                                              n_heads, n_kv_heads, scale, causal);
+    if ((sh->head_dim != 64 && sh->head_dim != 128) || (align & 15)) return 0;
+    int rc = sh->head_dim == 64 ? launch_bwd<64>(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, *sh)
+                                : launch_bwd<128>(ctx, dq, dk, dv, dout, lse, dsum, q, k, v, *sh);
     *ran = rc == 0;
     return rc;
 }

@@ -278,10 +278,16 @@ int rl_cuda_attention_fwd_mma(rl_ctx *ctx, void *out, float *lse, const void *q,
 int rl_cuda_paged_prefill_mma(rl_ctx *ctx, void *out, const void *q, const rl_paged_kv *kv, const int32_t *cu_q,
                               const int32_t *seqlens_k, int n_seqs, int max_seqlen_q, int n_heads, int n_kv_heads,
                               int head_dim, float scale, int min_rows);
-/* attention_mma_bwd.cu: the tensor-core backward for head_dim 64/128 (dsum = dout . out). */
+/* attention_mma_bwd.cu: the tensor-core backward for head_dim 64/128 (dsum = dout . out), for
+ * rl_attention_bwd's shapes (ops.h). */
+struct attn_bwd_shape {
+    const int32_t *cu_q, *cu_k; /* device */
+    int n_seqs, max_seqlen_q, max_seqlen_k, n_heads, n_kv_heads, head_dim;
+    float scale;
+    int causal;
+};
 int rl_cuda_attention_bwd_mma(rl_ctx *ctx, void *dq, void *dk, void *dv, const void *dout, const float *lse,
-                              const float *dsum, const void *q, const void *k, const void *v, const int32_t *cu,
-                              int n_seqs, int max_seqlen, int n_heads, int n_kv_heads, int head_dim, float scale,
-                              int causal, int *ran);
+                              const float *dsum, const void *q, const void *k, const void *v,
+                              const attn_bwd_shape *sh, int *ran);
 
 #endif

@@ -1,5 +1,7 @@
 /* decode.cu — the small ops of the engine's decode step (as backend/cpu/decode.c):
- * rl_gather_rows picks the rows that need logits (and splits a fused q|k|v product), and
+ * rl_gather_rows picks the rows that need logits (and splits a fused q|k|v product; in training,
+ * copies a shared prefix's keys into each continuation's slab, rl_sum_rows adding their
+ * gradients back: one warp per output row, fp32 sums in list order), and
  * rl_decode_advance moves the device-resident decode state one token on after the sampler.
  * Both run inside the captured decode graph: they read every length and index on the device.
  *
@@ -38,6 +40,33 @@ extern "C" int rl_cuda_gather_rows(rl_ctx *ctx, void *out, const void *in, const
         unsigned blocks = rl_cuda_blocks((size_t)n_rows * dim, 256, 4096);
         gather_rows_kernel<bf16><<<blocks, 256, 0, st>>>((bf16 *)out, (const bf16 *)in, rows, n_rows, dim);
     }
+    LAUNCH_CHECK();
+    return 0;
+}
+
+template <typename T>
+__global__ void sum_rows_kernel(T *out, const T *in, const int32_t *offsets, const int32_t *rows, int n_rows, int dim)
+{
+    int i = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x & 31;
+    if (i >= n_rows) return;
+    int j0 = offsets[i], j1 = offsets[i + 1];
+    for (int d = lane; d < dim; d += 32) {
+        float acc = 0.0f;
+        for (int j = j0; j < j1; j++) acc += rl_tof(in[(size_t)rows[j] * dim + d]);
+        out[(size_t)i * dim + d] = rl_fromf<T>(acc);
+    }
+}
+
+extern "C" int rl_cuda_sum_rows(rl_ctx *ctx, void *out, const void *in, const int32_t *offsets, const int32_t *rows,
+                                int n_rows, int dim)
+{
+    if (n_rows == 0) return 0;
+    cudaStream_t st = rl_cuda_st(ctx)->stream;
+    unsigned blocks = (unsigned)((n_rows + 7) / 8);
+    if (rl_cuda_f32(ctx))
+        sum_rows_kernel<float><<<blocks, 256, 0, st>>>((float *)out, (const float *)in, offsets, rows, n_rows, dim);
+    else
+        sum_rows_kernel<bf16><<<blocks, 256, 0, st>>>((bf16 *)out, (const bf16 *)in, offsets, rows, n_rows, dim);
     LAUNCH_CHECK();
     return 0;
 }
