@@ -16,6 +16,7 @@
 #include "backend/ctx.h"
 #include "backend/ops.h"
 #include "core/dtype.h"
+#include "io/config.h"
 #include "test_util.h"
 
 #define GU_MAX_PTRS 256
@@ -196,5 +197,16 @@ static inline void gu_check_norm(const char *what, const float *got, const float
 
 #define GU_OK(g, expr) cr_assert_eq((expr), 0, "%s: %s", #expr, (g)->gpu.err.msg)
 #define GU_CPU_OK(g, expr) cr_assert_eq((expr), 0, "%s: %s", #expr, (g)->cpu.err.msg)
+
+/* A small model config with Qwen3-0.6B's head_dim 128 and a GQA group of 2 (the tensor-core
+ * attention kernels), hidden 128, intermediate 256. */
+static inline void gu_wide_heads(rl_model_config *cfg)
+{
+    cfg->head_dim = 128;
+    cfg->n_heads = 4;
+    cfg->n_kv_heads = 2;
+    cfg->hidden_size = 128;
+    cfg->intermediate_size = 256;
+}
 
 #endif

@@ -45,13 +45,7 @@ static void check(int fp32, int wide_heads)
     rl_err err = {{0}};
     rl_model_config cfg;
     cr_assert_eq(rl_config_load(&cfg, CONFIG, &err), 0, "%s", err.msg);
-    if (wide_heads) {
-        cfg.head_dim = 128;
-        cfg.n_heads = 4;
-        cfg.n_kv_heads = 2;
-        cfg.hidden_size = 128;
-        cfg.intermediate_size = 256;
-    }
+    if (wide_heads) gu_wide_heads(&cfg);
     rl_model m;
     cr_assert_eq(rl_model_init_random(&m, &g.gpu, &cfg, 3, &err), 0, "%s", err.msg);
     cr_assert_eq(rl_model_enable_grads(&m, &err), 0, "%s", err.msg);

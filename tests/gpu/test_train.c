@@ -115,13 +115,7 @@ static void grpo_setup_cfg(grpo_fixture *f, rl_ctx *ctx, const char *reward, int
     rl_model_config cfg;
     cr_assert_eq(rl_config_load(&cfg, GRPO_CONFIG, &err), 0, "%s", err.msg);
     cfg.vocab_size = rl_tok_vocab_size(f->tok);
-    if (wide_heads) {
-        cfg.head_dim = 128;
-        cfg.n_heads = 4;
-        cfg.n_kv_heads = 2;
-        cfg.hidden_size = 128;
-        cfg.intermediate_size = 256;
-    }
+    if (wide_heads) gu_wide_heads(&cfg);
     cr_assert_eq(rl_model_init_random(&f->model, ctx, &cfg, 5, &err), 0, "%s", err.msg);
     cr_assert_eq(rl_model_init_random(&f->ref, ctx, &cfg, 5, &err), 0, "%s", err.msg);
     cr_assert_eq(rl_reward_create(&f->reward, reward, NULL, &err), 0, "%s", err.msg);
