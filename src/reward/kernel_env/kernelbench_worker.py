@@ -58,6 +58,8 @@ import time
 import traceback
 from time import perf_counter  # bound before the candidate is imported: patching time.perf_counter misses it
 
+T_START = perf_counter()
+
 from kb_gpulock import GpuLock  # noqa: E402 (beside this file)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -78,6 +80,20 @@ class Fail(Exception):
     def __init__(self, status, check, msg):
         super().__init__(msg)
         self.status, self.check, self.msg = status, check, msg
+
+
+class Phases:
+    """Where a GPU run's seconds went (the result's "phases", as the native worker's): each mark
+    closes the phase since the last one; lock_wait is the time spent waiting for the GPU lock,
+    inside the phases."""
+
+    def __init__(self):
+        self.t, self.d = T_START, {}
+
+    def mark(self, name):
+        now = perf_counter()
+        self.d[name] = round(self.d.get(name, 0.0) + now - self.t, 3)
+        self.t = now
 
 
 class Result:
@@ -388,15 +404,35 @@ def build_only(a, res):
 
 
 def run(a, res, proto):
+    ph = Phases()
+    try:
+        run_phases(a, res, proto, ph)
+    finally:
+        ph.mark("post")
+        if getattr(ph, "lock", None) is not None:
+            ph.d["lock_wait"] = round(ph.lock.wait, 3)
+        res.d["phases"] = ph.d
+
+
+def run_phases(a, res, proto, ph):
     try:
         import torch
     except Exception as e:  # ImportError, or OSError from a broken CUDA install
         raise Fail("error", "setup", f"PyTorch cannot be imported by {sys.executable} ({type(e).__name__}: {e}); "
                                      "KernelBench tasks need a Python with torch (rlc kernel-eval --python PATH)")
+    try:  # torch's extension builder, which a load_inline candidate imports first thing: loaded here,
+        # before the GPU lock, its import is not work done while a timed run waits for the lock
+        with open(a.cand, encoding="utf-8", errors="replace") as f:
+            if "cpp_extension" in f.read():
+                import torch.utils.cpp_extension  # noqa: F401
+    except Exception:
+        pass  # the candidate's own import of it decides
+    ph.mark("import")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
     lock = GpuLock(a.gpu_lock)
+    ph.lock = lock
     lock.shared()
     if not torch.cuda.is_available():
         raise Fail("error", "setup", "no CUDA device")
@@ -462,6 +498,7 @@ def run(a, res, proto):
     del first
     torch.cuda.synchronize()
     guard = Integrity(torch, a.require_kernel or a.profile)
+    ph.mark("setup")  # the GPU's context, the reference, its outputs and its solo timing
 
     # 2. candidate
     try:
@@ -478,6 +515,7 @@ def run(a, res, proto):
         raise Fail("compile_error", "setup", f"{type(e).__name__}: {str(e)[-1500:]}")
     res.passed("setup")
     guard.check(res, "after building ModelNew")
+    ph.mark("candidate")  # its import (load_inline finds the build done) and ModelNew
 
     kept = []  # the previous call's outputs, kept alive so that their addresses cannot be reused
 
@@ -539,6 +577,7 @@ def run(a, res, proto):
         res.passed("own_kernel")
         del xs
     kept.clear()
+    ph.mark("correctness")
 
     if a.check_only:
         return
@@ -584,6 +623,7 @@ def run(a, res, proto):
             ref_s, cand_s = timing_round()
             noisy = max(spread(ref_s), spread(cand_s)) > proto["max_spread"]
     lock.shared()
+    ph.mark("timing")
     res.passed("timed_outputs")
     res.d.update(ref_ms=ref_s, cand_ms=cand_s, speedup=ref_s["median"] / cand_s["median"], noisy=noisy,
                  ref_solo_ms=solo_median)
