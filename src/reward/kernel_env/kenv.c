@@ -419,7 +419,7 @@ static void drop_run_fields(cJSON *res)
 {
     static const char *const keys[] = {"checks", "trials", "max_err_ratio", "max_abs_err", "ref_ms", "cand_ms",
                                        "speedup", "noisy", "ref_solo_ms", "device", "kernels", "build_note",
-                                       "profile", "phases", "worker_seconds"};
+                                       "profile", "phases", "build_phases", "worker_seconds"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         while (cJSON_HasObjectItem(res, keys[i])) cJSON_DeleteItemFromObjectCaseSensitive(res, keys[i]);
 }

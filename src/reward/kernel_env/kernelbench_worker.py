@@ -375,11 +375,23 @@ def build_only(a, res):
     """Imports the candidate with no GPU needed, so that its load_inline extensions are built
     (into TORCH_EXTENSIONS_DIR) before a GPU is taken. A build failure is compile_error; any
     other import failure is no verdict here (the candidate may need the GPU at import): status
-    ok with the reason in "build_note", and the GPU run will judge it."""
+    ok with the reason in "build_note", and the GPU run will judge it. Where its seconds went:
+    "build_phases" (import: torch's; build: the candidate's import, load_inline's build in it;
+    check: the light build's kernel check)."""
+    ph = Phases()
+    try:
+        build_phases(a, res, ph)
+    finally:
+        ph.mark("check" if "build" in ph.d else "build")
+        res.d["build_phases"] = ph.d
+
+
+def build_phases(a, res, ph):
     try:
         import torch  # noqa: F401
     except Exception as e:
         raise Fail("error", "setup", f"PyTorch cannot be imported by {sys.executable} ({type(e).__name__}: {e})")
+    ph.mark("import")
     if a.drop_build:  # the light build's CUDA objects and modules go: ninja builds them again
         import kb_kernelcheck
         kb_kernelcheck.drop_builds(kb_kernelcheck.objects(os.environ.get("TORCH_EXTENSIONS_DIR") or ""))
@@ -393,6 +405,7 @@ def build_only(a, res):
         if "Error building extension" in str(e) or type(e).__name__ in ("CalledProcessError", "SyntaxError"):
             raise Fail("compile_error", "setup", text)
         res.d["build_note"] = text[-300:]
+    ph.mark("build")
     if a.light_check:  # nvcc's device pass had the stand-in: the kernels must be the host's
         import kb_kernelcheck  # the candidate's own directory too: a build_directory= there
         names = kb_kernelcheck.check_and_drop([os.environ.get("TORCH_EXTENSIONS_DIR"), os.path.dirname(os.path.abspath(a.cand))])

@@ -145,7 +145,7 @@ static void read_worker(cJSON *res, const rl_kproc_result *pr, const rl_kproc_op
         rl_kworker_set_status(res, st->valuestring, cJSON_IsString(fa) ? fa->valuestring : NULL);
         static const char *copy[] = {"checks", "trials", "max_err_ratio", "max_abs_err", "ref_ms", "cand_ms",
                                      "speedup", "noisy", "ref_solo_ms", "device", "kernels", "build_note",
-                                     "profile", "phases", "light_mismatch", "light_host"};
+                                     "profile", "phases", "build_phases", "light_mismatch", "light_host"};
         for (size_t i = 0; i < sizeof copy / sizeof copy[0]; i++) {
             cJSON *item = cJSON_DetachItemFromObjectCaseSensitive(w, copy[i]);
             if (item) cJSON_AddItemToObject(res, copy[i], item);
