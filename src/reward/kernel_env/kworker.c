@@ -375,16 +375,18 @@ static int gpu_lock_file(const char *dev, char *lock_path, size_t size)
     return 1;
 }
 
+/* Not level_lock: a calibration holds that for its probes (seconds), and every candidate asks. */
+static pthread_mutex_t claim_lock = PTHREAD_MUTEX_INITIALIZER;
 static int calibration_claimed[2];
 
 int rl_kworker_calibration_claim(const rl_kenv_opts *o, int python)
 {
     if (o->no_sandbox) return 0;
-    pthread_mutex_lock(&level_lock);
-    int claim = levels[python] < 0 && !calibration_claimed[python];
-    calibration_claimed[python] |= claim;
-    pthread_mutex_unlock(&level_lock);
-    return claim;
+    pthread_mutex_lock(&claim_lock);
+    int claim = !calibration_claimed[python];
+    calibration_claimed[python] = 1;
+    pthread_mutex_unlock(&claim_lock);
+    return claim; /* rl_kworker_calibrate does nothing when the level is known by then */
 }
 
 void rl_kworker_calibrate(const rl_kenv_opts *o, const rl_kworker_box *box)

@@ -44,8 +44,8 @@ void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input
  * rl_kworker_calibrate finds it now instead, with box, on a GPU slot of the pool (taken and
  * given back; o->devices outside a pool), so that a caller can overlap it with the first
  * compiles; nothing when the level is known or o->no_sandbox. rl_kworker_calibration_claim
- * returns 1 to exactly one caller per kind and process while the level is not known (that one
- * calibrates, e.g. in a thread), else 0. */
+ * returns 1 to the first caller per kind and process (that one calibrates, e.g. in a thread),
+ * else 0, at once: it never waits for a calibration in progress. */
 int rl_kworker_calibration_claim(const rl_kenv_opts *o, int python);
 void rl_kworker_calibrate(const rl_kenv_opts *o, const rl_kworker_box *box);
 

@@ -3,6 +3,7 @@
  * GPUs appear, and the calibration runs beside the first candidate's build, not after it on its
  * GPU run. A fake Python (tests/fixtures/kernel_env/fake_python.sh) stands in for the worker and
  * for torch's GPU probe. No GPU or torch needed. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -36,6 +37,12 @@ static rl_kenv_opts fake_opts(void)
     snprintf(cache, sizeof cache, "/tmp/rlc-kbcal-cache-%d", (int)getpid());
     o.cache_dir = cache;
     o.no_sandbox = 0;
+    /* The GPU's lock file lives in $TMPDIR: tests running at once must not share one (a
+     * calibration holds it exclusively). */
+    static char tmp[64];
+    snprintf(tmp, sizeof tmp, "/tmp/rlc-kbcal-tmp-%d", (int)getpid());
+    cr_assert_eq(rl_mkdir_p(tmp, &err), 0, "%s", err.msg);
+    setenv("TMPDIR", tmp, 1);
     return o;
 }
 
@@ -49,6 +56,17 @@ static cJSON *eval_opts(const rl_kenv_opts *o, const char *mode, const char *src
     r.json = NULL;
     rl_kenv_result_free(&r);
     return j;
+}
+
+/* Removes fake_opts's cache and temporary directories. */
+static void cleanup(void)
+{
+    rl_err err;
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/rlc-kbcal-cache-%d", (int)getpid());
+    rl_remove_tree(dir, &err);
+    snprintf(dir, sizeof dir, "/tmp/rlc-kbcal-tmp-%d", (int)getpid());
+    rl_remove_tree(dir, &err);
 }
 
 static char *read_text(const char *path)
@@ -79,6 +97,7 @@ Test(kb_calibration, sandbox_calibrates_to_the_driver)
     unsetenv("FAKE_PY_NEEDS_DIR");
     unsetenv("FAKE_PY_GPUS");
     rl_remove_tree(dir, &err);
+    cleanup();
 }
 
 /* The calibration (the Python worker's GPU probes) runs beside the first candidate's build, while
@@ -108,4 +127,55 @@ Test(kb_calibration, sandbox_calibrates_during_the_first_build)
     unsetenv("FAKE_PY_BUILD_SLEEP");
     double after = probe - (t0.tv_sec + t0.tv_nsec * 1e-9);
     cr_assert(probe > 0 && after < 1.5, "the first probe started %.2f s after the evaluation (the build takes 2 s)", after);
+    cleanup();
+}
+
+/* While the calibration runs (it holds the sandbox level's lock for seconds), other candidates'
+ * builds start: nothing on a candidate's way to its build waits for it. Two candidates at once, a
+ * calibration of 2 x 2 s (two probes), builds of 2 s: both done in ~4 s; a second build that
+ * waited for the calibration would end after ~6. */
+typedef struct two_evals {
+    const rl_kenv_opts *o;
+    char src[160];
+    double seconds;
+    char status[32];
+} two_evals;
+
+static void *eval_thread(void *arg)
+{
+    two_evals *t = arg;
+    rl_kenv_result r;
+    rl_err err;
+    cr_assert_eq(rl_kenv_eval(t->o, PROBLEM, t->src, strlen(t->src), &r, &err), 0, "%s", err.msg);
+    const cJSON *es = cJSON_GetObjectItemCaseSensitive(r.json, "eval_seconds");
+    t->seconds = cJSON_IsNumber(es) ? es->valuedouble : -1;
+    snprintf(t->status, sizeof t->status, "%s", rl_kenv_status_names[r.status]);
+    rl_kenv_result_free(&r);
+    return NULL;
+}
+
+Test(kb_calibration, builds_do_not_wait_for_the_calibration)
+{
+    setenv("FAKE_PY_GPUS", "1", 1);
+    setenv("FAKE_PY_PROBE_SLEEP", "2", 1);
+    setenv("FAKE_PY_BUILD_SLEEP", "2", 1);
+    setenv("FAKE_PY_MODE", "ok", 1);
+    rl_kenv_opts o = fake_opts();
+    two_evals t[2] = {{.o = &o}, {.o = &o}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(t[i].src, sizeof t[i].src, "%s# candidate %d\n", cand_src, i);
+        cr_assert_eq(pthread_create(&th[i], NULL, eval_thread, &t[i]), 0);
+        if (i == 0) usleep(300 * 1000); /* the first one claims the calibration */
+    }
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    unsetenv("FAKE_PY_PROBE_SLEEP");
+    unsetenv("FAKE_PY_BUILD_SLEEP");
+    unsetenv("FAKE_PY_GPUS");
+    for (int i = 0; i < 2; i++) {
+        cr_assert_str_eq(t[i].status, "ok", "candidate %d", i);
+        cr_assert(t[i].seconds >= 2 && t[i].seconds < 5.5, "candidate %d took %.2f s (calibration 4 s, build 2 s)", i,
+                  t[i].seconds);
+    }
+    cleanup();
 }
