@@ -100,6 +100,8 @@ def summary(name, wall, lines, n):
     for l in lines:
         for k, v in (l.get("phases") or {}).items():
             parts.setdefault(k, []).append(v)
+        for k, v in (l.get("build_phases") or {}).items():  # the KernelBench build-only run's
+            parts.setdefault("build." + k, []).append(v)
         for k in ("gpu_wait_seconds", "gpu_slot_seconds", "build_seconds"):
             if isinstance(l.get(k), (int, float)):
                 parts.setdefault(k.replace("_seconds", ""), []).append(l[k])

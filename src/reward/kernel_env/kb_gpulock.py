@@ -9,12 +9,14 @@ shared, after dropping its shared hold (waiting at the gate while holding it wou
 Without the flag the worker has the GPU to itself."""
 import fcntl
 import os
+import time
 
 
 class GpuLock:
     def __init__(self, path):
         self.fd = self.gate = None
         self.held = False
+        self.wait = 0.0  # seconds spent waiting for the lock and the gate (the result's phases)
         if path:
             fd = os.open(path, os.O_RDONLY)
             # A high descriptor: a dying process's files close in order, so the lock goes only
@@ -24,10 +26,11 @@ class GpuLock:
             if os.path.exists(path + ".gate"):
                 self.gate = os.open(path + ".gate", os.O_RDONLY | os.O_CLOEXEC)
 
-    @staticmethod
-    def _flock(fd, op):
+    def _flock(self, fd, op):
         if fd is not None:
+            t = time.perf_counter()
             fcntl.flock(fd, op)
+            self.wait += time.perf_counter() - t
 
     def shared(self):
         if self.held:  # back from timing

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -418,7 +419,7 @@ static void drop_run_fields(cJSON *res)
 {
     static const char *const keys[] = {"checks", "trials", "max_err_ratio", "max_abs_err", "ref_ms", "cand_ms",
                                        "speedup", "noisy", "ref_solo_ms", "device", "kernels", "build_note",
-                                       "profile", "phases", "worker_seconds"};
+                                       "profile", "phases", "build_phases", "worker_seconds"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         while (cJSON_HasObjectItem(res, keys[i])) cJSON_DeleteItemFromObjectCaseSensitive(res, keys[i]);
 }
@@ -441,6 +442,44 @@ static double run_build(const rl_kenv_opts *o, const char *problem, const char *
     double s = cJSON_IsNumber(ws) ? ws->valuedouble : 0;
     cJSON_Delete(ws);
     return s;
+}
+
+/* The Python worker's sandbox calibration (kworker.h), in a thread beside a candidate's build. */
+typedef struct calibration {
+    const rl_kenv_opts *o;
+    rl_kworker_box box;
+    pthread_t thread;
+} calibration;
+
+static void *calibrate_main(void *arg)
+{
+    calibration *c = arg;
+    rl_kworker_calibrate(c->o, &c->box);
+    return NULL;
+}
+
+/* The first candidate of a process that will run on a GPU starts the calibration while it
+ * builds (the GPU idles then), not on its GPU run, where it held the first GPU slots for two
+ * worker start-ups (~11 s on the H100). NULL when another did, or none is needed. */
+static calibration *start_calibration(const rl_kenv_opts *o, const char *dir, const char *build, const char *problem)
+{
+    if (!rl_kworker_calibration_claim(o, 1)) return NULL;
+    calibration *c = malloc(sizeof *c);
+    if (!c) return NULL; /* the GPU run calibrates */
+    c->o = o;
+    rl_kworker_box_init(&c->box, o, dir, build, problem, 1, o->proto.timeout_s + o->proto.compile_timeout_s);
+    if (pthread_create(&c->thread, NULL, calibrate_main, c)) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void finish_calibration(calibration *c)
+{
+    if (!c) return;
+    pthread_join(c->thread, NULL);
+    free(c);
 }
 
 static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const char *source, size_t len, int mode,
@@ -480,6 +519,7 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
         } else {
             /* The build first, without the GPU, so that compiles of a batch overlap on the CPU
              * cores while each GPU times one candidate; a real build error ends it there. */
+            calibration *cal = mode != MODE_COMPILE ? start_calibration(o, dir, build, problem) : NULL;
             kb_env env_store = {0}, *ke = &env_store;
             ke->have_pch = rl_kbpch_env(o, ke->cxx, sizeof ke->cxx, ke->pch, sizeof ke->pch, ke->real_cxx,
                                         sizeof ke->real_cxx);
@@ -528,6 +568,7 @@ static void eval_kernelbench(const rl_kenv_opts *o, const char *problem, const c
                     }
                 }
             }
+            finish_calibration(cal); /* its box names dir */
             rl_remove_tree(dir, &e); /* best effort: a leftover temporary directory harms nothing */
         }
     }

@@ -67,6 +67,8 @@ typedef struct rl_kenv_opts {
                                 * "calls", "ms"}, ...], "reference": [...]} (the profile tool) */
     int gpu_workers;           /* pool: workers at once per GPU (0: 4). They share the GPU for
                                 * correctness; timing is exclusive by the GPU's lock file */
+    int gpu_workers_idle;      /* pool: workers at once per GPU while compile slots idle (kpool.h;
+                                * 0: 2 x gpu_workers; -1: gpu_workers) */
 } rl_kenv_opts;
 
 /* Defaults: the worker beside the running executable; the include dir, protocol.json and

@@ -58,7 +58,10 @@ import time
 import traceback
 from time import perf_counter  # bound before the candidate is imported: patching time.perf_counter misses it
 
+T_START = perf_counter()
+
 from kb_gpulock import GpuLock  # noqa: E402 (beside this file)
+from kb_kernels import demangled_qualname, elf_functions, kernel_times, mangled_qualname, own_kernel_names  # noqa: E402,F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # protocol.json key -> (flag destination, type); tolerances come as --tol DTYPE ATOL RTOL.
@@ -78,6 +81,20 @@ class Fail(Exception):
     def __init__(self, status, check, msg):
         super().__init__(msg)
         self.status, self.check, self.msg = status, check, msg
+
+
+class Phases:
+    """Where a GPU run's seconds went (the result's "phases", as the native worker's): each mark
+    closes the phase since the last one; lock_wait is the time spent waiting for the GPU lock,
+    inside the phases."""
+
+    def __init__(self):
+        self.t, self.d = T_START, {}
+
+    def mark(self, name):
+        now = perf_counter()
+        self.d[name] = round(self.d.get(name, 0.0) + now - self.t, 3)
+        self.t = now
 
 
 class Result:
@@ -359,11 +376,23 @@ def build_only(a, res):
     """Imports the candidate with no GPU needed, so that its load_inline extensions are built
     (into TORCH_EXTENSIONS_DIR) before a GPU is taken. A build failure is compile_error; any
     other import failure is no verdict here (the candidate may need the GPU at import): status
-    ok with the reason in "build_note", and the GPU run will judge it."""
+    ok with the reason in "build_note", and the GPU run will judge it. Where its seconds went:
+    "build_phases" (import: torch's; build: the candidate's import, load_inline's build in it;
+    check: the light build's kernel check)."""
+    ph = Phases()
+    try:
+        build_phases(a, res, ph)
+    finally:
+        ph.mark("check" if "build" in ph.d else "build")
+        res.d["build_phases"] = ph.d
+
+
+def build_phases(a, res, ph):
     try:
         import torch  # noqa: F401
     except Exception as e:
         raise Fail("error", "setup", f"PyTorch cannot be imported by {sys.executable} ({type(e).__name__}: {e})")
+    ph.mark("import")
     if a.drop_build:  # the light build's CUDA objects and modules go: ninja builds them again
         import kb_kernelcheck
         kb_kernelcheck.drop_builds(kb_kernelcheck.objects(os.environ.get("TORCH_EXTENSIONS_DIR") or ""))
@@ -377,6 +406,7 @@ def build_only(a, res):
         if "Error building extension" in str(e) or type(e).__name__ in ("CalledProcessError", "SyntaxError"):
             raise Fail("compile_error", "setup", text)
         res.d["build_note"] = text[-300:]
+    ph.mark("build")
     if a.light_check:  # nvcc's device pass had the stand-in: the kernels must be the host's
         import kb_kernelcheck  # the candidate's own directory too: a build_directory= there
         names = kb_kernelcheck.check_and_drop([os.environ.get("TORCH_EXTENSIONS_DIR"), os.path.dirname(os.path.abspath(a.cand))])
@@ -388,15 +418,35 @@ def build_only(a, res):
 
 
 def run(a, res, proto):
+    ph = Phases()
+    try:
+        run_phases(a, res, proto, ph)
+    finally:
+        ph.mark("post")
+        if getattr(ph, "lock", None) is not None:
+            ph.d["lock_wait"] = round(ph.lock.wait, 3)
+        res.d["phases"] = ph.d
+
+
+def run_phases(a, res, proto, ph):
     try:
         import torch
     except Exception as e:  # ImportError, or OSError from a broken CUDA install
         raise Fail("error", "setup", f"PyTorch cannot be imported by {sys.executable} ({type(e).__name__}: {e}); "
                                      "KernelBench tasks need a Python with torch (rlc kernel-eval --python PATH)")
+    try:  # torch's extension builder, which a load_inline candidate imports first thing: loaded here,
+        # before the GPU lock, its import is not work done while a timed run waits for the lock
+        with open(a.cand, encoding="utf-8", errors="replace") as f:
+            if "cpp_extension" in f.read():
+                import torch.utils.cpp_extension  # noqa: F401
+    except Exception:
+        pass  # the candidate's own import of it decides
+    ph.mark("import")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
     lock = GpuLock(a.gpu_lock)
+    ph.lock = lock
     lock.shared()
     if not torch.cuda.is_available():
         raise Fail("error", "setup", "no CUDA device")
@@ -462,6 +512,7 @@ def run(a, res, proto):
     del first
     torch.cuda.synchronize()
     guard = Integrity(torch, a.require_kernel or a.profile)
+    ph.mark("setup")  # the GPU's context, the reference, its outputs and its solo timing
 
     # 2. candidate
     try:
@@ -478,6 +529,7 @@ def run(a, res, proto):
         raise Fail("compile_error", "setup", f"{type(e).__name__}: {str(e)[-1500:]}")
     res.passed("setup")
     guard.check(res, "after building ModelNew")
+    ph.mark("candidate")  # its import (load_inline finds the build done) and ModelNew
 
     kept = []  # the previous call's outputs, kept alive so that their addresses cannot be reused
 
@@ -539,6 +591,7 @@ def run(a, res, proto):
         res.passed("own_kernel")
         del xs
     kept.clear()
+    ph.mark("correctness")
 
     if a.check_only:
         return
@@ -584,6 +637,7 @@ def run(a, res, proto):
             ref_s, cand_s = timing_round()
             noisy = max(spread(ref_s), spread(cand_s)) > proto["max_spread"]
     lock.shared()
+    ph.mark("timing")
     res.passed("timed_outputs")
     res.d.update(ref_ms=ref_s, cand_ms=cand_s, speedup=ref_s["median"] / cand_s["median"], noisy=noisy,
                  ref_solo_ms=solo_median)
@@ -618,114 +672,6 @@ def run(a, res, proto):
             prof = {"error": f"{type(e).__name__}: {str(e)[-200:]}"}
         lock.shared()
         res.d["profile"] = prof
-
-
-def elf_functions(path):
-    """Names of the functions an ELF shared object defines (.symtab and .dynsym), mangled."""
-    import struct
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:4] != b"\x7fELF" or data[4] != 2:
-        return set()
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-    secs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
-    names = set()
-    for sh in secs:
-        if sh[1] not in (2, 11):  # SHT_SYMTAB, SHT_DYNSYM
-            continue
-        stroff = secs[sh[6]][4]
-        for off in range(sh[4], sh[4] + sh[5], 24):
-            st_name, st_info, _, st_shndx = struct.unpack_from("<IBBH", data, off)
-            if st_info & 0xF == 2 and st_shndx != 0:  # STT_FUNC, defined
-                end = data.index(b"\0", stroff + st_name)
-                names.add(data[stroff + st_name:end].decode("ascii", "replace"))
-    return names
-
-
-def mangled_qualname(sym):
-    """The qualified name of an Itanium-mangled function ("_ZN2ns1kEPf" -> "ns::k"); an
-    unmangled (extern "C") name is itself. nvcc's host stubs of kernels carry the kernel's name."""
-    if sym.startswith("__device_stub_"):
-        sym = sym[len("__device_stub_"):]
-    if not sym.startswith("_Z"):
-        return sym
-    i, parts = 2, []
-    nested = sym.startswith("_ZN")
-    if nested:
-        i = 3
-        while i < len(sym) and sym[i] in "rVK":
-            i += 1
-    if i < len(sym) and sym[i] == "L":
-        i += 1
-    while i < len(sym) and sym[i].isdigit():
-        j = i
-        while j < len(sym) and sym[j].isdigit():
-            j += 1
-        n = int(sym[i:j])
-        ident = sym[j:j + n]
-        parts.append("_anon_" if ident.startswith("_GLOBAL__N") else ident)
-        i = j + n
-        if not nested:
-            break
-    return "::".join(parts)
-
-
-def demangled_qualname(name):
-    """The qualified name of a demangled kernel name as the profiler shows it
-    ("void ns::k<4>(float*)" -> "ns::k")."""
-    name = name.replace("(anonymous namespace)", "_anon_").split("(", 1)[0]
-    depth, out = 0, []
-    for ch in name:
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    name = "".join(out).strip()
-    if name.startswith("void "):
-        name = name[5:]
-    return name.replace(" ", "")
-
-
-def own_kernel_names(cand_mod, ext_dir):
-    """Qualified names of the functions in the candidate's own native code (the shared objects
-    load_inline built under ext_dir) and of its Triton kernels."""
-    names = set()
-    for root, _, files in os.walk(ext_dir) if ext_dir else ():
-        for fn in files:
-            if fn.endswith(".so"):
-                try:
-                    names |= {mangled_qualname(s).replace(" ", "") for s in elf_functions(os.path.join(root, fn))}
-                except (OSError, ValueError, IndexError):
-                    continue
-    for v in list(vars(cand_mod).values()):
-        if type(v).__name__ in ("JITFunction", "Autotuner", "Heuristics"):
-            fn = getattr(v, "fn", v)
-            while hasattr(fn, "fn") and not hasattr(fn, "__name__"):
-                fn = fn.fn
-            if hasattr(fn, "__name__"):
-                names.add(fn.__name__)
-    names.discard("")
-    return names
-
-
-def kernel_times(torch, sync, call):
-    """The GPU kernels (and copies) launched during call(), from the torch profiler's CUDA
-    activity: [{"name", "calls", "ms"}], the slowest first."""
-    from torch.profiler import ProfilerActivity, profile
-    sync()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        call()
-        sync()
-    acc = {}
-    for e in prof.events():
-        if str(getattr(e, "device_type", "")).endswith("CUDA"):
-            c = acc.setdefault(e.name, [0, 0.0])
-            c[0], c[1] = c[0] + 1, c[1] + (e.time_range.end - e.time_range.start) / 1e3
-    return sorted(({"name": n[:300], "calls": c, "ms": round(ms, 6)} for n, (c, ms) in acc.items()),
-                  key=lambda d: -d["ms"])[:64]
 
 
 def json_safe(x):

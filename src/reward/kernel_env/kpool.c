@@ -16,6 +16,8 @@ struct rl_kenv_pool {
     char devices[RL_KPOOL_MAX_GPUS][32];
     int busy[RL_KPOOL_MAX_GPUS], n_gpus, per_gpu;
     int building, max_build; /* compiles running, and at most (rl_kenv_pool_run's jobs) */
+    int build_waiting;       /* candidates waiting for a compile slot */
+    int idle_extra;          /* GPU slots a GPU may add while compile slots idle (kpool.h) */
     pthread_cond_t build_freed;
     const rl_kenv_feed *feed; /* during rl_kenv_pool_run */
     pthread_mutex_t feed_lock;
@@ -62,6 +64,8 @@ int rl_kenv_pool_create(rl_kenv_pool **out, const rl_kenv_opts *o, int n_gpus, r
     p->opts = o;
     p->n_gpus = n_gpus;
     p->per_gpu = o->gpu_workers > 0 ? o->gpu_workers : 4;
+    int idle = o->gpu_workers_idle > 0 ? o->gpu_workers_idle : o->gpu_workers_idle < 0 ? p->per_gpu : 2 * p->per_gpu;
+    p->idle_extra = idle > p->per_gpu ? idle - p->per_gpu : 0;
     pthread_mutex_init(&p->lock, NULL);
     pthread_mutex_init(&p->feed_lock, NULL);
     pthread_cond_init(&p->freed, NULL);
@@ -113,14 +117,22 @@ void rl_kenv_pool_free(rl_kenv_pool *p)
 
 int rl_kenv_pool_gpus(const rl_kenv_pool *p) { return p->n_gpus; }
 
+int rl_kpool_slots(int per_gpu, int idle_extra, int n_gpus, int building, int max_build, int build_waiting)
+{
+    if (build_waiting > 0 || building >= max_build || n_gpus <= 0) return per_gpu;
+    int spare = (max_build - building) / n_gpus; /* idle compile slots (cores), a GPU's share */
+    return per_gpu + (spare < idle_extra ? spare : idle_extra);
+}
+
 static const char *acquire(void *ctx)
 {
     rl_kenv_pool *p = ctx;
     pthread_mutex_lock(&p->lock);
     for (;;) {
         int best = -1; /* the least busy GPU with a free slot */
+        int slots = rl_kpool_slots(p->per_gpu, p->idle_extra, p->n_gpus, p->building, p->max_build, p->build_waiting);
         for (int i = 0; i < p->n_gpus; i++)
-            if (p->busy[i] < p->per_gpu && (best < 0 || p->busy[i] < p->busy[best])) best = i;
+            if (p->busy[i] < slots && (best < 0 || p->busy[i] < p->busy[best])) best = i;
         if (best >= 0) {
             p->busy[best]++;
             pthread_mutex_unlock(&p->lock);
@@ -144,7 +156,9 @@ static void build_acquire(void *ctx)
 {
     rl_kenv_pool *p = ctx;
     pthread_mutex_lock(&p->lock);
+    p->build_waiting++;
     while (p->building >= p->max_build) pthread_cond_wait(&p->build_freed, &p->lock);
+    p->build_waiting--;
     p->building++;
     pthread_mutex_unlock(&p->lock);
 }
@@ -155,6 +169,7 @@ static void build_release(void *ctx)
     pthread_mutex_lock(&p->lock);
     p->building--;
     pthread_cond_signal(&p->build_freed);
+    pthread_cond_broadcast(&p->freed); /* an idle compile slot may be a GPU slot more */
     pthread_mutex_unlock(&p->lock);
 }
 

@@ -8,7 +8,14 @@
  * free slot on a GPU (up to o->gpu_workers per GPU), pinned to it by CUDA_VISIBLE_DEVICES (the entries of the parent's
  * CUDA_VISIBLE_DEVICES, else 0..n-1). Workers on one GPU share it for correctness trials;
  * their timing is exclusive by the GPU's lock file (kenv.h), so no two candidates are ever
- * timed, or checked, while one of them is being timed. */
+ * timed, or checked, while one of them is being timed.
+ *
+ * While compile slots idle and no candidate waits for one (the end of a batch, when the last
+ * candidates are compiled and queue for the GPUs), each idle compile slot (a core) may be a GPU
+ * slot more, up to o->gpu_workers_idle per GPU (0: twice gpu_workers; -1: no more than
+ * gpu_workers): a worker run is CPU work too (Python, torch's import, CUDA's set-up), and the
+ * queue of a batch's last compiles would otherwise drain on gpu_workers cores while the others
+ * idle. Timing stays exclusive by the lock however many workers share the GPU. */
 #ifndef RL_REWARD_KENV_KPOOL_H
 #define RL_REWARD_KENV_KPOOL_H
 
@@ -19,6 +26,10 @@
 #define RL_KPOOL_MAX_THREADS 256
 
 typedef struct rl_kenv_pool rl_kenv_pool;
+
+/* The GPU slots of one GPU (kpool.c's rule above): per_gpu, plus up to idle_extra while
+ * build_waiting is 0 and building < max_build, one per idle compile slot (shared over n_gpus). */
+int rl_kpool_slots(int per_gpu, int idle_extra, int n_gpus, int building, int max_build, int build_waiting);
 
 /* GPUs the worker sees (runs `worker --count-devices`; if that fails, asks torch through
  * o->python); 0 when none or both fail. */

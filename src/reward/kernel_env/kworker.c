@@ -145,7 +145,7 @@ static void read_worker(cJSON *res, const rl_kproc_result *pr, const rl_kproc_op
         rl_kworker_set_status(res, st->valuestring, cJSON_IsString(fa) ? fa->valuestring : NULL);
         static const char *copy[] = {"checks", "trials", "max_err_ratio", "max_abs_err", "ref_ms", "cand_ms",
                                      "speedup", "noisy", "ref_solo_ms", "device", "kernels", "build_note",
-                                     "profile", "phases", "light_mismatch", "light_host"};
+                                     "profile", "phases", "build_phases", "light_mismatch", "light_host"};
         for (size_t i = 0; i < sizeof copy / sizeof copy[0]; i++) {
             cJSON *item = cJSON_DetachItemFromObjectCaseSensitive(w, copy[i]);
             if (item) cJSON_AddItemToObject(res, copy[i], item);
@@ -357,6 +357,54 @@ void rl_kworker_describe(const rl_kenv_opts *o, char *out, size_t size)
     else snprintf(out, size, "%s%s", base, worst > 0 ? level_notes[worst] : "");
 }
 
+/* The lock file of GPU dev (and its turnstile FILE.gate), created here so that the sandboxed
+ * worker only opens it: $TMPDIR/rlc-gpu-<dev>.lock. 1 when it is there. */
+static int gpu_lock_file(const char *dev, char *lock_path, size_t size)
+{
+    const char *tmp = getenv("TMPDIR");
+    int len = snprintf(lock_path, size, "%s/rlc-gpu-%s.lock", tmp && *tmp ? tmp : "/tmp", dev && *dev ? dev : "0");
+    for (int i = len - 1; i > 0 && lock_path[i] != '/'; i--)
+        if (lock_path[i] == ' ' || lock_path[i] == ',') lock_path[i] = '_';
+    int fd = open(lock_path, O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+    char gate[PATH_MAX + 8]; /* the turnstile of a waiting timed run (worker.cu's gpu_lock) */
+    snprintf(gate, sizeof gate, "%s.gate", lock_path);
+    int gate_fd = open(gate, O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (gate_fd >= 0) close(gate_fd);
+    if (fd < 0) return 0;
+    close(fd);
+    return 1;
+}
+
+/* Not level_lock: a calibration holds that for its probes (seconds), and every candidate asks. */
+static pthread_mutex_t claim_lock = PTHREAD_MUTEX_INITIALIZER;
+static int calibration_claimed[2];
+
+int rl_kworker_calibration_claim(const rl_kenv_opts *o, int python)
+{
+    if (o->no_sandbox) return 0;
+    pthread_mutex_lock(&claim_lock);
+    int claim = !calibration_claimed[python];
+    calibration_claimed[python] = 1;
+    pthread_mutex_unlock(&claim_lock);
+    return claim; /* rl_kworker_calibrate does nothing when the level is known by then */
+}
+
+void rl_kworker_calibrate(const rl_kenv_opts *o, const rl_kworker_box *box)
+{
+    if (o->no_sandbox || !box) return;
+    int python = !box->spec.no_fork;
+    pthread_mutex_lock(&level_lock);
+    int known = levels[python] >= 0;
+    pthread_mutex_unlock(&level_lock);
+    if (known) return;
+    const char *dev = o->gpu_acquire ? o->gpu_acquire(o->gpu_ctx) : o->devices;
+    char gpu_env[64] = "", lock_path[PATH_MAX];
+    if (dev) snprintf(gpu_env, sizeof gpu_env, "CUDA_VISIBLE_DEVICES=%s", dev);
+    int have_lock = gpu_lock_file(dev, lock_path, sizeof lock_path);
+    sandbox_level(o, box, python, gpu_env[0] ? gpu_env : NULL, have_lock ? lock_path : NULL);
+    if (o->gpu_acquire) o->gpu_release(o->gpu_ctx, dev);
+}
+
 void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input, const char *nonce,
                        double timeout_s, const char *const *extra_env, int use_gpu, int timed, const char *what,
                        const rl_kworker_box *box, cJSON *res)
@@ -386,23 +434,10 @@ void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input
     char lock_path[PATH_MAX], *args[80];
     int n_args = 0, have_lock = 0;
     for (; argv[n_args] && n_args < 76; n_args++) args[n_args] = argv[n_args];
-    if (use_gpu) {
-        const char *tmp = getenv("TMPDIR");
-        int len = snprintf(lock_path, sizeof lock_path, "%s/rlc-gpu-%s.lock", tmp && *tmp ? tmp : "/tmp",
-                           dev && *dev ? dev : "0");
-        for (int i = len - 1; i > 0 && lock_path[i] != '/'; i--)
-            if (lock_path[i] == ' ' || lock_path[i] == ',') lock_path[i] = '_';
-        int fd = open(lock_path, O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
-        char gate[PATH_MAX + 8]; /* the turnstile of a waiting timed run (worker.cu's gpu_lock) */
-        snprintf(gate, sizeof gate, "%s.gate", lock_path);
-        int gate_fd = open(gate, O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
-        if (gate_fd >= 0) close(gate_fd);
-        if (fd >= 0) {
-            close(fd);
-            args[n_args++] = "--gpu-lock";
-            args[n_args++] = lock_path;
-            have_lock = 1;
-        }
+    if (use_gpu && gpu_lock_file(dev, lock_path, sizeof lock_path)) {
+        args[n_args++] = "--gpu-lock";
+        args[n_args++] = lock_path;
+        have_lock = 1;
     }
     args[n_args] = NULL;
     rl_kproc_result pr;

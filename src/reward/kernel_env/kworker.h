@@ -39,6 +39,16 @@ void rl_kworker_run(const rl_kenv_opts *o, char *const argv[], const char *input
                     const char *const *extra_env, int use_gpu, int timed, const char *what, const rl_kworker_box *box,
                     cJSON *res);
 
+/* The sandbox level of a worker kind (box's: the Python worker when it may fork) is found on
+ * its first GPU run (kworker.c: the calibration, ~2 x a worker's start-up under the GPU's lock).
+ * rl_kworker_calibrate finds it now instead, with box, on a GPU slot of the pool (taken and
+ * given back; o->devices outside a pool), so that a caller can overlap it with the first
+ * compiles; nothing when the level is known or o->no_sandbox. rl_kworker_calibration_claim
+ * returns 1 to the first caller per kind and process (that one calibrates, e.g. in a thread),
+ * else 0, at once: it never waits for a calibration in progress. */
+int rl_kworker_calibration_claim(const rl_kenv_opts *o, int python);
+void rl_kworker_calibrate(const rl_kenv_opts *o, const rl_kworker_box *box);
+
 /* The sandbox as applied in this process, for a result's "sandbox" field: the layers this
  * machine gives, less those the GPU driver could not start under (calibrated on the first
  * worker run of each kind: see kworker.c), or "off". */

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """kb_worker_units.py — CPU checks of kernelbench_worker.py's pure-Python parts, run by
 test_kb_worker.c (no torch needed: a stub stands in for torch's settings):
-  - GpuLock (kb_gpulock.py): the turnstile of a waiting timed run;
+  - GpuLock (kb_gpulock.py): the turnstile of a waiting timed run, and its wait counted;
+  - Phases: where a GPU run's seconds went (the result's "phases");
   - RefSettings: around a reference call the protocol's numeric settings (TF32 off, matmul
     precision highest) with cudnn.benchmark mirrored from the candidate; the candidate's own
     settings back afterwards;
@@ -102,4 +103,14 @@ waiting.join(5)
 check(not waiting.is_alive(), "the timed run gets the lock once the worker inside is out")
 timer.shared()  # back from timing: the gate opens
 fcntl.flock(newcomer, fcntl.LOCK_SH | fcntl.LOCK_NB)
+check(timer.wait >= 0.25 and inside.wait < 0.25, f"lock waits counted (phases.lock_wait): timed {timer.wait:.3f} s, "
+      f"inside {inside.wait:.3f} s")
+# The result's phases: each mark closes the phase since the last mark; a name marked twice adds up.
+ph = k.Phases()
+time.sleep(0.05)
+ph.mark("a")
+ph.mark("b")
+time.sleep(0.02)
+ph.mark("a")
+check(ph.d["a"] >= 0.07 and ph.d["b"] < 0.02 and set(ph.d) == {"a", "b"}, f"phases {ph.d}")
 print("kernelbench_worker units: ok")

@@ -84,6 +84,11 @@ Test(kb_light, the_build_only_run_gives_the_host_passes_the_operator_list)
     cr_assert_str_eq(tu_json_str(r.json, "status"), "ok", "%s", json);
     cr_assert_str_eq(tu_json_str(r.json, "kb_header"), "light", "%s", json);
     cr_assert_str_eq(tu_json_str(r.json, "light_host"), "3 operators", "%s", json);
+    const cJSON *bp = cJSON_GetObjectItemCaseSensitive(r.json, "build_phases"); /* where its seconds went */
+    cr_assert(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(bp, "import")) &&
+                  cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(bp, "build")) &&
+                  cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(bp, "check")),
+              "build_phases: %s", json);
     free(json);
     rl_kenv_result_free(&r);
     char pattern[128];

@@ -116,20 +116,22 @@ Test(kpool, no_gpu_no_pool)
     cr_assert_null(pool);
 }
 
-/* Up to gpu_workers workers share one GPU (their timing is serialized by the GPU lock, which
- * the worker takes): never more at once, and the pool does use them. */
-Test(kpool, workers_per_gpu)
+/* The most workers that ran at once on one GPU over a feed of N_REQUESTS (fake compiles,
+ * 8 compile slots: they idle once every candidate is compiled), with gpu_workers 2 and idle
+ * as gpu_workers_idle. */
+static int max_workers_at_once(int idle)
 {
-    char cache[64], slots[96], cmd[160];
+    char cache[64], slots[96], cmd[256];
     snprintf(cache, sizeof cache, "/tmp/rlc-kpool-slots-%d", (int)getpid());
     snprintf(slots, sizeof slots, "%s/slots", cache);
-    snprintf(cmd, sizeof cmd, "mkdir -p %s", slots);
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", cache, slots);
     cr_assert_eq(system(cmd), 0);
     setenv("FAKE_SLOT_DIR", slots, 1);
     setenv("FAKE_WORKER_MODE", "slot", 1);
     unsetenv("CUDA_VISIBLE_DEVICES");
     rl_kenv_opts o = fake_opts(cache);
     o.gpu_workers = 2;
+    o.gpu_workers_idle = idle;
     rl_kenv_pool *pool;
     rl_err err;
     cr_assert_eq(rl_kenv_pool_create(&pool, &o, 1, &err), 0, "%s", err.msg);
@@ -148,9 +150,41 @@ Test(kpool, workers_per_gpu)
     while (fscanf(fp, "%d", &n) == 1) max = n > max ? n : max, lines++;
     fclose(fp);
     cr_assert_eq(lines, N_REQUESTS);
-    cr_assert_eq(max, 2, "at most 2 workers at once on the GPU, and 2 were used: %d", max);
     snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
     cr_assert_eq(system(cmd), 0);
+    return max;
+}
+
+/* Up to gpu_workers workers share one GPU (their timing is serialized by the GPU lock, which
+ * the worker takes): never more at once, and the pool does use them. */
+Test(kpool, workers_per_gpu)
+{
+    int max = max_workers_at_once(-1);
+    cr_assert_eq(max, 2, "at most 2 workers at once on the GPU, and 2 were used: %d", max);
+}
+
+/* Once the compile slots idle (every candidate compiled), idle compile slots become GPU slots,
+ * up to gpu_workers_idle (default twice gpu_workers): the queue at the end of a batch drains on
+ * more cores. Never more than that, and the pool does use them. */
+Test(kpool, idle_compile_slots_become_gpu_slots)
+{
+    int max = max_workers_at_once(0);
+    cr_assert_eq(max, 4, "at most 4 (2 x 2) workers at once once compiles idle, and 4 were used: %d", max);
+    max = max_workers_at_once(3);
+    cr_assert_eq(max, 3, "gpu_workers_idle 3: at most 3 at once, and 3 were used: %d", max);
+}
+
+/* The rule: gpu_workers while any candidate waits for a compile slot or every slot compiles;
+ * else one more per idle compile slot (a GPU's share of them), up to the idle extra. */
+Test(kpool, gpu_slots_rule)
+{
+    cr_assert_eq(rl_kpool_slots(4, 4, 1, 16, 16, 0), 4, "every compile slot busy");
+    cr_assert_eq(rl_kpool_slots(4, 4, 1, 10, 16, 2), 4, "candidates wait for a compile slot");
+    cr_assert_eq(rl_kpool_slots(4, 4, 1, 14, 16, 0), 6, "two compile slots idle: two more");
+    cr_assert_eq(rl_kpool_slots(4, 4, 1, 0, 16, 0), 8, "all idle: up to the extra");
+    cr_assert_eq(rl_kpool_slots(4, 4, 2, 10, 16, 0), 7, "6 idle over 2 GPUs: 3 each");
+    cr_assert_eq(rl_kpool_slots(4, 0, 1, 0, 16, 0), 4, "no extra");
+    cr_assert_eq(rl_kpool_slots(2, 4, 1, 15, 16, 0), 3, "one idle");
 }
 
 /* jobs compiles at once, and compiles go on while the GPU is busy: with 2 compile slots and
