@@ -264,6 +264,9 @@ int rl_cmd_kernel_eval(int argc, char **argv)
         RL_OPT_I("jobs", &jobs, 1, 64, "compiles at once; compiled requests wait for a GPU meanwhile (0 = 2 per GPU worker or 1 per core, the more)", .range.or_zero = 1),
         RL_OPT_I("gpu-workers", &o.gpu_workers, 1, 16,
                  "workers at once per GPU: correctness shared, timing exclusive by a lock (0 = 4)", .range.or_zero = 1),
+        RL_OPT_I("gpu-workers-idle", &o.gpu_workers_idle, -1, 32,
+                 "workers per GPU while compile slots are idle, at the end of a batch (0 = 2 x --gpu-workers, "
+                 "-1 = --gpu-workers)"),
         RL_OPT_S("protocol", &o.protocol_path, "FILE", "protocol parameters (protocol.json)"),
         RL_OPT_S("worker", &o.worker, "PATH", "rlc-kernel-worker"),
         RL_OPT_S("python", &o.python, "PATH", "Python with torch for KernelBench tasks"),

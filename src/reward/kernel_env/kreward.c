@@ -77,6 +77,9 @@ int rl_kreward_create(rl_kreward **out, const rl_kreward_opts *o, rl_err *err)
     }
     k->opts.no_sandbox = o->no_sandbox;
     k->opts.profile = o->profile;
+    /* the trainer's model and optimizer state share the GPU: no extra worker contexts at the end
+     * of a batch (kpool.h's idle slots), which a large model might not leave room for */
+    k->opts.gpu_workers_idle = -1;
     k->jobs = o->jobs;
     k->memo = o->memo;
     if (o->rank_gpu > 0 && o->gpus > 1) {
