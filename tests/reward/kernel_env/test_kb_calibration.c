@@ -13,6 +13,7 @@
 #include "reward/kernel_env/kenv.h"
 #include "reward/kernel_env/ksandbox.h"
 #include "json_get.h"
+#include "kb_fake.h"
 #include "test_util.h"
 
 #define FIX "tests/fixtures/kernel_env"
@@ -25,17 +26,9 @@ static const char *cand_src = "import torch\nclass ModelNew(torch.nn.Module):\n 
 /* Options for the fake Python with the sandbox on. */
 static rl_kenv_opts fake_opts(void)
 {
-    rl_kenv_opts o;
-    rl_kenv_opts_default(&o, &default_paths);
-    rl_err err;
-    cr_assert_eq(rl_kenv_load_protocol(&o, &err), 0, "%s", err.msg);
-    o.python = FIX "/fake_python.sh";
-    o.worker = "/nonexistent/rlc-kernel-worker"; /* KernelBench tasks never use it */
-    o.proto.timeout_s = 10;
-    o.proto.compile_timeout_s = 10;
     static char cache[64];
-    snprintf(cache, sizeof cache, "/tmp/rlc-kbcal-cache-%d", (int)getpid());
-    o.cache_dir = cache;
+    rl_kenv_opts o = kb_fake_opts(&default_paths, cache, sizeof cache, "kbcal", 10, 10);
+    rl_err err;
     o.no_sandbox = 0;
     /* The GPU's lock file lives in $TMPDIR: tests running at once must not share one (a
      * calibration holds it exclusively). */

@@ -22,6 +22,7 @@
 #include "reward/kernel_env/kpool.h"
 #include "run_rlc.h"
 #include "json_get.h"
+#include "kb_fake.h"
 #include "test_util.h"
 
 #define FIX "tests/fixtures/kernel_env"
@@ -55,17 +56,8 @@ static const char *cand_src = "import torch\nclass ModelNew(torch.nn.Module):\n 
 
 static rl_kenv_opts fake_opts(void)
 {
-    rl_kenv_opts o;
-    rl_kenv_opts_default(&o, &default_paths);
-    rl_err err;
-    cr_assert_eq(rl_kenv_load_protocol(&o, &err), 0, "%s", err.msg);
-    o.python = FIX "/fake_python.sh";
-    o.worker = "/nonexistent/rlc-kernel-worker"; /* KernelBench tasks never use it */
-    o.proto.timeout_s = 2;
-    o.proto.compile_timeout_s = 1;
     static char cache[64];
-    snprintf(cache, sizeof cache, "/tmp/rlc-kbench-cache-%d", (int)getpid());
-    o.cache_dir = cache;
+    rl_kenv_opts o = kb_fake_opts(&default_paths, cache, sizeof cache, "kbench", 2, 1);
     /* The fakes are shell scripts that fork and write their reports to /tmp: orchestration
      * is tested here without the sandbox (test_ksandbox.c and the test below cover it). */
     o.no_sandbox = 1;
