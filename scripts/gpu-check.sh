@@ -196,8 +196,9 @@ section_bench_generate() {
     tok=${QWEN_TOKENIZER:-../shared/data/qwen3-tokenizer/tokenizer.json}
     if [ -f "$tok" ] && bench_bin bench_grpo_step "$@"; then
         "$BUILD/bench/bench_grpo_step" $CONFIG "$tok" 5 >>"$res" 2>>"$LOG"
+        "$BUILD/bench/bench_grpo_step" $CONFIG "$tok" 5 --no-share-prompts >>"$res" 2>>"$LOG"
         "$BUILD/bench/bench_grpo_step" $CONFIG "$tok" 5 --deterministic >>"$res" 2>>"$LOG"
-        for mode in cuda "cuda deterministic"; do
+        for mode in cuda "cuda whole prompts" "cuda deterministic"; do
             line=$(grep -m 1 "^rlc grpo_step median .*($mode," "$res")
             row "grpo step 8x8 ~130->256 ($mode)" \
                 "s $(echo "$line" | tr ' ' '\n' | sed -n 's/^seconds=//p') (target <=0.8), generation $(echo "$line" | tr ' ' '\n' | sed -n 's/^gen_seconds=//p') (target <=0.35), peak GiB $(echo "$line" | tr ' ' '\n' | sed -n 's/^peak_used_gib=//p')"
