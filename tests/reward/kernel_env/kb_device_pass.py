@@ -70,13 +70,29 @@ def kernels(cubin):
     return sorted(names)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--compare", action="store_true", help="also with torch's headers: the same kernels")
+def arg_parser(doc, out_help):
+    """The options both header checks take (this one and kb_host_pass.py)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--arch", default="90a")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--torch-include")
-    ap.add_argument("--out", help="keep the sources and cubins here")
+    ap.add_argument("--out", help=out_help)
+    return ap
+
+
+def load_inline_flags(inc, ext_name, arch):
+    """load_inline's CUDA flags (torch.utils.cpp_extension, torch 2.11) for torch's headers in inc."""
+    return ["-isystem", inc, "-isystem", os.path.join(inc, "torch", "csrc", "api", "include"),
+            "-isystem", sysconfig.get_paths()["include"], f"-DTORCH_EXTENSION_NAME={ext_name}",
+            "-DTORCH_API_INCLUDE_EXTENSION_H", "-D_GLIBCXX_USE_CXX11_ABI=1", "-D__CUDA_NO_HALF_OPERATORS__",
+            "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
+            "--expt-relaxed-constexpr", "-std=c++17", "-Xcompiler", "-fPIC",
+            f"-gencode=arch=compute_{arch},code=sm_{arch}"]
+
+
+def main():
+    ap = arg_parser(__doc__, "keep the sources and cubins here")
+    ap.add_argument("--compare", action="store_true", help="also with torch's headers: the same kernels")
     a = ap.parse_args()
     nvcc = shutil.which("nvcc")
     inc = torch_include(a.torch_include)
@@ -87,12 +103,7 @@ def main():
     work = a.out or tempfile.mkdtemp(prefix="rlc-kb-device-pass-")
     os.makedirs(work, exist_ok=True)
     # load_inline's CUDA flags (torch.utils.cpp_extension, torch 2.11), the device pass only
-    flags = ["-isystem", inc, "-isystem", os.path.join(inc, "torch", "csrc", "api", "include"),
-             "-isystem", sysconfig.get_paths()["include"], "-DTORCH_EXTENSION_NAME=rl_device_pass",
-             "-DTORCH_API_INCLUDE_EXTENSION_H", "-D_GLIBCXX_USE_CXX11_ABI=1", "-D__CUDA_NO_HALF_OPERATORS__",
-             "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
-             "--expt-relaxed-constexpr", "-std=c++17", "-Xcompiler", "-fPIC",
-             f"-gencode=arch=compute_{a.arch},code=sm_{a.arch}", "--cubin"]
+    flags = load_inline_flags(inc, "rl_device_pass", a.arch) + ["--cubin"]
     jobs = []
     for name, text in sources():
         src = os.path.join(work, name + ".cu")

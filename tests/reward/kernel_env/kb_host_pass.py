@@ -18,13 +18,11 @@ light_fails).
     python3 tests/reward/kernel_env/kb_host_pass.py [--arch 90a] [--jobs N] [--torch-include DIR] [--out DIR]
 Torch's headers as kb_device_pass.py finds them; none: exits 77 (test_kb_light.c skips). Needs
 nvcc, nm and c++filt. Exits 0 when all hold, 1 with the failures."""
-import argparse
 import os
 import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -77,12 +75,7 @@ def check_macros(inc, work):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--arch", default="90a")
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("--torch-include")
-    ap.add_argument("--out", help="keep the sources and objects here")
-    a = ap.parse_args()
+    a = dp.arg_parser(__doc__, "keep the sources and objects here").parse_args()
     nvcc = shutil.which("nvcc")
     inc = dp.torch_include(a.torch_include)
     if not nvcc or not inc or not shutil.which("nm"):
@@ -94,12 +87,7 @@ def main():
     for e in check_macros(inc, work):
         bad += 1
         print("kb_host_pass: macros: " + e)
-    flags = ["-isystem", inc, "-isystem", os.path.join(inc, "torch", "csrc", "api", "include"),
-             "-isystem", sysconfig.get_paths()["include"], "-DTORCH_EXTENSION_NAME=rl_host_pass",
-             "-DTORCH_API_INCLUDE_EXTENSION_H", "-D_GLIBCXX_USE_CXX11_ABI=1", "-D__CUDA_NO_HALF_OPERATORS__",
-             "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
-             "--expt-relaxed-constexpr", "-std=c++17", "-Xcompiler", "-fPIC",
-             f"-gencode=arch=compute_{a.arch},code=sm_{a.arch}", "-c"]
+    flags = dp.load_inline_flags(inc, "rl_host_pass", a.arch) + ["-c"]
     jobs, ops = [], {}
     for name, src, scanned in texts():
         d = os.path.join(work, name)
