@@ -172,8 +172,26 @@ section_bench_grpo() {
 # Generation (issue 10): the workloads of bench/bench_generate.c (a: nano-vllm's bench.py
 # protocol, b: long, c: 256 x 128 -> 256, d: batch-1 latency, e: a GRPO rollout of 8 x 8) on a
 # randomly initialised Qwen3-0.6B, beside transformers' generate on the same requests.
+# cuBLASLt's products at a programmatic edge (bench/probe_lt_pdl.cu): while they do not wait at
+# one, the decode graphs keep plain edges into them (docs/benchmarks.md, "Four ways around ...").
+probe_lt_pdl() {
+    if [ "${1:-}" != "--no-build" ]; then
+        nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -Ibench bench/probe_lt_pdl.cu -lcublasLt \
+            -o "$BUILD/bench/probe_lt_pdl" >>"$LOG" 2>&1
+    fi
+    if [ ! -x "$BUILD/bench/probe_lt_pdl" ]; then
+        row "bench probe_lt_pdl" "NOT BUILT"
+        STATUS=1
+        return
+    fi
+    out=$("$BUILD/bench/probe_lt_pdl" 2>&1)
+    printf '== probe_lt_pdl\n%s\n' "$out" >>"$LOG"
+    row "cuBLASLt products that wait at a PDL edge" "$(printf '%s\n' "$out" | grep -c ': waits$') of 4"
+}
+
 section_bench_generate() {
     bench_bin bench_generate "$@" || return
+    probe_lt_pdl "$@"
     res=$LOGDIR/bench_generate.txt
     wl=$LOGDIR/generate-workloads
     "$BUILD/bench/bench_generate" $CONFIG a b c d e --write "$wl" >"$res" 2>>"$LOG"

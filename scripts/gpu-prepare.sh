@@ -2,7 +2,7 @@
 # gpu-prepare.sh — builds everything scripts/gpu-check.sh runs, HERE (where the Debian dev
 # packages are), for a GPU machine that lacks them (the lent device machine): the CUDA build in
 # build/cudah (its own folder, so a CUDA=0 build in build/ never mixes objects with it), the GPU
-# test binaries, the benchmarks (bench/bench_*.c, bench/compare_qwen3.c), and .devlibs/ with the shared libraries those need
+# test binaries, the benchmarks (bench/bench_*.c, bench/compare_qwen3.c, bench/probe_*.cu), and .devlibs/ with the shared libraries those need
 # that a stock CUDA image may not have (criterion and its dependencies, cJSON, PCRE2, utf8proc).
 #
 # usage: sh scripts/gpu-prepare.sh [-jN]
@@ -21,6 +21,10 @@ for prog in bench_attention bench_model_step bench_grpo_update bench_generate be
     cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Isrc -I"$cuda_home/include" -fopenmp bench/$prog.c $BUILD/librlc.a \
         -fopenmp -lcjson -lpcre2-8 -lutf8proc -lseccomp -lm -lpthread -L"$cuda_home/lib64" -Wl,-rpath,"$cuda_home/lib64" \
         -lcublasLt -lcublas -lcudart -lnvrtc -lstdc++ -o $BUILD/bench/$prog
+done
+# Probes of cuBLASLt's behaviour (bench/probe_*.cu: standalone, cuBLASLt and the runtime only).
+for prog in probe_lt_configs probe_lt_pdl; do
+    nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -Ibench bench/$prog.cu -lcublasLt -o $BUILD/bench/$prog
 done
 mkdir -p .devlibs
 # shellcheck disable=SC2086
