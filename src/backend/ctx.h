@@ -45,9 +45,10 @@ typedef struct rl_ctx {
     int device;         /* CUDA device ordinal */
     int n_threads;      /* CPU: OpenMP threads (0 = OpenMP default) */
     int deterministic;  /* 1: every op gives each row a result that does not depend on the other
-                           rows of its batch (batch-invariant kernels), so the engine's sampling
-                           log-probs equal the training forward's bit for bit; the CPU ops
-                           always are */
+                           rows of its batch (batch-invariant kernels), and a product each output
+                           element one that does not depend on the other columns of its call,
+                           so the engine's sampling log-probs equal the training forward's bit
+                           for bit; the CPU ops always are */
     void *cuda;         /* owned by backend/cuda: stream, cuBLASLt handle, workspace */
     rl_err err;         /* filled when an op or memory call fails */
 } rl_ctx;

@@ -24,10 +24,13 @@
  * host copy of its batch, so the engine can capture a decode step as a graph. In inference,
  * projections whose weights are adjacent run as one product (gate|up read by SwiGLU with a row
  * stride; q|k|v read in place by the paged step's fused q/k norm + RoPE + cache write, or split
- * into q, k, v by row gathers for the forward of log-probs), and the RMSNorms and SwiGLU run
- * inside the products that follow them (rl_rmsnorm_matmul_fwd, rl_swiglu_matmul_residual_fwd:
- * the same values, fewer kernels in a decode step), except with ctx->deterministic, where every
- * op keeps the training forward's shapes and order. */
+ * into q, k, v by row gathers for the forward of log-probs and in deterministic mode), and the
+ * RMSNorms and SwiGLU run inside the products that follow them (rl_rmsnorm_matmul_fwd,
+ * rl_swiglu_matmul_residual_fwd: the same values, fewer kernels in a decode step), except with
+ * ctx->deterministic, where the norms, q/k norm, RoPE and cache write run as the training
+ * forward's ops. The adjacent products stay one product there too: a batch-invariant product
+ * computes each output element alone (ops.h), so its columns' bits do not depend on how many
+ * columns share the call. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +144,16 @@ static int norm_product(rl_model *m, int fold, void *out, void *xn, float *rstd,
     return 0;
 }
 
+/* The fused q|k|v product's rows apart, into q, k (before QK-norm when the model has it) and v. */
+static int split_qkv(rl_model *m, rl_acts *a, rl_layer_acts *s, void *q, void *k, int T, rl_err *err)
+{
+    int H = m->config.n_heads, KV = m->config.n_kv_heads, hd = m->config.head_dim;
+    RL_TRY_OP(m->ctx, err, rl_gather_rows(m->ctx, q, a->qkv, a->split_q, T * H, hd));
+    RL_TRY_OP(m->ctx, err, rl_gather_rows(m->ctx, k, a->qkv, a->split_k, T * KV, hd));
+    RL_TRY_OP(m->ctx, err, rl_gather_rows(m->ctx, s->v, a->qkv, a->split_v, T * KV, hd));
+    return 0;
+}
+
 /* Shared prefixes: each sequence's key slab, its prefix's keys and values then its own (k after
  * QK-norm and RoPE), in a->kx, a->vx. */
 static int prefix_slabs(rl_model *m, rl_acts *a, const rl_layer_acts *s, const attn_batch *b, rl_err *err)
@@ -166,7 +179,7 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
 
     void *q = c->qk_norm ? s->q_raw : s->q;
     void *k = c->qk_norm ? s->k_raw : s->k;
-    int fused = a->qkv && !ctx->deterministic;
+    int fused = a->qkv != NULL;
     if (fused) {
         if (norm_product(m, fold, a->qkv, s->xn1, s->rstd1, x, W->attn_norm, W->q, SIZE_MAX, T, (H + 2 * KV) * hd,
                          err))
@@ -188,6 +201,7 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
                           .share_lead = pb->share_lead, .share_len = pb->share_len,
                           .share_count = pb->share_count, .max_share = pb->max_share};
         if (ctx->deterministic) {
+            if (fused && split_qkv(m, a, s, q, k, T, err)) return -1;
             if (qk_fwd(m, a, l, b, err)) return -1;
             RL_TRY_OP(ctx, err, rl_kv_cache_write(ctx, &kv, s->k, s->v, pb->slots, T, KV, hd));
             RL_TRY_OP(ctx, err, rl_paged_attention_fwd(ctx, s->attn, s->q, &kv, pb->cu_seqlens_q, pb->seqlens_k,
@@ -205,11 +219,7 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
                                          pb->n_seqs, pb->max_seqlen_q, pb->max_seqlen_k, H, KV, hd, scale));
         }
     } else {
-        if (fused) {
-            RL_TRY_OP(ctx, err, rl_gather_rows(ctx, q, a->qkv, a->split_q, T * H, hd));
-            RL_TRY_OP(ctx, err, rl_gather_rows(ctx, k, a->qkv, a->split_k, T * KV, hd));
-            RL_TRY_OP(ctx, err, rl_gather_rows(ctx, s->v, a->qkv, a->split_v, T * KV, hd));
-        }
+        if (fused && split_qkv(m, a, s, q, k, T, err)) return -1;
         if (qk_fwd(m, a, l, b, err)) return -1;
         const void *k_att = s->k, *v_att = s->v;
         if (b->kmap && prefix_slabs(m, a, s, b, err)) return -1;
@@ -221,7 +231,7 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
     RL_TRY_OP(ctx, err, rl_matmul_residual_fwd(ctx, s->h, x, s->attn, weight(m, W->o), T, D, H * hd));
     const void *gate = s->gate, *up = s->up;
     int stride = I;
-    if (a->gate_up && m->fused_gate_up && !ctx->deterministic) {
+    if (a->gate_up && m->fused_gate_up) {
         if (norm_product(m, fold, a->gate_up, s->xn2, s->rstd2, s->h, W->mlp_norm, W->gate, SIZE_MAX, T, 2 * I, err))
             return -1;
         gate = a->gate_up;

@@ -6,7 +6,7 @@
  *    fp32 mode on CUDA cores), and they are the right products (CPU op, bf16 tolerance 2e-2);
  *  - the paged attention of the engine against the training forward (rl_attention_fwd over the
  *    whole sequences): each decode row (1 query, keys up to it) and each prefill chunk (queries
- *    at the end of their keys) gives exactly the training forward's row, at head_dim 128 and 64
+ *    at the end of their keys, also 3 at a time) gives exactly the training forward's row, at head_dim 128 and 64
  *    (tensor cores, GQA) and 16 (CUDA cores), bf16 and fp32, block size 16 with shuffled tables;
  *  - RMSNorm, RoPE and SwiGLU: rows of a 3-row call equal those of a 2000-row call. */
 #include <math.h>
@@ -101,6 +101,40 @@ Test(gpu_deterministic, products_bf16_odd_k) { product_invariance(0, 0, 70, 37, 
 Test(gpu_deterministic, products_bf16_wide_narrow) { product_invariance(0, 2, 1100, 200, 16); }
 Test(gpu_deterministic, products_fp32) { product_invariance(1, 2, 72, 48, 15); }
 
+/* A product's output columns do not depend on the other columns of its call: q|k|v (gate|up) as
+ * one product gives the bits of the separate q, k and v products (the engine runs them fused,
+ * the training forward apart), at 1, 64 and 1000 rows (narrow and wide tiles). */
+static void column_invariance(int fp32, uint64_t seed)
+{
+    gu g;
+    det_begin(&g, fp32);
+    enum { M = 1000, N = 200, K = 136 };
+    static const int parts[] = {120, 40, 40}, rows[] = {1, 64, 1000};
+    size_t es = esz(&g);
+    float *in = gu_rand(&g, (size_t)M * K, -1, 1, seed), *w = gu_rand(&g, (size_t)N * K, -0.5f, 0.5f, seed + 1);
+    char *d_in = gu_up_act(&g, in, (size_t)M * K), *d_w = gu_up_act(&g, w, (size_t)N * K);
+    char *d_whole = gu_nan_act(&g, (size_t)M * N), *d_part = gu_nan_act(&g, (size_t)M * N);
+    size_t differ = 0;
+    for (int ri = 0; ri < 3; ri++) {
+        int m = rows[ri];
+        GU_OK(&g, rl_matmul_fwd(&g.gpu, d_whole, d_in, d_w, NULL, m, N, K, 0));
+        float *whole = get_act(&g, d_whole, (size_t)m * N);
+        for (int p = 0, c0 = 0; p < 3; c0 += parts[p], p++) {
+            GU_OK(&g, rl_matmul_fwd(&g.gpu, d_part, d_in, d_w + (size_t)c0 * K * es, NULL, m, parts[p], K, 0));
+            float *part = get_act(&g, d_part, (size_t)m * parts[p]);
+            size_t d = 0;
+            for (int r = 0; r < m; r++) d += count_diff(part + (size_t)r * parts[p], whole + (size_t)r * N + c0, parts[p]);
+            if (d) fprintf(stderr, "[err] %d rows, columns %d..%d apart: %zu outputs differ\n", m, c0, c0 + parts[p], d);
+            differ += d;
+        }
+    }
+    cr_expect_eq(differ, 0, "%zu outputs depend on the other columns of their call (%s)", differ, fp32 ? "fp32" : "bf16");
+    gu_end(&g);
+}
+
+Test(gpu_deterministic, products_columns_bf16) { column_invariance(0, 17); }
+Test(gpu_deterministic, products_columns_fp32) { column_invariance(1, 18); }
+
 /* The lm_head's log-probs (fp32 logits through the same kind of product, inv_temperature 1/0.7):
  * per row the same whatever the call's row count. */
 Test(gpu_deterministic, lm_head_logprobs)
@@ -182,18 +216,19 @@ static void attention_matches_training(int fp32, int H, int KV, int D, uint64_t 
     GU_OK(&g, rl_kv_cache_write(&g.gpu, &kv, d_k, d_v, gu_up_bytes(&g, slots, total * 4), total, KV, D));
 
     /* decode: every position p of every sequence as one query row over keys 0..p; prefill: the
-     * chunks [p0, p1) of queries over keys 0..p1 - 1 (chunk ends 40 and the sequence's end) */
+     * chunks [p0, p1) of queries over keys 0..p1 - 1 (chunk ends 40 and the sequence's end);
+     * small chunks: 3 queries at a time (a GQA group's heads x 3 rows fit one packed warp) */
     size_t differ = 0;
     char *d_qs = gu_nan_act(&g, total * q_row), *d_os = gu_nan_act(&g, total * q_row);
     int32_t *cuq = gu_host(&g, (total + 1) * 4), *lk = gu_host(&g, total * 4);
     int32_t *row_tables = gu_host(&g, (size_t)total * max_blocks * 4); /* each call row: its sequence's table */
-    for (int mode = 0; mode < 2; mode++) {
+    for (int mode = 0; mode < 3; mode++) {
         int n = 0, t = 0, maxq = 1;
         cuq[0] = 0;
         for (int s = 0; s < S; s++) {
             int ends[3] = {40 < len[s] ? 40 : len[s], len[s], len[s]};
             for (int p = 0, c = 0; p < len[s]; n++) {
-                int p1 = mode == 0 ? p + 1 : ends[c++];
+                int p1 = mode == 0 ? p + 1 : mode == 2 ? (p + 3 < len[s] ? p + 3 : len[s]) : ends[c++];
                 GU_OK(&g, rl_memcpy(&g.gpu, d_qs + (size_t)t * q_row * es, d_q + (size_t)(cu[s] + p) * q_row * es,
                                     (size_t)(p1 - p) * q_row * es, RL_D2D));
                 t += p1 - p;
@@ -211,7 +246,8 @@ static void attention_matches_training(int fp32, int H, int KV, int D, uint64_t 
         float *got = get_act(&g, d_os, total * q_row);
         size_t d = count_diff(got, train, total * q_row); /* queries in the same order: sequence by sequence */
         fprintf(stderr, "[err] det paged %s H%d/%d D%d %s: %zu of %zu outputs differ from the training forward\n",
-                mode ? "prefill" : "decode", H, KV, D, fp32 ? "fp32" : "bf16", d, total * q_row);
+                mode == 0 ? "decode" : mode == 1 ? "prefill" : "chunks of 3", H, KV, D, fp32 ? "fp32" : "bf16", d,
+                total * q_row);
         differ += d;
     }
     cr_expect_eq(differ, 0, "paged attention H%d/%d D%d: %zu outputs differ from the training forward", H, KV, D,

@@ -15,7 +15,10 @@
  * other rows, its warp count or its first query position. A training row may see more key
  * tiles than the same row in a decode step (its block's last row sets the loop), but a tile
  * fully masked for a row leaves that row's (m, l, O) bit-unchanged: the max stays m, corr =
- * exp2(0) = 1, every p = exp2(-inf) = 0, and P V adds exact zeros. */
+ * exp2(0) = 1, every p = exp2(-inf) = 0, and P V adds exact zeros. A decode step packs a GQA
+ * group: one warp per (kv head, sequence) whose 16 rows are the group's query heads for each of
+ * the sequence's few queries (PACK), so each key/value tile is read once per group instead of
+ * once per query head; every row still runs its own chain (mma rows are independent). */
 #include "backend/cuda/mma.cuh"
 
 #define FWD_WARPS 8
@@ -44,9 +47,20 @@ __device__ __forceinline__ void load_kv_tile(bf16 *tile, const bf16 *base, const
     }
 }
 
-/* WARPS warps of 16 query rows each (training: FWD_WARPS; a decode step's single rows: 1); a
- * row's arithmetic does not depend on WARPS or on the key source KV. */
-template <int D, int WARPS, typename KV>
+/* The block's query rows: tile row r is query qi(r) of the sequence, head head(r). Plain:
+ * queries row0 .. row0 + BM - 1 of head h. Packed (a GQA group of G heads, h the kv head): query
+ * r / G, head h G + r % G, for r < len_q G. */
+template <bool PACK>
+struct fwd_rows {
+    int h, row0, group, n_rows;
+    __device__ int qi(int r) const { return PACK ? r / group : row0 + r; }
+    __device__ int head(int r) const { return PACK ? h * group + r % group : h; }
+    __device__ bool valid(int r) const { return r < n_rows; }
+};
+
+/* WARPS warps of 16 query rows each (training: FWD_WARPS; a decode step's rows: 1, packed); a
+ * row's arithmetic does not depend on WARPS, PACK or the key source KV. */
+template <int D, int WARPS, bool PACK, typename KV>
 __global__ void __launch_bounds__(WARPS * 32) attn_fwd_mma_kernel(bf16 *out, float *lse, const bf16 *q, const bf16 *k,
                                                                   const bf16 *v, const int32_t *cu_q, KV src,
                                                                   int n_heads, int n_kv_heads, float scale_log2,
@@ -57,26 +71,31 @@ __global__ void __launch_bounds__(WARPS * 32) attn_fwd_mma_kernel(bf16 *out, flo
     bf16 *qs = (bf16 *)smem_raw;
     bf16 *ks = qs + BM * D; /* [2][BN * D] */
     bf16 *vs = ks + 2 * BN * D;
-    int h = blockIdx.x, s = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    int qb = cu_q[s], len_q = cu_q[s + 1] - qb;
+    int s = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int qb = cu_q[s], len_q = cu_q[s + 1] - qb, group = n_heads / n_kv_heads;
     /* Last query tiles first, over all heads and sequences (the tile index is the slowest grid
      * dimension): under the causal mask they carry the most keys, so the tail is short. */
     int row0 = (gridDim.z - 1 - blockIdx.z) * BM;
     if (row0 >= len_q) return;
+    fwd_rows<PACK> rows = {(int)blockIdx.x, row0, group, PACK ? len_q * group : len_q - row0};
     int len_k = src.len(s);
-    int hk = h / (n_heads / n_kv_heads);
+    int hk = PACK ? rows.h : rows.h / group;
     size_t q_stride = (size_t)n_heads * D;
-    const bf16 *q0 = q + (size_t)qb * q_stride + h * D;
     const bf16 *k0 = k + hk * D, *v0 = v + hk * D;
 
     /* Keys visible to the block's last row bound the loop; below the first row's bound no mask. */
-    int last_row = min(row0 + BM, len_q) - 1;
+    int last_row = PACK ? len_q - 1 : min(row0 + BM, len_q) - 1;
     int shift = len_k - len_q; /* query i sees keys j <= shift + i when causal */
     int keys_end = causal ? min(len_k, max(0, shift + last_row + 1)) : len_k;
     int n_tiles = (keys_end + BN - 1) / BN;
-    int unmasked_end = causal ? min(len_k, max(0, shift + row0 + 1)) : len_k;
+    int unmasked_end = causal ? min(len_k, max(0, shift + rows.qi(0) + 1)) : len_k;
 
-    load_tile_async<D, BM, FWD_THREADS>(qs, q0, row0, len_q, q_stride);
+    for (int idx = threadIdx.x; idx < BM * (D / 8); idx += FWD_THREADS) {
+        int r = idx / (D / 8), ch = idx % (D / 8);
+        bool ok = rows.valid(r);
+        const bf16 *g = q + (ok ? (size_t)(qb + rows.qi(r)) * q_stride + rows.head(r) * D : 0) + ch * 8;
+        cp_async16(qs + swz<D>(r, ch * 8), g, ok);
+    }
     if (n_tiles > 0) {
         load_kv_tile<D, FWD_THREADS>(ks, k0, src, s, 0, len_k);
         load_kv_tile<D, FWD_THREADS>(vs, v0, src, s, 0, len_k);
@@ -89,7 +108,7 @@ __global__ void __launch_bounds__(WARPS * 32) attn_fwd_mma_kernel(bf16 *out, flo
     float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.0f, 0.0f};
     uint32_t qf[D / 16][4];
     int g = lane >> 2, tq = lane & 3;
-    int row_a = row0 + warp * 16 + g; /* this thread's rows: row_a and row_a + 8 */
+    int row_a = warp * 16 + g; /* this thread's tile rows: row_a and row_a + 8 */
 
     for (int j = 0; j < n_tiles; j++) {
         int buf = j & 1;
@@ -128,8 +147,7 @@ __global__ void __launch_bounds__(WARPS * 32) attn_fwd_mma_kernel(bf16 *out, flo
         bool need_mask = key0 + BN > unmasked_end;
 #pragma unroll
         for (int half = 0; half < 2; half++) {
-            int row = row_a + half * 8;
-            int limit = causal ? min(len_k, shift + row + 1) : len_k;
+            int limit = causal ? min(len_k, shift + rows.qi(row_a + half * 8) + 1) : len_k;
             float mx = m_r[half];
 #pragma unroll
             for (int nt = 0; nt < BN / 8; nt++)
@@ -181,11 +199,11 @@ __global__ void __launch_bounds__(WARPS * 32) attn_fwd_mma_kernel(bf16 *out, flo
 
 #pragma unroll
     for (int half = 0; half < 2; half++) {
-        int row = row_a + half * 8;
+        int r = row_a + half * 8, row = rows.qi(r), h = rows.head(r);
         float l = l_r[half];
         l += __shfl_xor_sync(0xffffffffu, l, 1);
         l += __shfl_xor_sync(0xffffffffu, l, 2);
-        if (row >= len_q) continue;
+        if (!rows.valid(r)) continue;
         float inv = l > 0.0f ? 1.0f / l : 0.0f;
         bf16 *orow = out + (size_t)(qb + row) * q_stride + h * D;
 #pragma unroll
@@ -198,17 +216,17 @@ __global__ void __launch_bounds__(WARPS * 32) attn_fwd_mma_kernel(bf16 *out, flo
     }
 }
 
-template <int D, int WARPS, typename KV>
+template <int D, int WARPS, bool PACK = false, typename KV>
 static int launch_fwd(rl_ctx *ctx, void *out, float *lse, const void *q, const void *k, const void *v,
                       const int32_t *cu_q, KV src, int n_seqs, int max_seqlen_q, int n_heads, int n_kv_heads,
                       float scale, int causal)
 {
     constexpr int BM = 16 * WARPS;
-    dim3 grid(n_heads, n_seqs, (max_seqlen_q + BM - 1) / BM);
+    dim3 grid(PACK ? n_kv_heads : n_heads, n_seqs, PACK ? 1 : (max_seqlen_q + BM - 1) / BM);
     size_t smem = (size_t)(BM + 4 * BN) * D * sizeof(bf16);
-    CUDA_CHECK(cudaFuncSetAttribute(attn_fwd_mma_kernel<D, WARPS, KV>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)smem));
-    attn_fwd_mma_kernel<D, WARPS, KV><<<grid, WARPS * 32, smem, rl_cuda_st(ctx)->stream>>>(
+    CUDA_CHECK(cudaFuncSetAttribute(attn_fwd_mma_kernel<D, WARPS, PACK, KV>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    attn_fwd_mma_kernel<D, WARPS, PACK, KV><<<grid, WARPS * 32, smem, rl_cuda_st(ctx)->stream>>>(
         (bf16 *)out, lse, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v, cu_q, src, n_heads, n_kv_heads,
         scale * 1.4426950408889634f, causal);
     LAUNCH_CHECK();
@@ -226,16 +244,19 @@ int rl_cuda_attention_fwd_mma(rl_ctx *ctx, void *out, float *lse, const void *q,
     if ((head_dim != 64 && head_dim != 128) || (align & 15)) return 0;
     *ran = 1;
     if (paged) {
-        /* one warp a block for single-row sequences (decode): the same rows' arithmetic */
-        if (head_dim == 64)
-            return max_seqlen_q <= 16 ? launch_fwd<64, 1>(ctx, out, lse, q, k, v, cu_q, *paged, n_seqs, max_seqlen_q,
-                                                          n_heads, n_kv_heads, scale, causal)
-                                      : launch_fwd<64, FWD_WARPS>(ctx, out, lse, q, k, v, cu_q, *paged, n_seqs,
-                                                                  max_seqlen_q, n_heads, n_kv_heads, scale, causal);
-        return max_seqlen_q <= 16 ? launch_fwd<128, 1>(ctx, out, lse, q, k, v, cu_q, *paged, n_seqs, max_seqlen_q,
-                                                       n_heads, n_kv_heads, scale, causal)
-                                  : launch_fwd<128, FWD_WARPS>(ctx, out, lse, q, k, v, cu_q, *paged, n_seqs,
-                                                               max_seqlen_q, n_heads, n_kv_heads, scale, causal);
+        /* A decode step's few rows per sequence: one warp a block, a GQA group's heads packed
+         * when they fit its 16 rows; the same rows' arithmetic. */
+        int pack = max_seqlen_q * (n_heads / n_kv_heads) <= 16, one = max_seqlen_q <= 16;
+#define PAGED_FWD(D)                                                                                                   \
+    (pack  ? launch_fwd<D, 1, true>(ctx, out, lse, q, k, v, cu_q, *paged, n_seqs, max_seqlen_q, n_heads, n_kv_heads,     \
+                                    scale, causal)                                                                     \
+     : one ? launch_fwd<D, 1>(ctx, out, lse, q, k, v, cu_q, *paged, n_seqs, max_seqlen_q, n_heads, n_kv_heads, scale,  \
+                              causal)                                                                                  \
+           : launch_fwd<D, FWD_WARPS>(ctx, out, lse, q, k, v, cu_q, *paged, n_seqs, max_seqlen_q, n_heads, n_kv_heads, \
+                                      scale, causal))
+        int rc = head_dim == 64 ? PAGED_FWD(64) : PAGED_FWD(128);
+#undef PAGED_FWD
+        return rc;
     }
     rl_kv_dense src = {cu_k, used_k, (size_t)n_kv_heads * head_dim};
     if (head_dim == 64)
