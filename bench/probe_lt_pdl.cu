@@ -2,7 +2,7 @@
  * would a decode layer's chain gain if the edges into its products were programmatic?
  * Standalone (cuBLASLt and the runtime only), so it can be re-run after a cuBLAS update: if the
  * first part ever prints "waits" for every product, rlc's decode graphs could make the edges
- * into cuBLASLt's kernels programmatic (docs/benchmarks.md, "Four ways around ...").
+ * into cuBLASLt's kernels programmatic (docs/benchmarks.md, "Five ways around ...").
  *
  * 1. A graph [predecessor, product]: the predecessor lets its dependents start at once, then
  *    spins 200 us and writes the product's input (ones). With a plain edge the product reads

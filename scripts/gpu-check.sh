@@ -173,7 +173,7 @@ section_bench_grpo() {
 # protocol, b: long, c: 256 x 128 -> 256, d: batch-1 latency, e: a GRPO rollout of 8 x 8) on a
 # randomly initialised Qwen3-0.6B, beside transformers' generate on the same requests.
 # cuBLASLt's products at a programmatic edge (bench/probe_lt_pdl.cu): while they do not wait at
-# one, the decode graphs keep plain edges into them (docs/benchmarks.md, "Four ways around ...").
+# one, the decode graphs keep plain edges into them (docs/benchmarks.md, "Five ways around ...").
 probe_lt_pdl() {
     if [ "${1:-}" != "--no-build" ]; then
         nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -Ibench bench/probe_lt_pdl.cu -lcublasLt \
