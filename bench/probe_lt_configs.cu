@@ -18,8 +18,22 @@
 
 #include "bench_stats.h"
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_) { fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
-#define LK(x) do { cublasStatus_t s_ = (x); if (s_) { fprintf(stderr, "%s: cuBLAS status %d\n", #x, (int)s_); exit(1); } } while (0)
+#define CK(x)                                                                                                  \
+    do {                                                                                                       \
+        cudaError_t e_ = (x);                                                                                  \
+        if (e_) {                                                                                              \
+            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                                           \
+            exit(1);                                                                                           \
+        }                                                                                                      \
+    } while (0)
+#define LK(x)                                                                                                  \
+    do {                                                                                                       \
+        cublasStatus_t s_ = (x);                                                                               \
+        if (s_) {                                                                                              \
+            fprintf(stderr, "%s: cuBLAS status %d\n", #x, (int)s_);                                            \
+            exit(1);                                                                                           \
+        }                                                                                                      \
+    } while (0)
 
 enum { COPIES = 28, MAX_FOUND = 4096 };
 typedef __nv_bfloat16 bf;

@@ -26,8 +26,22 @@
 
 #include "bench_stats.h"
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_) { fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
-#define LK(x) do { cublasStatus_t s_ = (x); if (s_) { fprintf(stderr, "%s: cuBLAS status %d\n", #x, (int)s_); exit(1); } } while (0)
+#define CK(x)                                                                                                  \
+    do {                                                                                                       \
+        cudaError_t e_ = (x);                                                                                  \
+        if (e_) {                                                                                              \
+            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                                           \
+            exit(1);                                                                                           \
+        }                                                                                                      \
+    } while (0)
+#define LK(x)                                                                                                  \
+    do {                                                                                                       \
+        cublasStatus_t s_ = (x);                                                                               \
+        if (s_) {                                                                                              \
+            fprintf(stderr, "%s: cuBLAS status %d\n", #x, (int)s_);                                            \
+            exit(1);                                                                                           \
+        }                                                                                                      \
+    } while (0)
 
 typedef __nv_bfloat16 bf;
 enum { M = 64, L = 28, HID = 1024, QKV = 4096, ATT = 2048, INTER = 3072, REPLAYS = 60, WARM = 5 };
