@@ -9,34 +9,14 @@
  * one's largest difference from the heuristic's output relative to its largest value.
  *
  * usage: probe_lt_configs [M]   (default 64: the GRPO step's decode batch; docs/benchmarks.md) */
-#include <cublasLt.h>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "bench_stats.h"
-
-#define CK(x)                                                                                                  \
-    do {                                                                                                       \
-        cudaError_t e_ = (x);                                                                                  \
-        if (e_) {                                                                                              \
-            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                                           \
-            exit(1);                                                                                           \
-        }                                                                                                      \
-    } while (0)
-#define LK(x)                                                                                                  \
-    do {                                                                                                       \
-        cublasStatus_t s_ = (x);                                                                               \
-        if (s_) {                                                                                              \
-            fprintf(stderr, "%s: cuBLAS status %d\n", #x, (int)s_);                                            \
-            exit(1);                                                                                           \
-        }                                                                                                      \
-    } while (0)
+#include "probe_cuda.cuh"
 
 enum { COPIES = 28, MAX_FOUND = 4096 };
-typedef __nv_bfloat16 bf;
 
 static cublasLtHandle_t lt;
 static void *ws;
@@ -50,15 +30,6 @@ typedef struct problem {
 } problem;
 
 typedef struct found { cublasLtMatmulAlgo_t algo; float us; double err; char what[96]; } found;
-
-__global__ void fill(bf *p, size_t n, unsigned seed, float scale)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        unsigned h = (unsigned)i * 2654435761u ^ seed;
-        h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
-        p[i] = __float2bfloat16(((h % 2001) / 1000.0f - 1.0f) * scale);
-    }
-}
 
 static int launch(problem *p, const cublasLtMatmulAlgo_t *algo, int copy)
 {

@@ -16,49 +16,20 @@
  *    that waits could gain); and with the copies triggering after their writes, with and without
  *    a device-scope fence.
  * usage: probe_lt_pdl */
-#include <cublasLt.h>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench_stats.h"
+#include "probe_cuda.cuh"
 
-#define CK(x)                                                                                                  \
-    do {                                                                                                       \
-        cudaError_t e_ = (x);                                                                                  \
-        if (e_) {                                                                                              \
-            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                                           \
-            exit(1);                                                                                           \
-        }                                                                                                      \
-    } while (0)
-#define LK(x)                                                                                                  \
-    do {                                                                                                       \
-        cublasStatus_t s_ = (x);                                                                               \
-        if (s_) {                                                                                              \
-            fprintf(stderr, "%s: cuBLAS status %d\n", #x, (int)s_);                                            \
-            exit(1);                                                                                           \
-        }                                                                                                      \
-    } while (0)
-
-typedef __nv_bfloat16 bf;
 enum { M = 64, L = 28, HID = 1024, QKV = 4096, ATT = 2048, INTER = 3072, REPLAYS = 60, WARM = 5 };
 
 static cublasLtHandle_t lt;
 static void *ws;
 static size_t ws_bytes = (size_t)64 << 20;
 static cudaStream_t st;
-
-__global__ void fill(bf *p, size_t n, unsigned seed, float scale)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        unsigned h = (unsigned)i * 2654435761u ^ seed;
-        h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
-        p[i] = __float2bfloat16(((h % 2001) / 1000.0f - 1.0f) * scale);
-    }
-}
 
 __global__ void late_ones(bf *p, size_t n, unsigned us)
 {
