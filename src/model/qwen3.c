@@ -29,8 +29,8 @@
  * rl_swiglu_matmul_residual_fwd: the same values, fewer kernels in a decode step), except with
  * ctx->deterministic, where the norms, q/k norm, RoPE and cache write run as the training
  * forward's ops. The adjacent products stay one product there too: a batch-invariant product
- * computes each output element alone (ops.h), so its columns' bits do not depend on how many
- * columns share the call. */
+ * computes each output element alone (ctx.h, deterministic), so its columns' bits do not
+ * depend on how many columns share the call. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
