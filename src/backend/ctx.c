@@ -196,6 +196,14 @@ int rl_graph_supported(const rl_ctx *ctx)
     return 0;
 }
 
+int rl_fold_rows(const rl_ctx *ctx)
+{
+#ifdef RL_HAVE_CUDA
+    if (ctx->kind == RL_BACKEND_CUDA) return rl_cuda_fold_rows(ctx);
+#endif
+    return 0;
+}
+
 static int no_graphs(rl_ctx *ctx)
 {
     return rl_err_set(&ctx->err, "graphs: the %s backend cannot capture ops", rl_backend_name(ctx));

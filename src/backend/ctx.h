@@ -114,6 +114,14 @@ int rl_graph_capture_end(rl_ctx *ctx, rl_graph **out); /* instantiates the graph
 int rl_graph_launch(rl_ctx *ctx, rl_graph *g);
 void rl_graph_free(rl_ctx *ctx, rl_graph *g);
 
+/* The most rows for which the backend runs rl_rmsnorm_matmul_fwd and
+ * rl_swiglu_matmul_residual_fwd as one pass over the weight (the norm or SwiGLU folded into a
+ * few-row product; CUDA bf16: 16, gemv.cu and gemm_rows.cu). An inference forward of more rows
+ * asks instead for each RMSNorm together with the product before it
+ * (rl_matmul_residual_rmsnorm_fwd), which a backend can fold into that product's split-k sum.
+ * The CPU folds nothing: 0. */
+int rl_fold_rows(const rl_ctx *ctx);
+
 /* fp32 host array <-> backend array of ctx->act_dtype (bf16 on CUDA), converting: for activations
  * and working weights. Buffers that are fp32 on every backend (log-probs, advantages, loss
  * gradients) go through rl_memcpy. */

@@ -238,6 +238,16 @@ static int check_swiglu_matmul_residual_fwd(rl_ctx *ctx, void *out, void *act, c
     return 0;
 }
 
+static int check_matmul_residual_rmsnorm_fwd(rl_ctx *ctx, void *out, void *xn, float *rstd, const void *residual,
+                                             const void *in, const void *weight, const void *norm_weight, float eps,
+                                             int m, int n, int k)
+{
+    if (check_mnk(ctx, m, n, k)) return -1;
+    RULE(eps >= 0.0f, "eps %g is outside [0, inf)", eps);
+    if (m > 0) NEED(out, xn, rstd, residual, in, weight, norm_weight);
+    return 0;
+}
+
 static int check_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout, const void *in,
                             const void *weight, int m, int n, int k, int accumulate_din)
 {

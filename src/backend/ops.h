@@ -214,6 +214,16 @@ RL_OPDEF(rmsnorm_matmul_fwd, (rl_ctx *ctx, void *out, void *xn, float *rstd, con
 RL_OPDEF(swiglu_matmul_residual_fwd, (rl_ctx *ctx, void *out, void *act, const void *residual, const void *gate,
                                       const void *up, int in_stride, const void *weight, int m, int n, int k),
          (ctx, out, act, residual, gate, up, in_stride, weight, m, n, k))
+/* A product added to the residual stream and the RMSNorm after it in one op: out[m, n] =
+ * residual[m, n] + in[m, k] @ weight[n, k]^T as rl_matmul_residual_fwd (out may be residual),
+ * then xn [m, n] and rstd [m] = the RMSNorm of out with norm_weight [n] and eps, as
+ * rl_rmsnorm_fwd computes it from out as stored. One op so that a backend can normalise inside
+ * the product's split-k sum: an inference forward of more rows than rl_fold_rows (ctx.h) makes
+ * each layer's MLP norm and the next layer's input norm this way. */
+RL_OPDEF(matmul_residual_rmsnorm_fwd, (rl_ctx *ctx, void *out, void *xn, float *rstd, const void *residual,
+                                       const void *in, const void *weight, const void *norm_weight, float eps, int m,
+                                       int n, int k),
+         (ctx, out, xn, rstd, residual, in, weight, norm_weight, eps, m, n, k))
 /* din[m, k] = dout @ weight (adds when accumulate_din); dweight[n, k] += dout^T @ in;
  * dbias[n] += column sums of dout. Any of din, dweight, dbias may be NULL to skip it. */
 RL_OPDEF(matmul_bwd, (rl_ctx *ctx, void *din, float *dweight, float *dbias, const void *dout, const void *in,

@@ -26,7 +26,10 @@
  * stride; q|k|v read in place by the paged step's fused q/k norm + RoPE + cache write, or split
  * into q, k, v by row gathers for the forward of log-probs and in deterministic mode), and the
  * RMSNorms and SwiGLU run inside the products that follow them (rl_rmsnorm_matmul_fwd,
- * rl_swiglu_matmul_residual_fwd: the same values, fewer kernels in a decode step), except with
+ * rl_swiglu_matmul_residual_fwd: the same values, fewer kernels in a decode step) up to
+ * rl_fold_rows rows; past them each RMSNorm is made with the product before it instead
+ * (rl_matmul_residual_rmsnorm_fwd: the MLP's norm with o, the next layer's input norm with
+ * down, which the CUDA backend folds into the product's split-k sum). Not with
  * ctx->deterministic, where the norms, q/k norm, RoPE and cache write run as the training
  * forward's ops. The adjacent products stay one product there too: a batch-invariant product
  * computes each output element alone (ctx.h, deterministic), so its columns' bits do not
@@ -127,13 +130,18 @@ static int swiglu_fwd(rl_model *m, rl_acts *a, int l, int T, rl_err *err)
 /* out = rmsnorm(x) W^T (+ bias), the norm's output in xn and rstd (the layer's xn1/rstd1 or
  * xn2/rstd2): one op when fold (inference, where the CUDA backend folds the norm into a
  * few-row product), else the norm and the product as the training forward runs them, so the
- * backward's recompute of the norm (attn_norm_fwd, mlp_norm_fwd) gives the same values. */
-static int norm_product(rl_model *m, int fold, void *out, void *xn, float *rstd, const void *x, size_t norm,
+ * backward's recompute of the norm (attn_norm_fwd, mlp_norm_fwd) gives the same values. With
+ * made, xn already holds the norm (made with the product before it): only the product runs. */
+static int norm_product(rl_model *m, int fold, int made, void *out, void *xn, float *rstd, const void *x, size_t norm,
                         size_t w, size_t bias, int T, int n, rl_err *err)
 {
     const rl_model_config *c = &m->config;
     int D = c->hidden_size;
     float eps = (float)c->rms_norm_eps;
+    if (made) {
+        RL_TRY_OP(m->ctx, err, rl_matmul_fwd(m->ctx, out, xn, weight(m, w), weight(m, bias), T, n, D, 0));
+        return 0;
+    }
     if (fold) {
         RL_TRY_OP(m->ctx, err, rl_rmsnorm_matmul_fwd(m->ctx, out, xn, rstd, x, weight(m, norm), eps, weight(m, w),
                                                      weight(m, bias), T, n, D));
@@ -176,16 +184,22 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
     int H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
     const void *x = a->x[l];
     int fold = a->mode == RL_ACTS_INFER && !ctx->deterministic;
+    /* past the backend's few-row folds each RMSNorm is made with the product before it: the
+     * MLP's with o, the next layer's input norm with down (so from layer 1 on, xn1 is made: an
+     * inference forward writes every layer's output) */
+    int in_sum = fold && T > rl_fold_rows(ctx), xn1_made = in_sum && l > 0;
+    float eps = (float)c->rms_norm_eps;
 
     void *q = c->qk_norm ? s->q_raw : s->q;
     void *k = c->qk_norm ? s->k_raw : s->k;
     int fused = a->qkv != NULL;
     if (fused) {
-        if (norm_product(m, fold, a->qkv, s->xn1, s->rstd1, x, W->attn_norm, W->q, SIZE_MAX, T, (H + 2 * KV) * hd,
-                         err))
+        if (norm_product(m, fold, xn1_made, a->qkv, s->xn1, s->rstd1, x, W->attn_norm, W->q, SIZE_MAX, T,
+                         (H + 2 * KV) * hd, err))
             return -1;
     } else {
-        if (norm_product(m, fold, q, s->xn1, s->rstd1, x, W->attn_norm, W->q, W->q_bias, T, H * hd, err)) return -1;
+        if (norm_product(m, fold, xn1_made, q, s->xn1, s->rstd1, x, W->attn_norm, W->q, W->q_bias, T, H * hd, err))
+            return -1;
         RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, k, s->xn1, weight(m, W->k), weight(m, W->k_bias), T, KV * hd, D, 0));
         RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->v, s->xn1, weight(m, W->v), weight(m, W->v_bias), T, KV * hd, D, 0));
     }
@@ -214,7 +228,7 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
                                          fused ? qs + (size_t)(H + KV) * hd * esize : s->v,
                                          fused ? row : (size_t)H * hd, fused ? row : (size_t)KV * hd,
                                          c->qk_norm ? weight(m, W->q_norm) : NULL,
-                                         c->qk_norm ? weight(m, W->k_norm) : NULL, (float)c->rms_norm_eps,
+                                         c->qk_norm ? weight(m, W->k_norm) : NULL, eps,
                                          b->positions, m->inv_freq, pb->slots, T, pb->cu_seqlens_q, pb->seqlens_k,
                                          pb->n_seqs, pb->max_seqlen_q, pb->max_seqlen_k, H, KV, hd, scale));
         }
@@ -228,19 +242,32 @@ static int layer_fwd(rl_model *m, rl_acts *a, int l, const attn_batch *b, int wr
                             b->n_seqs, b->max_seqlen_q, b->max_seqlen_k, H, KV, hd, scale, 1));
     }
 
-    RL_TRY_OP(ctx, err, rl_matmul_residual_fwd(ctx, s->h, x, s->attn, weight(m, W->o), T, D, H * hd));
+    if (in_sum)
+        RL_TRY_OP(ctx, err, rl_matmul_residual_rmsnorm_fwd(ctx, s->h, s->xn2, s->rstd2, x, s->attn, weight(m, W->o),
+                                                           weight(m, W->mlp_norm), eps, T, D, H * hd));
+    else
+        RL_TRY_OP(ctx, err, rl_matmul_residual_fwd(ctx, s->h, x, s->attn, weight(m, W->o), T, D, H * hd));
     const void *gate = s->gate, *up = s->up;
     int stride = I;
     if (a->gate_up && m->fused_gate_up) {
-        if (norm_product(m, fold, a->gate_up, s->xn2, s->rstd2, s->h, W->mlp_norm, W->gate, SIZE_MAX, T, 2 * I, err))
+        if (norm_product(m, fold, in_sum, a->gate_up, s->xn2, s->rstd2, s->h, W->mlp_norm, W->gate, SIZE_MAX, T, 2 * I,
+                         err))
             return -1;
         gate = a->gate_up;
         up = act_row(m, a->gate_up, 1, (size_t)I);
         stride = 2 * I;
     } else {
-        if (norm_product(m, fold, s->gate, s->xn2, s->rstd2, s->h, W->mlp_norm, W->gate, SIZE_MAX, T, I, err))
+        if (norm_product(m, fold, in_sum, s->gate, s->xn2, s->rstd2, s->h, W->mlp_norm, W->gate, SIZE_MAX, T, I, err))
             return -1;
         RL_TRY_OP(ctx, err, rl_matmul_fwd(ctx, s->up, s->xn2, weight(m, W->up), NULL, T, I, D, 0));
+    }
+    if (in_sum && write_output && l + 1 < c->n_layers) { /* the next layer's input norm with down */
+        rl_layer_acts *next = &a->layers[l + 1];
+        RL_TRY_OP(ctx, err, rl_swiglu_fwd(ctx, s->act, gate, up, T, I, stride));
+        RL_TRY_OP(ctx, err, rl_matmul_residual_rmsnorm_fwd(ctx, a->x[l + 1], next->xn1, next->rstd1, s->h, s->act,
+                                                           weight(m, W->down), weight(m, m->layers[l + 1].attn_norm),
+                                                           eps, T, D, I));
+        return 0;
     }
     if (fold && write_output) {
         RL_TRY_OP(ctx, err, rl_swiglu_matmul_residual_fwd(ctx, a->x[l + 1], s->act, s->h, gate, up, stride,

@@ -200,5 +200,18 @@ Test(matmul, fused_forms_are_the_two_ops)
     cr_assert_eq(rl_matmul_residual_fwd(&ctx, ref2, res, act_ref, w, FM, FN, FK), 0, "%s", ctx.err.msg);
     cr_expect(memcmp(out2, ref2, sizeof ref2) == 0, "swiglu_matmul_residual out differs from the two ops");
     cr_expect(memcmp(act, act_ref, sizeof(float) * FM * FK) == 0, "swiglu_matmul_residual act differs");
-    free(out), free(ref), free(xn), free(xn_ref), free(act), free(act_ref);
+
+    /* the product added to the residual and the norm of the sum, in place on the residual */
+    float out3[FM * FN], ref3[FM * FN], nw3[FN];
+    float *xn3 = fx_alloc_poisoned(FM * FN), *xn3_ref = fx_alloc_poisoned(FM * FN);
+    tu_fill_uniform(nw3, FN, 0.5f, 1.5f, 66);
+    memcpy(out3, res, sizeof res);
+    cr_assert_eq(rl_matmul_residual_rmsnorm_fwd(&ctx, out3, xn3, rstd, out3, x, w, nw3, 1e-6f, FM, FN, FK), 0, "%s",
+                 ctx.err.msg);
+    cr_assert_eq(rl_matmul_residual_fwd(&ctx, ref3, res, x, w, FM, FN, FK), 0, "%s", ctx.err.msg);
+    cr_assert_eq(rl_rmsnorm_fwd(&ctx, xn3_ref, rstd_ref, ref3, nw3, FM, FN, 1e-6f), 0, "%s", ctx.err.msg);
+    cr_expect(memcmp(out3, ref3, sizeof ref3) == 0, "matmul_residual_rmsnorm out differs from the two ops");
+    cr_expect(memcmp(xn3, xn3_ref, sizeof(float) * FM * FN) == 0, "matmul_residual_rmsnorm xn differs");
+    cr_expect(memcmp(rstd, rstd_ref, sizeof rstd) == 0, "matmul_residual_rmsnorm rstd differs");
+    free(out), free(ref), free(xn), free(xn_ref), free(act), free(act_ref), free(xn3), free(xn3_ref);
 }

@@ -120,6 +120,13 @@ Test(ops, fused_products)
             "rl_swiglu_matmul_residual_fwd: n 0 is less than 1");
     ACCEPTED(rl_rmsnorm_matmul_fwd(&ctx, NULL, NULL, NULL, NULL, NULL, 1e-6f, NULL, NULL, 0, 2, 2));
     ACCEPTED(rl_swiglu_matmul_residual_fwd(&ctx, NULL, NULL, NULL, NULL, NULL, 2, NULL, 0, 2, 2));
+    REFUSED(rl_matmul_residual_rmsnorm_fwd(&ctx, a, a, r, a, a, a, a, -1.0f, 1, 2, 2),
+            "rl_matmul_residual_rmsnorm_fwd: eps -1 is outside [0, inf)");
+    REFUSED(rl_matmul_residual_rmsnorm_fwd(&ctx, a, a, r, a, a, a, NULL, 1e-6f, 1, 2, 2),
+            "rl_matmul_residual_rmsnorm_fwd: norm_weight is NULL");
+    REFUSED(rl_matmul_residual_rmsnorm_fwd(&ctx, a, a, r, a, a, a, a, 1e-6f, 1, 0, 2),
+            "rl_matmul_residual_rmsnorm_fwd: n 0 is less than 1");
+    ACCEPTED(rl_matmul_residual_rmsnorm_fwd(&ctx, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1e-6f, 0, 2, 2));
 }
 
 Test(ops, elementwise)

@@ -86,3 +86,11 @@ int rl_cpu_swiglu_matmul_residual_fwd(rl_ctx *ctx, void *out, void *act, const v
     if (rl_cpu_swiglu_fwd(ctx, act, gate, up, m, k, in_stride)) return -1;
     return rl_cpu_matmul_residual_fwd(ctx, out, residual, act, weight, m, n, k);
 }
+
+int rl_cpu_matmul_residual_rmsnorm_fwd(rl_ctx *ctx, void *out, void *xn, float *rstd, const void *residual,
+                                       const void *in, const void *weight, const void *norm_weight, float eps, int m,
+                                       int n, int k)
+{
+    if (rl_cpu_matmul_residual_fwd(ctx, out, residual, in, weight, m, n, k)) return -1;
+    return rl_cpu_rmsnorm_fwd(ctx, xn, rstd, out, norm_weight, m, n, eps);
+}

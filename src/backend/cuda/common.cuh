@@ -225,6 +225,14 @@ int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int 
                  const void *a, int lda, const void *b, int ldb, float beta, const void *c, void *d,
                  int ldd, cudaDataType_t d_type, const void *bias);
 void rl_cuda_gemm_plans_free(rl_cuda_state *st);
+/* rmsnorm.cu: out[m, n] = residual + the sum of `splits` fp32 partial products part[s][m, n]
+ * (rounded once), then xn, rstd = RMSNorm of out as stored (bf16; out may be residual). For
+ * n a multiple of 4 up to RL_CUDA_SUM_MAX_N (rl_cuda_rmsnorm_sum_takes) and splits up to
+ * RL_CUDA_SUM_MAX_SPLITS. */
+#define RL_CUDA_SUM_MAX_SPLITS 8
+int rl_cuda_rmsnorm_sum_takes(int n);
+int rl_cuda_rmsnorm_sum_fwd(rl_ctx *ctx, void *out, void *xn, float *rstd, const void *residual, const float *part,
+                            int splits, const void *norm_weight, int m, int n, float eps);
 /* gemv.cu: out[m, n] = in[m, k] weight[n, k]^T (+ bias) (+ residual, may be out) for the few-row
  * products its kernels take (m <= 8; 9..16 through gemm_rows.cu); sets *ran = 0 (and does
  * nothing) for other shapes. */

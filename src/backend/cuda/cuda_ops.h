@@ -28,6 +28,7 @@ int rl_cuda_event_record(rl_ctx *ctx, rl_event *ev);
 int rl_cuda_event_wait_host(rl_ctx *ctx, rl_event *ev);
 void rl_cuda_event_free(rl_ctx *ctx, rl_event *ev);
 int rl_cuda_graph_supported(const rl_ctx *ctx);
+int rl_cuda_fold_rows(const rl_ctx *ctx); /* gemm_rows.cu */
 int rl_cuda_graph_capture_begin(rl_ctx *ctx);
 int rl_cuda_graph_capture_end(rl_ctx *ctx, rl_graph **out);
 int rl_cuda_graph_launch(rl_ctx *ctx, rl_graph *g);

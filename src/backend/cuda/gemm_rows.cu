@@ -406,6 +406,13 @@ static int rows_plan_get(rl_cuda_state *st, int mode, int m, int n, int k, rows_
 
 static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
+/* ctx.h's rl_fold_rows: the few-row folds (gemv.cu to GEMV_MAX_M, then this file) are bf16's
+ * fast mode. */
+extern "C" int rl_cuda_fold_rows(const rl_ctx *ctx)
+{
+    return rl_cuda_f32(ctx) || ctx->deterministic ? 0 : ROWS_MAX_M;
+}
+
 int rl_cuda_gemm_rows(rl_ctx *ctx, int mode, rl_rows_args a, int m, int *ran)
 {
     *ran = 0;

@@ -15,7 +15,9 @@
  * products bound by reading the weight: they run our own kernel (gemv.cu: the whole weight in
  * flight at once, bias and residual added in the same pass); cuBLASLt's kernels for such shapes
  * reach about half the bandwidth. 9..16 rows run gemm_rows.cu's tensor-core kernel (the weight
- * slices copied before the programmatic-launch wait); more rows, cuBLASLt.
+ * slices copied before the programmatic-launch wait); more rows, cuBLASLt. A product followed by
+ * an RMSNorm (rl_matmul_residual_rmsnorm_fwd) at 17..64 rows leaves its split-k partials in fp32
+ * for rmsnorm.cu's kernel, which sums them and normalises in one pass.
  * That kernel is bf16's; the fp32 mode (tiny models, where the weight read costs nothing) takes
  * cuBLASLt at every m. Deterministic mode (ctx->deterministic) runs every forward product through
  * matmul_det.cu's batch-invariant kernel instead (the backward keeps cuBLASLt). */
@@ -28,6 +30,7 @@
 
 struct rl_cuda_matmul_plan {
     int trans_a, trans_b, rows, cols, inner, lda, ldb, ldd, has_bias, beta_zero;
+    int batch; /* > 1: gemm_ksplit's strided batch over slices of the inner dimension */
     uint32_t align_a, align_b, align_d, align_bias; /* byte alignment the algorithm may assume */
     cudaDataType_t d_type, ab_type;
     cublasLtMatmulDesc_t desc;
@@ -72,6 +75,17 @@ static int plan_build(rl_ctx *ctx, rl_cuda_matmul_plan *p)
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->lb, p->ab_type, p->trans_b ? p->cols : p->inner,
                                             p->trans_b ? p->inner : p->cols, p->ldb));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->ld, p->d_type, p->rows, p->cols, p->ldd));
+    if (p->batch > 1) { /* slice s of A and B starts s * inner elements on; D s is the s-th rows x cols */
+        int32_t count = p->batch;
+        int64_t step_ab = p->inner, step_d = (int64_t)p->ldd * p->cols;
+        cublasLtMatrixLayout_t abd[3] = {p->la, p->lb, p->ld};
+        for (int i = 0; i < 3; i++) {
+            int64_t step = i < 2 ? step_ab : step_d;
+            CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(abd[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+            CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(abd[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &step,
+                                                          sizeof step));
+        }
+    }
     cublasLtMatmulPreference_t pref;
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -83,7 +97,9 @@ static int plan_build(rl_ctx *ctx, rl_cuda_matmul_plan *p)
      * a decode step's 64-row products have a handful of output tiles, and without splits they
      * fill a few of the 132 SMs (the GRPO step went from 0.97 s to 1.73 s). */
     uint32_t fp32_partials = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-    uint32_t reduction = p->d_type == CUDA_R_16BF ? fp32_partials : (uint32_t)CUBLASLT_REDUCTION_SCHEME_MASK;
+    uint32_t reduction = p->d_type == CUDA_R_16BF ? fp32_partials
+                         : p->batch > 1           ? (uint32_t)CUBLASLT_REDUCTION_SCHEME_NONE /* measured so */
+                                                  : (uint32_t)CUBLASLT_REDUCTION_SCHEME_MASK;
     const struct { cublasLtMatmulPreferenceAttributes_t attr; uint32_t value; } aligns[] = {
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, p->align_a},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, p->align_b},
@@ -114,7 +130,8 @@ static rl_cuda_matmul_plan *plan_get(rl_ctx *ctx, const rl_cuda_matmul_plan *key
         rl_cuda_matmul_plan *p = &st->plans[i];
         if (p->trans_a == key->trans_a && p->trans_b == key->trans_b && p->rows == key->rows &&
             p->cols == key->cols && p->inner == key->inner && p->lda == key->lda && p->ldb == key->ldb &&
-            p->ldd == key->ldd && p->has_bias == key->has_bias && p->d_type == key->d_type && p->ab_type == key->ab_type &&
+            p->ldd == key->ldd && p->has_bias == key->has_bias && p->batch == key->batch && p->d_type == key->d_type &&
+            p->ab_type == key->ab_type &&
             p->beta_zero == key->beta_zero && p->align_a == key->align_a && p->align_b == key->align_b &&
             p->align_d == key->align_d && p->align_bias == key->align_bias)
             return p;
@@ -152,9 +169,9 @@ static uint32_t ptr_align(const void *p)
     return (uint32_t)(a & (~a + 1));
 }
 
-int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int inner, float alpha,
-                 const void *a, int lda, const void *b, int ldb, float beta, const void *c, void *d, int ldd,
-                 cudaDataType_t d_type, const void *bias)
+static int gemm_run(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int inner, int batch, float alpha,
+                    const void *a, int lda, const void *b, int ldb, float beta, const void *c, void *d, int ldd,
+                    cudaDataType_t d_type, const void *bias)
 {
     if (rows == 0 || cols == 0) return 0;
     rl_cuda_state *st = rl_cuda_st(ctx);
@@ -170,6 +187,7 @@ int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int 
     key.ldd = ldd;
     key.has_bias = bias != NULL;
     key.beta_zero = beta == 0.0f;
+    key.batch = batch;
     key.d_type = d_type;
     key.ab_type = rl_cuda_act_type(ctx);
     key.align_a = ptr_align(a);
@@ -177,6 +195,13 @@ int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int 
     if (!c) c = d;
     key.align_d = ptr_align(d) < ptr_align(c) ? ptr_align(d) : ptr_align(c);
     key.align_bias = bias ? ptr_align(bias) : 0;
+    if (batch > 1) { /* every slice's operands: no more aligned than the steps between them */
+        uint32_t step_ab = ptr_align((const void *)(uintptr_t)((size_t)inner * rl_dtype_size(ctx->act_dtype)));
+        uint32_t step_d = ptr_align((const void *)(uintptr_t)((size_t)ldd * cols * (d_type == CUDA_R_32F ? 4 : 2)));
+        key.align_a = key.align_a < step_ab ? key.align_a : step_ab;
+        key.align_b = key.align_b < step_ab ? key.align_b : step_ab;
+        key.align_d = key.align_d < step_d ? key.align_d : step_d;
+    }
     rl_cuda_matmul_plan *p = plan_get(ctx, &key);
     if (!p) return -1;
     if (bias)
@@ -184,6 +209,23 @@ int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int 
     CUBLAS_CHECK(cublasLtMatmul(st->lt, p->desc, &alpha, a, p->la, b, p->lb, &beta, c, p->ld, d, p->ld, &p->algo,
                                 st->workspace, st->workspace_bytes, st->stream));
     return 0;
+}
+
+int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int inner, float alpha,
+                 const void *a, int lda, const void *b, int ldb, float beta, const void *c, void *d, int ldd,
+                 cudaDataType_t d_type, const void *bias)
+{
+    return gemm_run(ctx, trans_a, trans_b, rows, cols, inner, 1, alpha, a, lda, b, ldb, beta, c, d, ldd, d_type, bias);
+}
+
+/* part[s][m, n] = in[m, s kc .. (s + 1) kc) @ weight[n, s kc ..]^T in fp32, kc = k / splits: a
+ * few-row product's split-k partials left for the kernel after it to sum (one strided-batched
+ * cuBLASLt call; at 64 rows faster than cuBLASLt's own split-k, whose sum is a kernel of its
+ * own: docs/benchmarks.md, "The RMSNorm in the product's split-k sum"). */
+static int gemm_ksplit(rl_ctx *ctx, float *part, const void *in, const void *weight, int m, int n, int k, int splits)
+{
+    return gemm_run(ctx, 1, 0, n, m, k / splits, splits, 1.0f, weight, k, in, k, 0.0f, NULL, part, n, CUDA_R_32F,
+                    NULL);
 }
 
 /* The sum over rows of dout[row, col] per slice of rows (blockIdx.y), one thread per column; the
@@ -250,4 +292,26 @@ extern "C" int rl_cuda_matmul_bwd(rl_ctx *ctx, void *din, float *dweight, float 
         if (rl_cuda_add_partials(ctx, dbias, partial, slices, n)) return -1;
     }
     return 0;
+}
+
+/* Past the few-row folds (rl_fold_rows) and up to 64 rows, in bf16's fast mode: the product's
+ * split-k partials (gemm_ksplit, slices of about 512) and one kernel that sums them with the
+ * residual, rounds out once and normalises it (rmsnorm.cu). Elsewhere the two ops. */
+#define KSPLIT_MAX_M 64 /* measured there (a decode step of the GRPO step); more rows, the two ops */
+
+extern "C" int rl_cuda_matmul_residual_rmsnorm_fwd(rl_ctx *ctx, void *out, void *xn, float *rstd, const void *residual,
+                                                   const void *in, const void *weight, const void *norm_weight,
+                                                   float eps, int m, int n, int k)
+{
+    if (m == 0) return 0;
+    int splits = k / 512 < 2 ? 2 : k / 512 > RL_CUDA_SUM_MAX_SPLITS ? RL_CUDA_SUM_MAX_SPLITS : k / 512;
+    if (m > rl_cuda_fold_rows(ctx) && m <= KSPLIT_MAX_M && !rl_cuda_f32(ctx) && !ctx->deterministic &&
+        k % (8 * splits) == 0 && rl_cuda_rmsnorm_sum_takes(n)) {
+        float *part = (float *)rl_cuda_scratch(ctx, (size_t)splits * m * n * sizeof(float));
+        if (!part) return -1;
+        if (gemm_ksplit(ctx, part, in, weight, m, n, k, splits)) return -1;
+        return rl_cuda_rmsnorm_sum_fwd(ctx, out, xn, rstd, residual, part, splits, norm_weight, m, n, eps);
+    }
+    if (rl_cuda_matmul_residual_fwd(ctx, out, residual, in, weight, m, n, k)) return -1;
+    return rl_cuda_rmsnorm_fwd(ctx, xn, rstd, out, norm_weight, m, n, eps);
 }

@@ -229,6 +229,91 @@ static int rmsnorm_bwd_general(rl_ctx *ctx, void *dx, float *dweight, const void
     return rl_cuda_add_partials(ctx, dweight, partial, blocks, dim);
 }
 
+/* rl_cuda_rmsnorm_sum_fwd: one block per row, 4 columns a thread in each of C passes of 1024.
+ * The weight is read before the programmatic-launch wait (no kernel of a step writes it), every
+ * partial requested before the first is summed; out = bf16(residual + (p0 + p1 + ...)), and
+ * the squares of out as stored summed over the block (rl_block_sum). */
+#define SUM_THREADS 256
+#define SUM_MAX_PASSES 4
+template <int C>
+__global__ void __launch_bounds__(SUM_THREADS) rmsnorm_sum_kernel(bf16 *out, bf16 *xn, float *rstd,
+                                                                  const bf16 *residual, const float *part, int splits,
+                                                                  const bf16 *weight, int m, int n, float eps)
+{
+    int row = blockIdx.x, t = threadIdx.x;
+    float w[C][4], v[C][4];
+#pragma unroll
+    for (int c = 0; c < C; c++) {
+        int col = c * 4 * SUM_THREADS + 4 * t;
+        if (col < n) {
+            uint2 u = *(const uint2 *)(weight + col);
+            float2 a = __bfloat1622float2(*(const __nv_bfloat162 *)&u.x), b = __bfloat1622float2(*(const __nv_bfloat162 *)&u.y);
+            w[c][0] = a.x, w[c][1] = a.y, w[c][2] = b.x, w[c][3] = b.y;
+        }
+    }
+    rl_pdl_begin();
+    float ss = 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; c++) {
+        int col = c * 4 * SUM_THREADS + 4 * t;
+        if (col >= n) continue;
+        size_t at = (size_t)row * n + col;
+        float4 p[RL_CUDA_SUM_MAX_SPLITS];
+#pragma unroll
+        for (int s = 0; s < RL_CUDA_SUM_MAX_SPLITS; s++)
+            if (s < splits) p[s] = __ldcg((const float4 *)(part + (size_t)s * m * n + at));
+        uint2 ru = *(const uint2 *)(residual + at);
+        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+        for (int s = 0; s < RL_CUDA_SUM_MAX_SPLITS; s++)
+            if (s < splits) acc.x += p[s].x, acc.y += p[s].y, acc.z += p[s].z, acc.w += p[s].w;
+        float2 a = __bfloat1622float2(*(const __nv_bfloat162 *)&ru.x), b = __bfloat1622float2(*(const __nv_bfloat162 *)&ru.y);
+        __nv_bfloat162 h0 = __floats2bfloat162_rn(a.x + acc.x, a.y + acc.y), h1 = __floats2bfloat162_rn(b.x + acc.z, b.y + acc.w);
+        uint2 hu;
+        hu.x = *(const uint32_t *)&h0, hu.y = *(const uint32_t *)&h1;
+        *(uint2 *)(out + at) = hu;
+        float2 f0 = __bfloat1622float2(h0), f1 = __bfloat1622float2(h1);
+        v[c][0] = f0.x, v[c][1] = f0.y, v[c][2] = f1.x, v[c][3] = f1.y;
+#pragma unroll
+        for (int j = 0; j < 4; j++) ss += v[c][j] * v[c][j];
+    }
+    ss = rl_block_sum(ss);
+    float r = rsqrtf(ss / n + eps);
+    if (t == 0) rstd[row] = r;
+#pragma unroll
+    for (int c = 0; c < C; c++) {
+        int col = c * 4 * SUM_THREADS + 4 * t;
+        if (col >= n) continue;
+        __nv_bfloat162 o0 = __floats2bfloat162_rn(v[c][0] * r * w[c][0], v[c][1] * r * w[c][1]);
+        __nv_bfloat162 o1 = __floats2bfloat162_rn(v[c][2] * r * w[c][2], v[c][3] * r * w[c][3]);
+        uint2 ou;
+        ou.x = *(const uint32_t *)&o0, ou.y = *(const uint32_t *)&o1;
+        *(uint2 *)(xn + (size_t)row * n + col) = ou;
+    }
+}
+
+int rl_cuda_rmsnorm_sum_takes(int n) { return n % 4 == 0 && n <= 4 * SUM_THREADS * SUM_MAX_PASSES; }
+
+int rl_cuda_rmsnorm_sum_fwd(rl_ctx *ctx, void *out, void *xn, float *rstd, const void *residual, const float *part,
+                            int splits, const void *norm_weight, int m, int n, float eps)
+{
+    ARG_CHECK(rl_cuda_rmsnorm_sum_takes(n) && splits >= 1 && splits <= RL_CUDA_SUM_MAX_SPLITS,
+              "n %d or splits %d is outside the summing RMSNorm's range", n, splits);
+    cudaStream_t st = rl_cuda_st(ctx)->stream;
+    int passes = (n + 4 * SUM_THREADS - 1) / (4 * SUM_THREADS);
+    bf16 *o = (bf16 *)out, *x = (bf16 *)xn;
+    const bf16 *res = (const bf16 *)residual, *w = (const bf16 *)norm_weight;
+    cudaError_t e;
+    switch (passes) {
+    case 1: e = rl_launch_pdl(rmsnorm_sum_kernel<1>, dim3(m), dim3(SUM_THREADS), 0, st, o, x, rstd, res, part, splits, w, m, n, eps); break;
+    case 2: e = rl_launch_pdl(rmsnorm_sum_kernel<2>, dim3(m), dim3(SUM_THREADS), 0, st, o, x, rstd, res, part, splits, w, m, n, eps); break;
+    default: e = rl_launch_pdl(rmsnorm_sum_kernel<4>, dim3(m), dim3(SUM_THREADS), 0, st, o, x, rstd, res, part, splits, w, m, n, eps);
+    }
+    CUDA_CHECK(e);
+    LAUNCH_CHECK();
+    return 0;
+}
+
 extern "C" int rl_cuda_rmsnorm_fwd(rl_ctx *ctx, void *out, float *rstd, const void *x, const void *weight,
                                    int n_rows, int dim, float eps)
 {
