@@ -227,7 +227,7 @@ int rl_cuda_gemm(rl_ctx *ctx, int trans_a, int trans_b, int rows, int cols, int 
 void rl_cuda_gemm_plans_free(rl_cuda_state *st);
 /* rmsnorm.cu: out[m, n] = residual + the sum of `splits` fp32 partial products part[s][m, n]
  * (rounded once), then xn, rstd = RMSNorm of out as stored (bf16; out may be residual). For
- * n a multiple of 4 up to RL_CUDA_SUM_MAX_N (rl_cuda_rmsnorm_sum_takes) and splits up to
+ * n a multiple of 4 up to 4096 (rl_cuda_rmsnorm_sum_takes) and splits up to
  * RL_CUDA_SUM_MAX_SPLITS. */
 #define RL_CUDA_SUM_MAX_SPLITS 8
 int rl_cuda_rmsnorm_sum_takes(int n);
