@@ -21,8 +21,9 @@
  * forward overwrites and layer_bwd refills with the same forward ops (so bit-identical values)
  * just before reading it; on Qwen3-0.6B in bf16 that keeps 28,736 bytes per token and layer
  * (x 2,048 + kept 26,688) instead of 45,224. CHECKPOINT gives each layer its own x but one
- * shared set for the rest (the backward re-runs the whole layer); INFER shares everything, and
- * x[l] and h are the same buffer (the residual stream is updated in place).
+ * shared set for the rest (the backward re-runs the whole layer); INFER shares everything: every
+ * x[l] is one buffer and h another (the residual stream goes x -> h -> x, never added to in
+ * place; activations.c says why).
  * So after a forward the remade set holds the last layer's values only; nothing outside
  * qwen3.c reads the per-layer buffers. */
 #ifndef RL_MODEL_ACTS_INTERNAL_H
