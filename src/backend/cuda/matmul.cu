@@ -8,8 +8,10 @@
  * descriptor, the three layouts and the heuristic's first algorithm once per shape and keeps
  * them (a small linear cache: a model has a handful of distinct shapes). The bias epilogue
  * adds the bias in the forward product's own pass; the residual form reads the residual
- * stream as cuBLASLt's C (D = A B + C, C and D apart), so the stream is never copied first.
- * dbias is a column-sum kernel.
+ * stream as cuBLASLt's C (D = A B + C), so the stream is never copied first. C and D may be
+ * one buffer, but in place cuBLASLt can round twice (Qwen3-0.6B's o and down products at
+ * 65-256 rows, and o at 17-64: 1 bf16 ulp off the product apart in ~30% of the outputs): the
+ * model's inference stream keeps them apart (model/activations.c). dbias is a column-sum kernel.
  *
  * Forward products of at most 8 rows (a decode step of a few sequences) are matrix-vector
  * products bound by reading the weight: they run our own kernel (gemv.cu: the whole weight in
