@@ -20,7 +20,8 @@
  * The host picks max_splits from the grid it has (batch, kv heads) and the capacity
  * max_seqlen_k; the number of splits a sequence actually uses, and their ranges, come from its
  * seqlens_k on the device (split_range), so a captured decode step is right at every length.
- * With max_splits 1 the block writes its rows directly.
+ * A sequence whose keys take one split (every sequence with max_splits 1) has its rows written
+ * directly by that block: only split sequences go through partials and the merge.
  *
  * CUDA-core block (128 threads, one row tile of RT rows, one key range): 64-key tiles of K and V are
  * gathered through the block table into shared memory with cp.async, double-buffered (the next
@@ -98,7 +99,6 @@ __global__ void __launch_bounds__(PA_THREADS) paged_attn_split_kernel(pa_args_t<
     int n_rows = len_q * a.group, r0 = qt * RT;
     if (r0 >= n_rows || n_rows > a.max_rows) return;
     int nr = min(RT, n_rows - r0), D = a.head_dim, nc = D / 8, pitch = D + pa_vec<T>();
-    bool direct = a.part_o == NULL;
     if (len_k <= 0) {
         if (sp == 0)
             for (int idx = tid; idx < nr * D; idx += PA_THREADS)
@@ -108,6 +108,8 @@ __global__ void __launch_bounds__(PA_THREADS) paged_attn_split_kernel(pa_args_t<
     int n_sp, tps;
     split_range(len_k, a.max_splits, a.min_tiles, &n_sp, &tps);
     if (sp >= n_sp) return;
+    /* a sequence whose keys fit one split writes its rows: nothing to merge */
+    bool direct = a.part_o == NULL || n_sp == 1;
 
     float *qs = (float *)smem_raw;                      /* [RT][D] */
     T *kvs = (T *)(qs + RT * PA_MAX_D);                 /* [2 stages][K, V][PA_TK][pitch] */

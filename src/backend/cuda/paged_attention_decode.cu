@@ -83,7 +83,6 @@ __global__ void __launch_bounds__(W * 32) paged_decode_mma_kernel(pa_args a)
     int n_rows = len_q * a.group, r0 = qt * 16;
     if (r0 >= n_rows || n_rows > a.max_rows) return;
     int nr = min(16, n_rows - r0);
-    bool direct = a.part_o == NULL;
     if (len_k <= 0) {
         if (sp != 0) return;
         rl_pdl_begin();
@@ -94,6 +93,8 @@ __global__ void __launch_bounds__(W * 32) paged_decode_mma_kernel(pa_args a)
     int n_sp, tps;
     split_range(len_k, a.max_splits, a.min_tiles, &n_sp, &tps);
     if (sp >= n_sp) return;
+    /* a sequence whose keys fit one split writes its rows: nothing to merge */
+    bool direct = a.part_o == NULL || n_sp == 1;
     int shift = len_k - len_q;
     int k_begin = sp * tps * PA_TK;
     int k_end = min(min(len_k, (sp + 1) * tps * PA_TK), shift + (r0 + nr - 1) / a.group + 1);
