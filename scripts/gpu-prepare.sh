@@ -26,7 +26,17 @@ done
 for prog in probe_lt_configs probe_lt_pdl; do
     nvcc -O2 -gencode=arch=compute_90a,code=sm_90a -Ibench bench/$prog.cu -lcublasLt -o $BUILD/bench/$prog
 done
+# The GPU's kernel timeline (tools/kernel_timeline.c, a CUPTI injection library), where the
+# toolkit has CUPTI; libcupti goes to .devlibs (a stock CUDA image may lack it).
+cupti_lib=$(ls "$cuda_home"/lib/libcupti.so "$cuda_home"/lib64/libcupti.so "$cuda_home"/extras/CUPTI/lib64/libcupti.so 2>/dev/null | head -n 1)
+cupti_inc=$(dirname "$(ls "$cuda_home"/include/cupti.h "$cuda_home"/extras/CUPTI/include/cupti.h 2>/dev/null | head -n 1)")
 mkdir -p .devlibs
+if [ -n "$cupti_lib" ] && [ -f "$cupti_inc/cupti.h" ]; then
+    mkdir -p $BUILD/tools
+    cc -O2 -std=c11 -Wall -Wextra -shared -fPIC -I"$cupti_inc" tools/kernel_timeline.c -L"$(dirname "$cupti_lib")" -lcupti \
+        -Wl,-rpath,'$ORIGIN' -o $BUILD/tools/libkernel_timeline.so
+    cp -L "$(dirname "$cupti_lib")"/libcupti.so.* .devlibs/ 2>/dev/null || cp -L "$cupti_lib" .devlibs/
+fi
 # shellcheck disable=SC2086
 for lib in $(ldd $bins $BUILD/rlc $BUILD/rlc-kernel-worker $BUILD/bench/* | awk '/=>/ { print $3 }' | sort -u); do
     case $(basename "$lib") in
