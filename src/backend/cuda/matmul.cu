@@ -8,10 +8,11 @@
  * descriptor, the three layouts and the heuristic's first algorithm once per shape and keeps
  * them (a small linear cache: a model has a handful of distinct shapes). The bias epilogue
  * adds the bias in the forward product's own pass; the residual form reads the residual
- * stream as cuBLASLt's C (D = A B + C), so the stream is never copied first. C and D may be
- * one buffer, but in place cuBLASLt can round twice (Qwen3-0.6B's o and down products at
- * 65-256 rows, and o at 17-64: 1 bf16 ulp off the product apart in ~30% of the outputs): the
- * model's inference stream keeps them apart (model/activations.c). dbias is a column-sum kernel.
+ * stream as cuBLASLt's C (D = A B + C), so the stream is never copied first. In place
+ * (out = residual) cuBLASLt can round twice (Qwen3-0.6B's o and down products at 65-256 rows,
+ * and o at 17-64: 1 bf16 ulp off the product apart in ~30% of the outputs), so an in-place call
+ * gives cuBLASLt a copy of the residual as C (the model's inference stream keeps the two apart
+ * anyway: model/activations.c). dbias is a column-sum kernel.
  *
  * Forward products of at most 8 rows (a decode step of a few sequences) are matrix-vector
  * products bound by reading the weight: they run our own kernel (gemv.cu: the whole weight in
@@ -265,6 +266,13 @@ extern "C" int rl_cuda_matmul_residual_fwd(rl_ctx *ctx, void *out, const void *r
     int ran;
     if (rl_cuda_gemv(ctx, out, residual, in, weight, NULL, m, n, k, &ran)) return -1;
     if (ran) return 0;
+    if (out == residual) { /* cuBLASLt in place can round twice: C from a copy */
+        size_t bytes = (size_t)m * n * (rl_cuda_f32(ctx) ? sizeof(float) : sizeof(bf16));
+        void *copy = rl_cuda_scratch(ctx, bytes);
+        if (!copy) return -1;
+        CUDA_CHECK(cudaMemcpyAsync(copy, residual, bytes, cudaMemcpyDeviceToDevice, rl_cuda_st(ctx)->stream));
+        residual = copy;
+    }
     return rl_cuda_gemm(ctx, 1, 0, n, m, k, 1.0f, weight, k, in, k, 1.0f, residual, out, n, rl_cuda_act_type(ctx),
                         NULL);
 }
