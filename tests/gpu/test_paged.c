@@ -4,7 +4,8 @@
  * lengths that are not multiples of them, GQA groups 1 to 4, head_dim 16 to 128, decode rows,
  * chunked prefill against cached blocks, inactive rows, one long sequence split across many
  * blocks, max_seqlen_k far above the longest as a captured step passes it, shared-prefix runs
- * of decode rows, enough sequences to fill the GPU: 2-warp blocks, only long rows split),
+ * of decode rows (also tables shared without runs, rows ending inside the shared blocks),
+ * enough sequences to fill the GPU: 2-warp blocks, only long rows split),
  * rl_qk_norm_rope_cache_fwd (from one fused q|k|v row and from separate rows, with and without
  * the head norms, padding slots; q and the written keys bf16, tolerance 2e-2 against the CPU's
  * fp32; values exact), rl_gather_rows and rl_decode_advance (exact).
@@ -28,6 +29,7 @@ typedef struct pcase {
     /* shared-prefix runs (rl_paged_kv share_*): runs of share_run adjacent sequences whose
      * first share_blocks blocks are the lead's (their keys written once, by the lead); 0: none */
     int share_run, share_blocks;
+    int runs_unsaid; /* the runs' tables, but no runs passed to the ops (rows may end inside them) */
 } pcase;
 
 static void run_case(const pcase *pc, uint64_t seed)
@@ -93,7 +95,7 @@ static void run_case(const pcase *pc, uint64_t seed)
     dkv.k = (char *)d_pool + 2 * LAYER * plane * 2;
     dkv.v = (char *)d_pool + (2 * LAYER + 1) * plane * 2;
     dkv.block_tables = gu_up_bytes(&g, tables, (size_t)n * max_blocks * 4);
-    if (pc->share_run) {
+    if (pc->share_run && !pc->runs_unsaid) {
         kv.share_lead = share_lead, kv.share_len = share_len, kv.share_count = share_count;
         kv.max_share = pc->share_run;
         dkv.share_lead = gu_up_bytes(&g, share_lead, n * 4);
@@ -118,7 +120,7 @@ static void run_case(const pcase *pc, uint64_t seed)
     float scale = 1.0f / sqrtf((float)D);
     float *out = gu_host(&g, (size_t)total_q * q_row * sizeof(float));
     GU_CPU_OK(&g, rl_cpu_paged_attention_fwd(&g.cpu, out, q, &kv, cu_q, seqlens, n, max_q, cap, H, KV, D, scale));
-    if (pc->share_run) { /* the CPU op reads the same blocks through the lead's table: the same bits */
+    if (pc->share_run && !pc->runs_unsaid) { /* the CPU op reads the same blocks through the lead's table: the same bits */
         rl_paged_kv plain = kv;
         plain.share_lead = plain.share_len = plain.share_count = NULL;
         float *out2 = gu_host(&g, (size_t)total_q * q_row * sizeof(float));
@@ -279,6 +281,35 @@ Test(gpu_paged, decode_shared_prefix_runs)
     c.n_heads = 16, c.n_kv_heads = 8, c.head_dim = 128, c.block_size = 16, c.cap_k = 8192;
     share_case(&c, 16, 100, 1);
     run_case(&c, 115);
+}
+
+Test(gpu_paged, decode_steps_sharing_blocks_groups_and_long_rows)
+{
+    /* 45 decode rows of 8 kv heads (2-warp decode8 blocks), runs of 8 sharing 8 blocks */
+    pcase a = decode_case(45, 300, 0, 20);
+    a.n_heads = 16, a.n_kv_heads = 8, a.head_dim = 128, a.block_size = 16, a.cap_k = 4096;
+    share_case(&a, 8, 8, 1);
+    run_case(&a, 120);
+    /* the same tables without runs, rows ending inside the shared blocks (1, 20, 128 keys of
+     * 129+), inactive rows */
+    a.runs_unsaid = 1;
+    a.len_k[3] = 20, a.len_k[10] = 128, a.len_k[17] = 1, a.len_k[44] = 129;
+    a.len_k[13] = a.len_k[30] = 0;
+    run_case(&a, 121);
+    /* group of 4 (Qwen3-4B/8B: 32 / 8 heads), head_dim 64, KV blocks of 32 */
+    pcase b = decode_case(40, 200, 0, 21);
+    b.n_heads = 32, b.n_kv_heads = 8, b.head_dim = 64, b.block_size = 32;
+    share_case(&b, 4, 3, 1);
+    run_case(&b, 122);
+    /* no GQA, no sharing, inactive rows, one row of 9,000 keys (split) */
+    pcase c = decode_case(40, 300, 9, 22);
+    c.n_heads = 8, c.n_kv_heads = 8, c.head_dim = 128, c.block_size = 16, c.cap_k = 16384;
+    c.len_k[5] = 9000;
+    run_case(&c, 123);
+    /* group of 8 (16 / 2 heads): a row tile of 8 rows, few groups (4-warp blocks, splits) */
+    pcase d = decode_case(12, 700, 5, 24);
+    d.n_heads = 16, d.n_kv_heads = 2, d.head_dim = 128, d.block_size = 16, d.cap_k = 2048;
+    run_case(&d, 124);
 }
 
 Test(gpu_paged, bad_shapes_are_refused)

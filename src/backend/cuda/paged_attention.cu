@@ -273,13 +273,15 @@ static int launch_split(rl_ctx *ctx, pa_args_t<T> a, int n_seqs)
 }
 
 /* The split-KV kernels over the sequences with at most max_rows packed rows (of at most
- * rows_bound): tensor cores at head_dim 64/128 (row tile 16), else CUDA cores (row tile the
- * bound's power of two, up to 16); grid and splits from the host's bounds. */
+ * rows_bound): tensor cores at head_dim 64/128 (row tile 8 up to 8 rows with KV blocks of a
+ * multiple of 16 tokens: decode steps; else 16), else CUDA cores (row tile the bound's power of
+ * two, up to 16); grid and splits from the host's bounds. */
 template <typename T>
 static int run_split(rl_ctx *ctx, pa_args_t<T> a, int n_seqs, int rows_bound, int max_seqlen_k)
 {
     int mma = (a.head_dim == 64 || a.head_dim == 128) && !rl_cuda_f32(ctx);
-    int rt = mma || rows_bound > 8 ? 16 : rows_bound <= 1 ? 1 : rows_bound <= 2 ? 2 : rows_bound <= 4 ? 4 : 8;
+    int mma8 = mma && rows_bound <= 8 && a.block_size % 16 == 0;
+    int rt = mma8 ? 8 : mma || rows_bound > 8 ? 16 : rows_bound <= 1 ? 1 : rows_bound <= 2 ? 2 : rows_bound <= 4 ? 4 : 8;
     a.row_tile = rt;
     a.n_qtiles = (rows_bound + rt - 1) / rt;
     long base = (long)n_seqs * a.n_qtiles * a.n_kv_heads;
@@ -303,6 +305,7 @@ static int run_split(rl_ctx *ctx, pa_args_t<T> a, int n_seqs, int rows_bound, in
         a.part_ml = buf + n_o;
         a.counters = rl_cuda_st(ctx)->split_counters;
     }
+    if (mma8) return rl_cuda_paged_decode8(ctx, (const pa_args *)&a, n_seqs);
     if (mma) return rl_cuda_paged_decode_mma(ctx, (const pa_args *)&a, n_seqs);
     return rt == 1   ? launch_split<T, 1>(ctx, a, n_seqs)
            : rt == 2 ? launch_split<T, 2>(ctx, a, n_seqs)

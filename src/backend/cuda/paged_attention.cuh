@@ -121,4 +121,8 @@ __device__ __forceinline__ void pa_finish_split(const pa_args_t<T> &a, int qb, i
  * over the grid (n_seqs * n_qtiles, n_kv_heads, max_splits). */
 int rl_cuda_paged_decode_mma(rl_ctx *ctx, const pa_args *a, int n_seqs);
 
+/* paged_attention_decode8.cu: the tensor-core split-KV kernel for at most 8 rows (row tile 8;
+ * head_dim 64 or 128, KV blocks of a multiple of 16 tokens), the keys as the mma's M. */
+int rl_cuda_paged_decode8(rl_ctx *ctx, const pa_args *a, int n_seqs);
+
 #endif

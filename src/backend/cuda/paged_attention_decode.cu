@@ -1,6 +1,7 @@
 /* paged_attention_decode.cu — the tensor-core split-KV kernel of rl_paged_attention_fwd for
- * head_dim 64 and 128: decode steps and chunks of up to 16 packed (query, group head) rows
- * (paged_attention.cuh has the rows, the splits and the partial layout).
+ * head_dim 64 and 128: chunks of up to 16 packed (query, group head) rows (paged_attention.cuh
+ * has the rows, the splits and the partial layout). Decode steps of at most 8 rows over KV
+ * blocks of a multiple of 16 tokens go to paged_attention_decode8.cu instead.
  *
  * Decode reads each cached key and value once and does almost no arithmetic per byte, so what
  * matters is keeping enough loads in flight with few instructions. A block (W warps: 2 where

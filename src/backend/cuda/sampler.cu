@@ -39,8 +39,12 @@
 #include <limits.h>
 
 #define SAMPLE_CHUNK 8192
-#define STATS_THREADS 256
+/* the stats pass: blocks of 128 threads, 10 resident per SM, so a 64-row step's 1,216 chunks
+ * run in one wave (256-thread blocks holding their 32 logits a thread in registers took three) */
+#define STATS_THREADS 128
+#define STATS_BLOCKS_PER_SM 10
 #define STATS_PER_THREAD (SAMPLE_CHUNK / STATS_THREADS)
+#define STATS_BATCH 8
 #define PICK_THREADS 512
 #define PICK_WARPS (PICK_THREADS / 32)
 
@@ -126,9 +130,8 @@ __device__ __forceinline__ void warp_best(float &bz, int &bi)
     }
 }
 
-__global__ void __launch_bounds__(STATS_THREADS) sample_stats_kernel(chunk_stat *stats, const float *logits,
-                                                                     const rl_sample_row *rows, int vocab,
-                                                                     int n_chunks)
+__global__ void __launch_bounds__(STATS_THREADS, STATS_BLOCKS_PER_SM)
+    sample_stats_kernel(chunk_stat *stats, const float *logits, const rl_sample_row *rows, int vocab, int n_chunks)
 {
     rl_pdl_begin();
     __shared__ float sh_z[STATS_THREADS / 32];
@@ -136,15 +139,21 @@ __global__ void __launch_bounds__(STATS_THREADS) sample_stats_kernel(chunk_stat 
     int c = blockIdx.x, row = blockIdx.y, tid = threadIdx.x;
     float inv_t = inv_temperature(rows[row]);
     const float *x = logits + (size_t)row * vocab;
-    int lo = c * SAMPLE_CHUNK, hi = min(vocab, lo + SAMPLE_CHUNK);
-    float z[STATS_PER_THREAD];
+    int lo = c * SAMPLE_CHUNK + tid, hi = min(vocab, c * SAMPLE_CHUNK + SAMPLE_CHUNK);
+    /* two passes over the chunk, STATS_BATCH loads in flight at a time: the max, then the sum
+     * (the second reads what the first brought into the L1) */
     float bz = -INFINITY;
     int bi = INT_MAX;
+    for (int k0 = 0; k0 < STATS_PER_THREAD; k0 += STATS_BATCH) {
+        float z[STATS_BATCH];
 #pragma unroll
-    for (int k = 0; k < STATS_PER_THREAD; k++) {
-        int i = lo + tid + k * STATS_THREADS;
-        z[k] = i < hi ? x[i] * inv_t : -INFINITY;
-        if (i < hi) better(bz, bi, z[k], i);
+        for (int k = 0; k < STATS_BATCH; k++) {
+            int i = lo + (k0 + k) * STATS_THREADS;
+            z[k] = i < hi ? x[i] * inv_t : -INFINITY;
+        }
+#pragma unroll
+        for (int k = 0; k < STATS_BATCH; k++)
+            if (lo + (k0 + k) * STATS_THREADS < hi) better(bz, bi, z[k], lo + (k0 + k) * STATS_THREADS);
     }
     warp_best(bz, bi);
     if ((tid & 31) == 0) {
@@ -158,13 +167,18 @@ __global__ void __launch_bounds__(STATS_THREADS) sample_stats_kernel(chunk_stat 
     /* fp32 exps (expf: within 2 ulp) summed in double: this pass reads every logit, and its
      * double exps made it compute-bound (65 us of a 64-row decode step, 39 MB read) */
     double sum = 0.0;
-    if (bz != -INFINITY) {
+    if (bz != -INFINITY)
+        for (int k0 = 0; k0 < STATS_PER_THREAD; k0 += STATS_BATCH) {
+            float z[STATS_BATCH];
 #pragma unroll
-        for (int k = 0; k < STATS_PER_THREAD; k++) {
-            float d = z[k] - bz;
-            if (lo + tid + k * STATS_THREADS < hi && d >= -708.0f) sum += (double)expf(d);
+            for (int k = 0; k < STATS_BATCH; k++) {
+                int i = lo + (k0 + k) * STATS_THREADS;
+                z[k] = i < hi ? x[i] * inv_t - bz : -INFINITY;
+            }
+#pragma unroll
+            for (int k = 0; k < STATS_BATCH; k++)
+                if (z[k] >= -708.0f) sum += (double)expf(z[k]);
         }
-    }
     sum = rl_block_sum_d(sum);
     if (tid == 0) stats[(size_t)row * n_chunks + c] = chunk_stat{bz, bi, sum};
 }
