@@ -312,6 +312,21 @@ Test(gpu_paged, decode_steps_sharing_blocks_groups_and_long_rows)
     run_case(&d, 124);
 }
 
+Test(gpu_paged, few_queries_per_sequence_in_decode8)
+{
+    /* up to 4 queries of group 2 (8 packed rows: decode8, causal inside the chunk), a sequence
+     * without queries, an inactive one, splits of a long row */
+    pcase a = {.n_seqs = 7, .len_q = {4, 1, 2, 3, 4, 0, 1}, .len_k = {300, 64, 17, 5, 4, 9, 0}, .n_heads = 16,
+               .n_kv_heads = 8, .head_dim = 128, .block_size = 16, .cap_k = 4096};
+    run_case(&a, 125);
+    a.len_k[0] = 2500;
+    run_case(&a, 126);
+    /* group 4 at head_dim 64, 2 queries (8 rows), KV blocks of 32 */
+    pcase b = {.n_seqs = 3, .len_q = {2, 1, 2}, .len_k = {70, 33, 2}, .n_heads = 16, .n_kv_heads = 4, .head_dim = 64,
+               .block_size = 32, .cap_k = 1024};
+    run_case(&b, 127);
+}
+
 Test(gpu_paged, bad_shapes_are_refused)
 {
     gu g;
