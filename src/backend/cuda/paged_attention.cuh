@@ -117,6 +117,41 @@ __device__ __forceinline__ void pa_finish_split(const pa_args_t<T> &a, int qb, i
     }
 }
 
+/* The end of a tensor-core split-KV block of W warps and row tile RT: each warp's (m, l) of
+ * row r at ml[(w * RT + r) * 2] and unnormalised output at mo[(w * RT + r) * D + d] (shared
+ * memory, written and synchronised by the caller) merged row by row, then written (direct:
+ * one split) or left as split sp's partial and merged by the group's last block. */
+template <int D, int W, int RT>
+__device__ __forceinline__ void pa_merge_warps(const pa_args &a, const float *mo, const float *ml, int qb, int g,
+                                               int r0, int nr, int sp, int n_sp, bool direct)
+{
+    for (int idx = threadIdx.x; idx < nr * D; idx += W * 32) {
+        int row = idx / D, d = idx % D;
+        float m = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < W; w++) m = fmaxf(m, ml[(w * RT + row) * 2]);
+        float l = 0.0f, acc = 0.0f;
+        if (m != -INFINITY)
+#pragma unroll
+            for (int w = 0; w < W; w++) {
+                float wt = exp2f(ml[(w * RT + row) * 2] - m);
+                l += wt * ml[(w * RT + row) * 2 + 1];
+                acc += wt * mo[(w * RT + row) * D + d];
+            }
+        if (direct) {
+            a.out[pa_out_row(a, qb, g, r0 + row) + d] = rl_f2b(l > 0.0f ? acc / l : 0.0f);
+        } else {
+            size_t slot = ((size_t)blockIdx.x * a.n_kv_heads + g) * RT + row;
+            a.part_o[((size_t)sp * a.n_slots + slot) * D + d] = acc;
+            if (d == 0) {
+                a.part_ml[((size_t)sp * a.n_slots + slot) * 2] = m;
+                a.part_ml[((size_t)sp * a.n_slots + slot) * 2 + 1] = l;
+            }
+        }
+    }
+    if (!direct) pa_finish_split(a, qb, g, r0, nr, n_sp);
+}
+
 /* paged_attention_decode.cu: the tensor-core split-KV kernel (head_dim 64 or 128, row tile 16)
  * over the grid (n_seqs * n_qtiles, n_kv_heads, max_splits). */
 int rl_cuda_paged_decode_mma(rl_ctx *ctx, const pa_args *a, int n_seqs);

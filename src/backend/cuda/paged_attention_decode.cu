@@ -216,31 +216,7 @@ __global__ void __launch_bounds__(W * 32) paged_decode_mma_kernel(pa_args a)
         }
     }
     __syncthreads();
-    for (int idx = threadIdx.x; idx < nr * D; idx += DEC_THREADS) {
-        int row = idx / D, d = idx % D;
-        float m = -INFINITY;
-#pragma unroll
-        for (int w = 0; w < DEC_WARPS; w++) m = fmaxf(m, ml[(w * 16 + row) * 2]);
-        float l = 0.0f, acc = 0.0f;
-        if (m != -INFINITY)
-#pragma unroll
-            for (int w = 0; w < DEC_WARPS; w++) {
-                float wt = exp2f(ml[(w * 16 + row) * 2] - m);
-                l += wt * ml[(w * 16 + row) * 2 + 1];
-                acc += wt * mo[(w * 16 + row) * D + d];
-            }
-        if (direct) {
-            a.out[pa_out_row(a, qb, g, r0 + row) + d] = rl_f2b(l > 0.0f ? acc / l : 0.0f);
-        } else {
-            size_t slot = ((size_t)blockIdx.x * a.n_kv_heads + g) * 16 + row;
-            a.part_o[((size_t)sp * a.n_slots + slot) * D + d] = acc;
-            if (d == 0) {
-                a.part_ml[((size_t)sp * a.n_slots + slot) * 2] = m;
-                a.part_ml[((size_t)sp * a.n_slots + slot) * 2 + 1] = l;
-            }
-        }
-    }
-    if (!direct) pa_finish_split(a, qb, g, r0, nr, n_sp);
+    pa_merge_warps<D, DEC_WARPS, 16>(a, mo, ml, qb, g, r0, nr, sp, n_sp, direct);
 }
 
 template <int D, int W, int S>
