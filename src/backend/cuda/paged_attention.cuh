@@ -47,6 +47,17 @@ typedef pa_args_t<bf16> pa_args;
  * sequences). Fewer groups (batch 1): splits of PA_MIN_TILES tiles, 4-warp blocks. */
 static inline int pa_many_groups(rl_ctx *ctx, long groups) { return groups >= 2L * rl_cuda_st(ctx)->n_sms; }
 
+/* Launches a tensor-core decode kernel of `warps` warps and smem bytes of dynamic shared memory
+ * under programmatic dependent launch (the two decode kernels' launcher). */
+template <typename Args>
+static int pa_launch_decode(rl_ctx *ctx, void (*kernel)(Args), const Args *a, dim3 grid, int warps, size_t smem)
+{
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CUDA_CHECK(rl_launch_pdl(kernel, grid, dim3(warps * 32), smem, rl_cuda_st(ctx)->stream, *a));
+    LAUNCH_CHECK();
+    return 0;
+}
+
 /* The splits of a sequence with len_k keys: n_splits ranges of tiles_per_split tiles (each at
  * least min_tiles, as far as max_splits allows). */
 __device__ __forceinline__ void split_range(int len_k, int max_splits, int min_tiles, int *n_splits,

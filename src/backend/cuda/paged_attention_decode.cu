@@ -222,12 +222,7 @@ __global__ void __launch_bounds__(W * 32) paged_decode_mma_kernel(pa_args a)
 template <int D, int W, int S>
 static int launch_dec(rl_ctx *ctx, const pa_args *a, dim3 grid)
 {
-    size_t smem = sizeof(dec_smem<D, W, S>);
-    CUDA_CHECK(cudaFuncSetAttribute(paged_decode_mma_kernel<D, W, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)smem));
-    CUDA_CHECK(rl_launch_pdl(paged_decode_mma_kernel<D, W, S>, grid, dim3(W * 32), smem, rl_cuda_st(ctx)->stream, *a));
-    LAUNCH_CHECK();
-    return 0;
+    return pa_launch_decode(ctx, paged_decode_mma_kernel<D, W, S>, a, grid, W, sizeof(dec_smem<D, W, S>));
 }
 
 int rl_cuda_paged_decode_mma(rl_ctx *ctx, const pa_args *a, int n_seqs)

@@ -219,12 +219,7 @@ __global__ void __launch_bounds__(W * 32) paged_decode8_kernel(pa_args a)
 template <int D, int W, int S>
 static int launch_d8(rl_ctx *ctx, const pa_args *a, dim3 grid)
 {
-    size_t smem = sizeof(d8_smem<D, W, S>);
-    CUDA_CHECK(cudaFuncSetAttribute(paged_decode8_kernel<D, W, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)smem));
-    CUDA_CHECK(rl_launch_pdl(paged_decode8_kernel<D, W, S>, grid, dim3(W * 32), smem, rl_cuda_st(ctx)->stream, *a));
-    LAUNCH_CHECK();
-    return 0;
+    return pa_launch_decode(ctx, paged_decode8_kernel<D, W, S>, a, grid, W, sizeof(d8_smem<D, W, S>));
 }
 
 int rl_cuda_paged_decode8(rl_ctx *ctx, const pa_args *a, int n_seqs)
