@@ -2,9 +2,12 @@
 """Decode steps of a tools/kernel_timeline.c timeline: per step, the period (one
 decode_advance_kernel's end to the next's) and, per kernel name, its share of the critical
 path (its end minus the previous kernel's end, so PDL overlap counts once), over the middle
-40% of the steps; then the attention's share at chosen steps (it grows with the context).
+40% of the steps; then the attention's share at chosen steps (it grows with the context); with
+--positions N, the first N kernels of a step one by one (median share and duration over the
+middle steps that launch the usual number of kernels), which tells apart kernels of one name
+(at batch 1 every product is a gemv_kernel).
 
-usage: timeline_steps.py TIMELINE [--steps 2,50,100,150,200,250]"""
+usage: timeline_steps.py TIMELINE [--steps 2,50,100,150,200,250] [--positions N]"""
 import argparse
 import collections
 import re
@@ -27,6 +30,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("timeline")
     ap.add_argument("--steps", default="2,50,100,150,200,250")
+    ap.add_argument("--positions", type=int, default=0)
     args = ap.parse_args()
     kernels = []
     with open(args.timeline) as f:
@@ -63,6 +67,28 @@ def main():
         crit = [k[1] - step[i - 1][1] for i, k in enumerate(step) if i and k[2].startswith("paged_decode")]
         if crit:
             print(f"step {s}: attention {statistics.median(crit) / 1e3:.1f} us a layer (median of {len(crit)})")
+    if args.positions > 0:
+        positions(kernels, ends, lo, hi, args.positions)
+
+
+def positions(kernels, ends, lo, hi, n):
+    """The first n kernels of a step by position: median share of the critical path and duration."""
+    sizes = collections.Counter(ends[s] - ends[s - 1] for s in range(lo, hi))
+    usual = sizes.most_common(1)[0][0]
+    share, dur, names = collections.defaultdict(list), collections.defaultdict(list), {}
+    for s in range(lo, hi):
+        a, b = ends[s - 1], ends[s]
+        if b - a != usual:
+            continue
+        for j in range(1, min(n, usual) + 1):
+            k = kernels[a + j]
+            share[j].append(k[1] - kernels[a + j - 1][1])
+            dur[j].append(k[1] - k[0])
+            names[j] = k[2]
+    print(f"positions: {usual} kernels a step, {len(share[1])} such steps")
+    for j in sorted(share):
+        print(f"{j:4d} {names[j][:44]:44s} share {statistics.median(share[j]) / 1e3:7.2f} us  "
+              f"duration {statistics.median(dur[j]) / 1e3:7.2f} us")
 
 
 if __name__ == "__main__":
