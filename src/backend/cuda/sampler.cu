@@ -38,9 +38,13 @@
 
 #include <limits.h>
 
-#define SAMPLE_CHUNK 8192
-/* the stats pass: blocks of 128 threads, 10 resident per SM, so a 64-row step's 1,216 chunks
- * run in one wave (256-thread blocks holding their 32 logits a thread in registers took three) */
+/* 4,096 ids a chunk: 38 a row, so one row's stats pass spreads over 38 blocks (batch 1: 6.4 us
+ * where 8,192-id chunks took 12.2) and the pick searches half as many ids; a 64-row step's
+ * 2,432 chunks take two waves (21.0 us where 8,192 took 24.1 in one). 2,048 made the pick's
+ * serial walk over 75 chunk totals cost what its shorter search saved (docs/benchmarks.md). */
+#define SAMPLE_CHUNK 4096
+/* the stats pass: blocks of 128 threads, 10 resident per SM (256-thread blocks holding their
+ * 32 logits a thread in registers were slower) */
 #define STATS_THREADS 128
 #define STATS_BLOCKS_PER_SM 10
 #define STATS_PER_THREAD (SAMPLE_CHUNK / STATS_THREADS)
