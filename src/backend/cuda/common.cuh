@@ -238,6 +238,8 @@ int rl_cuda_rmsnorm_sum_fwd(rl_ctx *ctx, void *out, void *xn, float *rstd, const
  * nothing) for other shapes. */
 int rl_cuda_gemv(rl_ctx *ctx, void *out, const void *residual, const void *in, const void *weight, const void *bias,
                  int m, int n, int k, int *ran);
+/* The same product with fp32 out (the few-row lm_head's logits), m <= 8; *ran as above. */
+int rl_cuda_gemv_f32(rl_ctx *ctx, float *out, const void *in, const void *weight, int m, int n, int k, int *ran);
 
 /* matmul_det.cu: deterministic mode's batch-invariant forward product, row-major
  * out[m, n] = alpha * in[m, k] weight[n, k]^T (+ bias[n]) (+ residual[m, n]; may be out), one

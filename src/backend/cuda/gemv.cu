@@ -188,6 +188,11 @@ __global__ void __launch_bounds__(GEMV_THREADS) gemv_kernel(gemv_args a)
             }
     }
     if (t != 0 || !ok) return;
+    if (a.out_f32) {
+#pragma unroll
+        for (int r = 0; r < M; r++) a.out_f32[(size_t)r * a.n + j] = acc[r];
+        return;
+    }
     float b = a.bias ? rl_b2f(a.bias[j]) : 0.0f;
 #pragma unroll
     for (int r = 0; r < M; r++) {
@@ -284,6 +289,20 @@ int rl_cuda_gemv(rl_ctx *ctx, void *out, const void *residual, const void *in, c
     a.weight = (const bf16 *)weight;
     a.bias = (const bf16 *)bias;
     a.residual = (const bf16 *)residual;
+    a.x = (const bf16 *)in;
+    a.x_stride = k;
+    a.n = n;
+    a.k = k;
+    return gemv_run(ctx, X_PLAIN, a, m, ran);
+}
+
+int rl_cuda_gemv_f32(rl_ctx *ctx, float *out, const void *in, const void *weight, int m, int n, int k, int *ran)
+{
+    *ran = 0;
+    if (m > GEMV_MAX_M) return 0;
+    gemv_args a = {};
+    a.out_f32 = out;
+    a.weight = (const bf16 *)weight;
     a.x = (const bf16 *)in;
     a.x_stride = k;
     a.n = n;

@@ -12,6 +12,7 @@ enum { RL_ROWS_PLAIN, RL_ROWS_RMSNORM, RL_ROWS_SWIGLU };
 
 typedef struct rl_rows_args {
     bf16 *out;                    /* [m, n] */
+    float *out_f32;               /* gemv.cu: [m, n] in fp32 instead of out (no bias, no residual) */
     const bf16 *weight;           /* [n, k] */
     const bf16 *bias, *residual;  /* [n], [m, n]; may be NULL; residual may be out */
     const bf16 *x, *up;           /* input rows x_stride apart (SwiGLU: x is the gate) */
