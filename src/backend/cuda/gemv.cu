@@ -1,7 +1,8 @@
 /* gemv.cu — products of at most GEMV_MAX_M rows (a decode step of a few sequences), and the
  * fused forms of ops.h that fold the op before a product into it: rl_rmsnorm_matmul_fwd
  * (RMSNorm, then the product) and rl_swiglu_matmul_residual_fwd (SwiGLU, then the residual
- * product). matmul.cu sends its forward products of at most GEMV_MAX_M rows here.
+ * product). matmul.cu sends its forward products of at most GEMV_MAX_M rows here, and lm_head.cu
+ * its few-row logits (rl_cuda_gemv_f32: the plain product written in fp32).
  *
  * Such a product only reads its weight (a few MB) once, so its time is the time to stream the
  * weight, plus the launch and the ramp. The idea: keep the whole weight in flight at once.
